@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { InvalidRequestError, UnavailableError } from '../errors.js';
+import type { AuthenticatedKey } from '../services/auth-service.js';
+import type { Services } from '../services/services.js';
+import type { Store } from '../store/store.js';
+import { fromFrameworkError, installErrorHandler, sendError } from './error-handler.js';
+import { installJsonBodyParser } from './json-body.js';
+import { BODY_LIMIT } from './limits.js';
+import { devReceiverRoutes } from './routes/dev-receiver.js';
+import { healthRoutes } from './routes/health.js';
+import { authenticateApiRequests, jobRoutes } from './routes/jobs.js';
+import { authenticateManageRequests, manageRoutes } from './routes/manage.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** When the request arrived, by the application clock (the 366-day limit counts from here). */
+    receivedAt: number;
+    /** The API key's project, team and plan, on /api/ routes. */
+    principal: AuthenticatedKey | null;
+  }
+}
+
+export interface AppDeps {
+  config: Pick<Config, 'production' | 'logLevel' | 'publicUrl'>;
+  store: Store;
+  clock: Clock;
+  services: Services;
+  logger?: FastifyServerOptions['logger'];
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export interface App extends FastifyInstance {
+  /** Refuse new requests with 503 while in-flight ones finish (graceful shutdown). */
+  startDraining(): void;
+}
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  let draining = false;
+  const app = Fastify({
+    logger: deps.logger ?? {
+      level: deps.config.logLevel,
+      // Credentials never reach the logs.
+      redact: ['req.headers.authorization', 'req.headers.cookie'],
+    },
+    bodyLimit: BODY_LIMIT,
+    // A client-supplied X-Request-Id is kept (when sane) so a trace crosses services.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    // One log line per request, written in onResponse below, instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: false,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    // Malformed HTTP and bad URLs get the contract's error shape too, never Fastify's default body.
+    frameworkErrors: (error, _request, reply) => {
+      const mapped = fromFrameworkError(error, undefined) ?? new InvalidRequestError('The request could not be read');
+      void sendError(reply, mapped);
+    },
+    clientErrorHandler: (error, socket) => {
+      if (!socket.writable) return;
+      const status = (error as { code?: string }).code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      const body = JSON.stringify(new InvalidRequestError(status === 431 ? 'Request headers are too large' : 'Malformed HTTP request').toBody());
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
+  }) as unknown as App;
+
+  app.decorateRequest('receivedAt', 0);
+  app.decorateRequest('principal', null);
+  app.decorate('startDraining', () => {
+    draining = true;
+  });
+
+  installJsonBodyParser(app);
+  installErrorHandler(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    request.receivedAt = deps.clock.now();
+    reply.header('x-request-id', request.id);
+    if (draining && !request.url.startsWith('/healthz')) {
+      throw new UnavailableError('Punctual is shutting down; retry on another instance', {}, { 'retry-after': '1' });
+    }
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      'request',
+    );
+  });
+
+  authenticateApiRequests(app, deps.services);
+  authenticateManageRequests(app, deps.services);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: {
+        title: 'Punctual',
+        version: '0.1.0',
+        description: 'Background jobs over HTTP: dispatch a JSON payload, get it POSTed to your webhook on time.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'A project API key: pk_…' },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'PUNCTUAL_ADMIN_TOKEN' },
+        },
+      },
+    },
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes, { store: deps.store });
+  await app.register(jobRoutes, { services: deps.services });
+  await app.register(manageRoutes, { services: deps.services });
+  if (!deps.config.production) await app.register(devReceiverRoutes);
+  return app;
+}

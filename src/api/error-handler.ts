@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  InternalError,
+  InvalidMaxRetriesError,
+  InvalidPayloadError,
+  InvalidRequestError,
+  InvalidScheduleError,
+  InvalidWebhookUrlError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PunctualError,
+  UnsupportedMediaTypeError,
+} from '../errors.js';
+
+type AjvError = { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string };
+
+/** Which contract error a schema failure on a job field is (SPEC section 5); the rest are INVALID_REQUEST. */
+const FIELD_ERRORS: Record<string, new (message: string, extra: Record<string, unknown>) => PunctualError> = {
+  payload: InvalidPayloadError,
+  scheduledFor: InvalidScheduleError,
+  scheduleFor: InvalidScheduleError,
+  maxRetries: InvalidMaxRetriesError,
+  webhookUrl: InvalidWebhookUrlError,
+};
+
+/** Turns the first schema failure into the contract's error, naming the field as the client sent it. */
+function fromValidation(errors: AjvError[], context: string | undefined): PunctualError {
+  const first = errors[0];
+  if (!first) return new InvalidRequestError('The request is not valid');
+  const segments = first.instancePath.split('/').filter(Boolean).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (first.keyword === 'required') segments.push(String(first.params.missingProperty));
+  const field = segments.join('.');
+  if (!field) {
+    const what = context === 'querystring' ? 'The query string' : 'The request body';
+    return new InvalidRequestError(`${what} must be a JSON object`);
+  }
+  const message = first.keyword === 'required' ? `${field} is required` : `${field} ${first.message ?? 'is not valid'}`;
+  const top = segments[0]!;
+  const ErrorClass = context === 'body' && segments.length === 1 ? FIELD_ERRORS[top] : undefined;
+  return ErrorClass ? new ErrorClass(message, { field }) : new InvalidRequestError(message, { field });
+}
+
+/** Fastify's own failures (body parsing, limits, URL decoding) in the contract's shape. */
+export function fromFrameworkError(error: FastifyError, bodyLimit: number | undefined): PunctualError | null {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PayloadTooLargeError(`The request body is over its limit of ${bodyLimit ?? 'the allowed'} bytes`, { limit: bodyLimit });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new UnsupportedMediaTypeError('Send the body as JSON (Content-Type: application/json)');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new InvalidRequestError('The request body is empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new InvalidRequestError('Content-Length does not match the body sent');
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return new NotFoundError('No such route');
+    default:
+      return null;
+  }
+}
+
+export function toPunctualError(error: unknown, request: FastifyRequest): PunctualError | null {
+  if (error instanceof PunctualError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) return fromValidation(fastifyError.validation as AjvError[], fastifyError.validationContext);
+  const mapped = fromFrameworkError(fastifyError, request.routeOptions.bodyLimit);
+  if (mapped) return mapped;
+  // Any other client error Fastify raised (4xx) is the client's to fix, and says nothing internal.
+  if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    return new InvalidRequestError('The request could not be read');
+  }
+  return null;
+}
+
+export function sendError(reply: FastifyReply, error: PunctualError): FastifyReply {
+  return reply.code(error.statusCode).headers(error.headers).type('application/json').send(JSON.stringify(error.toBody()));
+}
+
+/**
+ * The one place an error becomes a response. Contract errors go out as they are; anything else is
+ * logged with its stack and leaves as a bare INTERNAL_ERROR.
+ */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const known = toPunctualError(error, request);
+    if (known) return sendError(reply, known);
+    request.log.error({ err: error }, 'unhandled error');
+    return sendError(reply, new InternalError('Something went wrong on our side; the request id identifies it in our logs', { requestId: request.id }));
+  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}`)));
+}

@@ -1,0 +1,152 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../../services/services.js';
+import type { JobRequestContext, RenderedAnswer } from '../../services/jobs-service.js';
+import { validateIdempotencyKey } from '../../services/validate-job-input.js';
+import { BATCH_BODY_LIMIT } from '../limits.js';
+import * as s from '../schemas.js';
+
+const security = [{ apiKey: [] }];
+const tags = ['jobs'];
+
+/** Authentication comes first under /api/, before body size, parsing and validation, on every path. */
+export function authenticateApiRequests(app: FastifyInstance, services: Services): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.url.startsWith('/api/')) {
+      request.principal = await services.auth.authenticateApiKey(request.headers.authorization);
+    }
+  });
+}
+
+function context(request: FastifyRequest): JobRequestContext {
+  const principal = request.principal!;
+  return { project: principal.project, team: principal.team, plan: principal.plan, receivedAt: request.receivedAt };
+}
+
+function sendRendered(reply: FastifyReply, answer: RenderedAnswer): FastifyReply {
+  if (answer.replayed) reply.header('idempotent-replayed', 'true');
+  return reply.code(answer.statusCode).type('application/json').send(answer.body);
+}
+
+type JobParams = { Params: { jobId: string } };
+
+export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const jobs = services.jobs;
+
+  app.post(
+    '/api/jobs/dispatch',
+    {
+      schema: {
+        summary: 'Queue a job',
+        tags,
+        security,
+        body: s.dispatchBody,
+        response: { 201: s.dispatchAnswer, 200: s.dispatchAnswer, ...s.errors(400, 401, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      sendRendered(reply, await jobs.dispatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']))),
+  );
+
+  app.post(
+    '/api/jobs/dispatch/batch',
+    {
+      bodyLimit: BATCH_BODY_LIMIT,
+      schema: {
+        summary: 'Queue up to 100 jobs in one transaction',
+        description: 'Items are validated one by one; the answer lists, in request order, each job or its error.',
+        tags,
+        security,
+        body: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: {} } } },
+        response: { 200: { type: 'object', properties: { jobs: { type: 'array', items: { type: 'object', additionalProperties: true } } } }, ...s.errors(400, 401, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      sendRendered(
+        reply,
+        await jobs.dispatchBatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key'])),
+      ),
+  );
+
+  app.get(
+    '/api/jobs',
+    {
+      schema: {
+        summary: "List the project's jobs, newest first",
+        tags,
+        security,
+        querystring: {
+          type: 'object',
+          properties: { status: { type: 'string' }, limit: { type: 'string', description: '1..100, default 50' }, cursor: { type: 'string' } },
+        },
+        response: { 200: { type: 'object', properties: { jobs: { type: 'array', items: s.jobStatus }, nextCursor: { type: ['string', 'null'] } } }, ...s.errors(400, 401) },
+      },
+    },
+    async (request) => jobs.list(context(request), request.query as Record<string, unknown>),
+  );
+
+  app.get<JobParams>(
+    '/api/jobs/:jobId',
+    { schema: { summary: "A job's status", tags, security, params: s.jobIdParams, response: { 200: s.jobStatus, ...s.errors(401, 404) } } },
+    async (request) => jobs.get(context(request), request.params.jobId),
+  );
+
+  app.delete<JobParams>(
+    '/api/jobs/:jobId',
+    {
+      schema: {
+        summary: 'Cancel a QUEUED job',
+        tags,
+        security,
+        params: s.jobIdParams,
+        response: { 200: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' } } }, ...s.errors(401, 404, 409) },
+      },
+    },
+    async (request) => jobs.cancel(context(request), request.params.jobId),
+  );
+
+  app.patch<JobParams>(
+    '/api/jobs/:jobId',
+    {
+      schema: {
+        summary: 'Reschedule a QUEUED job',
+        tags,
+        security,
+        params: s.jobIdParams,
+        body: { type: 'object', properties: { scheduledFor: s.dispatchBody.properties.scheduledFor, scheduleFor: s.dispatchBody.properties.scheduleFor } },
+        response: {
+          200: { type: 'object', properties: { jobId: { type: 'string' }, scheduledFor: { type: ['string', 'null'] }, status: { type: 'string' } } },
+          ...s.errors(400, 401, 404, 409),
+        },
+      },
+    },
+    async (request) => jobs.reschedule(context(request), request.params.jobId, request.body),
+  );
+
+  app.get<JobParams>(
+    '/api/jobs/:jobId/attempts',
+    {
+      schema: {
+        summary: "A job's delivery attempts, oldest first",
+        tags,
+        security,
+        params: s.jobIdParams,
+        response: { 200: { type: 'object', properties: { attempts: { type: 'array', items: s.attempt } } }, ...s.errors(401, 404) },
+      },
+    },
+    async (request) => jobs.attempts(context(request), request.params.jobId),
+  );
+
+  app.post<JobParams>(
+    '/api/jobs/:jobId/retry',
+    {
+      schema: {
+        summary: 'Queue a FAILED job again with a fresh retry budget',
+        tags,
+        security,
+        params: s.jobIdParams,
+        response: { 200: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' } } }, ...s.errors(401, 404, 409) },
+      },
+    },
+    async (request) => jobs.retry(context(request), request.params.jobId),
+  );
+};

@@ -1,0 +1,160 @@
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { Services } from '../../services/services.js';
+import * as s from '../schemas.js';
+
+const security = [{ adminToken: [] }];
+
+/** /manage/v1 answers only to the operator's admin token (dashboard sessions come with the dashboard). */
+export function authenticateManageRequests(app: FastifyInstance, services: Services): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.url.startsWith('/manage/')) services.auth.authenticateAdmin(request.headers.authorization);
+  });
+}
+
+const idParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string' } }, required: [name] }) as const;
+const secretsAnswer = {
+  type: 'object',
+  properties: {
+    webhookSecrets: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { webhookSecret: { type: 'string' }, createdAt: { type: 'string' }, expiresAt: { type: ['string', 'null'] } },
+      },
+    },
+  },
+} as const;
+const usageAnswer = {
+  type: 'object',
+  properties: {
+    plan: { type: 'string' },
+    period: { type: 'object', properties: { start: { type: 'string' }, end: { type: 'string' } } },
+    jobsCreated: { type: 'integer' },
+    quota: { type: ['integer', 'null'] },
+    rateLimit: { type: ['object', 'null'], properties: { requestsPerSecond: { type: 'number' }, burst: { type: 'number' } } },
+    daily: { type: 'array', items: { type: 'object', properties: { date: { type: 'string' }, jobsCreated: { type: 'integer' } } } },
+  },
+} as const;
+
+type TeamParams = { Params: { teamId: string } };
+type ProjectParams = { Params: { projectId: string } };
+type KeyParams = { Params: { keyId: string } };
+
+export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const manage = services.manage;
+  const opts = (summary: string, extra: Record<string, unknown>) => ({ schema: { summary, tags: ['manage'], security, ...extra } });
+
+  app.post(
+    '/manage/v1/teams',
+    opts('Create a team', {
+      body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { type: 'string' } } },
+      response: { 201: s.team, ...s.errors(400, 401) },
+    }),
+    async (request, reply) => reply.code(201).send(await manage.createTeam(request.body)),
+  );
+  app.get<TeamParams>(
+    '/manage/v1/teams/:teamId',
+    opts('A team', { params: idParams('teamId'), response: { 200: s.team, ...s.errors(401, 404) } }),
+    async (request) => manage.getTeam(request.params.teamId),
+  );
+  app.patch<TeamParams>(
+    '/manage/v1/teams/:teamId',
+    opts("Rename a team or change its plan (effective at once)", {
+      params: idParams('teamId'),
+      body: { type: 'object', properties: { name: { type: 'string' }, plan: { type: 'string' } } },
+      response: { 200: s.team, ...s.errors(400, 401, 404) },
+    }),
+    async (request) => manage.updateTeam(request.params.teamId, request.body),
+  );
+  app.get<TeamParams>(
+    '/manage/v1/teams/:teamId/projects',
+    opts("A team's projects", {
+      params: idParams('teamId'),
+      response: { 200: { type: 'object', properties: { projects: { type: 'array', items: s.project } } }, ...s.errors(401, 404) },
+    }),
+    async (request) => manage.listProjects(request.params.teamId),
+  );
+  app.post<TeamParams>(
+    '/manage/v1/teams/:teamId/projects',
+    opts('Create a project; its webhook secret is in the answer', {
+      params: idParams('teamId'),
+      body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, webhookUrl: { type: ['string', 'null'] } } },
+      response: {
+        201: { ...s.project, properties: { ...s.project.properties, webhookSecret: { type: 'string' } } },
+        ...s.errors(400, 401, 404),
+      },
+    }),
+    async (request, reply) => reply.code(201).send(await manage.createProject(request.params.teamId, request.body)),
+  );
+  app.get<TeamParams>(
+    '/manage/v1/teams/:teamId/usage',
+    opts("This month's usage against the plan", { params: idParams('teamId'), response: { 200: usageAnswer, ...s.errors(401, 404) } }),
+    async (request) => manage.usage(request.params.teamId),
+  );
+
+  app.get<ProjectParams>(
+    '/manage/v1/projects/:projectId',
+    opts('A project (without its secret)', { params: idParams('projectId'), response: { 200: s.project, ...s.errors(401, 404) } }),
+    async (request) => manage.getProject(request.params.projectId),
+  );
+  app.patch<ProjectParams>(
+    '/manage/v1/projects/:projectId',
+    opts("Change a project's webhook URL, retry policy, timeout, concurrency or accepted statuses", {
+      params: idParams('projectId'),
+      body: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          webhookUrl: { type: ['string', 'null'] },
+          retryPolicy: s.retryPolicy,
+          deliveryTimeoutMs: { type: 'integer', minimum: 1000, maximum: 300000 },
+          deliveryConcurrency: { type: 'integer', minimum: 1, maximum: 1000 },
+          acceptAny2xx: { type: 'boolean' },
+        },
+      },
+      response: { 200: s.project, ...s.errors(400, 401, 404) },
+    }),
+    async (request) => manage.updateProject(request.params.projectId, request.body),
+  );
+  app.get<ProjectParams>(
+    '/manage/v1/projects/:projectId/keys',
+    opts("A project's API keys (never the key itself)", {
+      params: idParams('projectId'),
+      response: { 200: { type: 'object', properties: { keys: { type: 'array', items: s.apiKey } } }, ...s.errors(401, 404) },
+    }),
+    async (request) => manage.listKeys(request.params.projectId),
+  );
+  app.post<ProjectParams>(
+    '/manage/v1/projects/:projectId/keys',
+    opts('Create an API key; the key is shown once, here', {
+      params: idParams('projectId'),
+      body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+      response: {
+        201: { type: 'object', properties: { keyId: { type: 'string' }, name: { type: 'string' }, key: { type: 'string' }, createdAt: { type: 'string' } } },
+        ...s.errors(400, 401, 404),
+      },
+    }),
+    async (request, reply) => reply.code(201).send(await manage.createKey(request.params.projectId, request.body)),
+  );
+  app.get<ProjectParams>(
+    '/manage/v1/projects/:projectId/webhook-secrets',
+    opts('The webhook secrets signing now, newest first', { params: idParams('projectId'), response: { 200: secretsAnswer, ...s.errors(401, 404) } }),
+    async (request) => manage.listWebhookSecrets(request.params.projectId),
+  );
+  app.post<ProjectParams>(
+    '/manage/v1/projects/:projectId/webhook-secret/rotate',
+    opts('Rotate the webhook secret; the previous one keeps signing for 24 hours', {
+      params: idParams('projectId'),
+      response: { 200: { type: 'object', properties: { webhookSecret: { type: 'string' } } }, ...s.errors(401, 404) },
+    }),
+    async (request) => manage.rotateWebhookSecret(request.params.projectId),
+  );
+  app.delete<KeyParams>(
+    '/manage/v1/keys/:keyId',
+    opts('Revoke an API key', {
+      params: idParams('keyId'),
+      response: { 200: { type: 'object', properties: { keyId: { type: 'string' }, revokedAt: { type: 'string' } } }, ...s.errors(401, 404) },
+    }),
+    async (request) => manage.revokeKey(request.params.keyId),
+  );
+};

@@ -1,0 +1,123 @@
+/**
+ * JSON schemas of the HTTP API. They validate requests (types only; no coercion, so "3" is not an
+ * integer), serialise answers and produce /openapi.json. Rules a schema cannot say (timestamps,
+ * payload bytes, alias conflicts) live in services/validate-job-input.ts.
+ */
+const timestamp = { type: 'string', format: 'date-time' } as const;
+const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+const scheduleField = {
+  type: ['string', 'null'],
+  description: 'RFC 3339 date-time with a zone; null or absent: at once; at most 366 days ahead',
+} as const;
+
+export const errorSchema = {
+  type: 'object',
+  properties: {
+    error: { type: 'string' },
+    data: { type: 'object', properties: { message: { type: 'string' }, field: { type: 'string' } }, additionalProperties: true },
+  },
+} as const;
+
+export const dispatchBody = {
+  type: 'object',
+  required: ['payload'],
+  properties: {
+    payload: { type: 'object', additionalProperties: true, description: 'Any JSON object, at most 10,240 bytes as JSON' },
+    scheduledFor: scheduleField,
+    scheduleFor: { ...scheduleField, description: 'Alias of scheduledFor' },
+    maxRetries: { type: 'integer', minimum: 0, description: 'Capped by the plan (at most 3)' },
+  },
+} as const;
+
+export const dispatchAnswer = {
+  type: 'object',
+  properties: {
+    jobId: { type: 'string' },
+    status: { type: 'string' },
+    scheduledFor: nullableTimestamp,
+    maxRetries: { type: 'integer' },
+  },
+} as const;
+
+export const jobStatus = {
+  type: 'object',
+  properties: {
+    jobId: { type: 'string' },
+    status: { type: 'string', enum: ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] },
+    scheduledFor: nullableTimestamp,
+    maxRetries: { type: 'integer' },
+    attemptCount: { type: 'integer' },
+    nextAttemptAt: nullableTimestamp,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    completedAt: timestamp,
+    failedAt: timestamp,
+    cancelledAt: timestamp,
+    lastError: { type: ['string', 'null'] },
+    payload: { type: 'object', additionalProperties: true },
+  },
+} as const;
+
+export const attempt = {
+  type: 'object',
+  properties: {
+    attemptId: { type: 'string' },
+    attemptNumber: { type: 'integer' },
+    startedAt: timestamp,
+    finishedAt: nullableTimestamp,
+    outcome: { type: ['string', 'null'] },
+    statusCode: { type: ['integer', 'null'] },
+    durationMs: { type: ['integer', 'null'] },
+    error: { type: ['string', 'null'] },
+    responseBody: { type: ['string', 'null'] },
+  },
+} as const;
+
+export const jobIdParams = { type: 'object', properties: { jobId: { type: 'string' } }, required: ['jobId'] } as const;
+
+export const retryPolicy = {
+  type: 'object',
+  properties: {
+    maxRetries: { type: ['integer', 'null'] },
+    initialDelayMs: { type: 'integer' },
+    factor: { type: 'number' },
+    maxDelayMs: { type: 'integer' },
+  },
+} as const;
+
+export const team = {
+  type: 'object',
+  properties: { teamId: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' }, createdAt: timestamp },
+} as const;
+
+export const project = {
+  type: 'object',
+  properties: {
+    projectId: { type: 'string' },
+    teamId: { type: 'string' },
+    name: { type: 'string' },
+    webhookUrl: { type: ['string', 'null'] },
+    retryPolicy,
+    deliveryTimeoutMs: { type: 'integer' },
+    deliveryConcurrency: { type: 'integer' },
+    acceptAny2xx: { type: 'boolean' },
+    createdAt: timestamp,
+  },
+} as const;
+
+export const apiKey = {
+  type: 'object',
+  properties: {
+    keyId: { type: 'string' },
+    name: { type: 'string' },
+    prefix: { type: 'string' },
+    createdAt: timestamp,
+    lastUsedAt: nullableTimestamp,
+    revokedAt: nullableTimestamp,
+  },
+} as const;
+
+/** Error answers a route may give, for the docs. */
+export function errors(...codes: number[]): Record<number, typeof errorSchema> {
+  return Object.fromEntries(codes.map((code) => [code, errorSchema]));
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+/**
+ * `punctual`: the server and an operator's CLI over the same service layer as /manage/v1.
+ * Every command but `serve` prints one JSON document (errors in the API's shape, on stderr).
+ */
+import { parseArgs } from 'node:util';
+import { systemClock } from '../clock.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { PunctualError } from '../errors.js';
+import { PlanFileError } from '../plans.js';
+import { openRuntime } from '../runtime.js';
+import { serve } from '../server.js';
+import type { Services } from '../services/services.js';
+
+const USAGE = `Usage: punctual <command> [options]
+
+  serve                                                   start the service (PORT, DATABASE_URL, …)
+  migrate                                                 apply database migrations and exit
+  teams create --name <name> [--plan <plan>]
+  teams get <teamId>
+  teams update <teamId> [--name <name>] [--plan <plan>]
+  projects create --team <teamId> --name <name> [--webhook-url <url>]
+  projects get <projectId>
+  projects update <projectId> [--webhook-url <url|"">] [--json '<PATCH body>']
+  keys create --project <projectId> --name <name>
+  keys list --project <projectId>
+  keys revoke <keyId>
+  secret list --project <projectId>
+  secret rotate --project <projectId>
+  usage --team <teamId>
+
+Configuration comes from the environment, as for the server (DATABASE_URL, PUNCTUAL_SECRET_KEY, …).`;
+
+type Command = (services: Services, args: { positionals: string[]; values: Record<string, string | undefined> }) => Promise<unknown>;
+
+function required(values: Record<string, string | undefined>, name: string): string {
+  const value = values[name];
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function positional(positionals: string[], what: string): string {
+  const value = positionals[0];
+  if (!value) throw new UsageError(`${what} is required`);
+  return value;
+}
+
+class UsageError extends Error {}
+
+const COMMANDS: Record<string, Command> = {
+  'teams create': (s, { values }) => s.manage.createTeam({ name: required(values, 'name'), ...(values.plan && { plan: values.plan }) }),
+  'teams get': (s, { positionals }) => s.manage.getTeam(positional(positionals, 'teamId')),
+  'teams update': (s, { positionals, values }) =>
+    s.manage.updateTeam(positional(positionals, 'teamId'), { ...(values.name && { name: values.name }), ...(values.plan && { plan: values.plan }) }),
+  'projects create': (s, { values }) =>
+    s.manage.createProject(required(values, 'team'), {
+      name: required(values, 'name'),
+      ...(values['webhook-url'] !== undefined && { webhookUrl: values['webhook-url'] || null }),
+    }),
+  'projects get': (s, { positionals }) => s.manage.getProject(positional(positionals, 'projectId')),
+  'projects update': (s, { positionals, values }) => {
+    let body: Record<string, unknown> = {};
+    if (values.json) {
+      try {
+        body = JSON.parse(values.json) as Record<string, unknown>;
+      } catch {
+        throw new UsageError('--json must be a JSON object');
+      }
+    }
+    if (values['webhook-url'] !== undefined) body.webhookUrl = values['webhook-url'] || null;
+    return s.manage.updateProject(positional(positionals, 'projectId'), body);
+  },
+  'keys create': (s, { values }) => s.manage.createKey(required(values, 'project'), { name: required(values, 'name') }),
+  'keys list': (s, { values }) => s.manage.listKeys(required(values, 'project')),
+  'keys revoke': (s, { positionals }) => s.manage.revokeKey(positional(positionals, 'keyId')),
+  'secret list': (s, { values }) => s.manage.listWebhookSecrets(required(values, 'project')),
+  'secret rotate': (s, { values }) => s.manage.rotateWebhookSecret(required(values, 'project')),
+  usage: (s, { values }) => s.manage.usage(required(values, 'team')),
+};
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      team: { type: 'string' },
+      project: { type: 'string' },
+      'webhook-url': { type: 'string' },
+      json: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [first, second, ...rest] = positionals;
+  if (values.help || !first) {
+    console.log(USAGE);
+    return first || values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+  if (first === 'serve') {
+    await serve(config);
+    return -1; // keeps running
+  }
+  const runtime = await openRuntime(config, systemClock, {
+    generateAdminToken: false,
+    onBackgroundError: (error) => console.error(error),
+  });
+  try {
+    if (first === 'migrate') {
+      console.log(JSON.stringify({ migrated: true, store: runtime.store.kind }));
+      return 0;
+    }
+    const twoWords = second !== undefined ? COMMANDS[`${first} ${second}`] : undefined;
+    const command = twoWords ?? COMMANDS[first];
+    if (!command) throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
+    const args = { positionals: twoWords ? rest : positionals.slice(1), values: values as Record<string, string | undefined> };
+    console.log(JSON.stringify(await command(runtime.services, args), null, 2));
+    return 0;
+  } finally {
+    await runtime.store.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof PunctualError) {
+      console.error(JSON.stringify(error.toBody(), null, 2));
+    } else if (error instanceof ConfigError || error instanceof PlanFileError) {
+      console.error(`Configuration error: ${error.message}`);
+    } else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`${(error as Error).message}\n\n${USAGE}`);
+    } else {
+      console.error(error);
+    }
+    process.exitCode = 1;
+  },
+);

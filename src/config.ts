@@ -1,0 +1,83 @@
+import { resolve } from 'node:path';
+import { loadPlans, type Plans } from './plans.js';
+
+/** SPEC.md section 8: everything comes from the environment and is validated before anything starts. */
+export interface Config {
+  nodeEnv: string;
+  production: boolean;
+  database: { kind: 'sqlite'; path: string; synchronous: 'FULL' | 'NORMAL' } | { kind: 'postgres'; url: string };
+  redisUrl: string | null;
+  host: string;
+  port: number;
+  /** Base URL printed in the quickstart and used for the development receiver. */
+  publicUrl: string;
+  adminToken: string | null;
+  secretKey: string | null;
+  allowPrivateWebhooks: boolean;
+  plans: Plans;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+const DEFAULT_SQLITE_PATH = './data/punctual.db';
+
+function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback;
+  if (['true', '1', 'yes'].includes(value.toLowerCase())) return true;
+  if (['false', '0', 'no'].includes(value.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function parseDatabase(env: NodeJS.ProcessEnv): Config['database'] {
+  const url = env.DATABASE_URL?.trim();
+  const synchronous = (env.PUNCTUAL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') {
+    throw new ConfigError(`PUNCTUAL_SQLITE_SYNCHRONOUS must be FULL or NORMAL, got "${env.PUNCTUAL_SQLITE_SYNCHRONOUS}"`);
+  }
+  if (!url) return { kind: 'sqlite', path: resolve(DEFAULT_SQLITE_PATH), synchronous };
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!path) throw new ConfigError('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/punctual.db');
+    return { kind: 'sqlite', path: resolve(path), synchronous };
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', url };
+  throw new ConfigError('DATABASE_URL must be sqlite:<path> or postgres://…');
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const nodeEnv = env.NODE_ENV ?? 'development';
+  const production = nodeEnv === 'production';
+  const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT must be an integer from 0 to 65535, got "${env.PORT}"`);
+  const adminToken = env.PUNCTUAL_ADMIN_TOKEN?.trim() || null;
+  if (adminToken !== null && adminToken.length < 16) throw new ConfigError('PUNCTUAL_ADMIN_TOKEN must be at least 16 characters');
+  const secretKey = env.PUNCTUAL_SECRET_KEY?.trim() || null;
+  if (secretKey !== null && secretKey.length < 32) throw new ConfigError('PUNCTUAL_SECRET_KEY must be at least 32 characters (e.g. openssl rand -base64 32)');
+  const database = parseDatabase(env);
+  if (database.kind === 'postgres' && secretKey === null) {
+    throw new ConfigError('PUNCTUAL_SECRET_KEY is required with PostgreSQL, so that every instance can read the webhook secrets');
+  }
+  const host = env.HOST?.trim() || '0.0.0.0';
+  let publicUrl = env.PUNCTUAL_PUBLIC_URL?.trim() || `http://localhost:${port}`;
+  publicUrl = publicUrl.replace(/\/+$/, '');
+  try {
+    new URL(publicUrl);
+  } catch {
+    throw new ConfigError(`PUNCTUAL_PUBLIC_URL must be an absolute URL, got "${env.PUNCTUAL_PUBLIC_URL}"`);
+  }
+  return {
+    nodeEnv,
+    production,
+    database,
+    redisUrl: env.REDIS_URL?.trim() || null,
+    host,
+    port,
+    publicUrl,
+    adminToken,
+    secretKey,
+    allowPrivateWebhooks: parseBoolean('PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS', env.PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS, !production),
+    plans: loadPlans(env.PUNCTUAL_PLANS?.trim() || undefined),
+    logLevel: env.LOG_LEVEL?.trim() || 'info',
+  };
+}

@@ -1,0 +1,53 @@
+import { buildApp } from './api/build-app.js';
+import { systemClock } from './clock.js';
+import type { Config } from './config.js';
+import { openRuntime } from './runtime.js';
+import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js';
+
+/** Within the 30 s a SIGTERM allows, in-flight requests get this long before the process exits anyway. */
+const SHUTDOWN_DEADLINE_MS = 25_000;
+
+export async function serve(config: Config): Promise<void> {
+  const clock = systemClock;
+  let log: { error: (obj: unknown, msg: string) => void } = { error: (obj, msg) => console.error(msg, obj) };
+  const runtime = await openRuntime(config, clock, {
+    generateAdminToken: true,
+    onBackgroundError: (error) => log.error({ err: error }, 'background write failed'),
+  });
+  const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services });
+  log = app.log;
+
+  const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
+  const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
+  if (first) {
+    // Printed to stdout once, deliberately outside the logger: these values never go to logs.
+    console.log(firstStartMessage(first, { publicUrl: config.publicUrl, adminToken: runtime.generatedAdminToken }));
+  } else if (runtime.generatedAdminToken) {
+    console.log(`Admin token (shown once, for /manage/v1 and the CLI): ${runtime.generatedAdminToken}`);
+  }
+
+  await app.listen({ host: config.host, port: config.port });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    app.startDraining();
+    const deadline = setTimeout(() => {
+      app.log.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
+    deadline.unref();
+    try {
+      await app.close();
+      await runtime.store.close();
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}

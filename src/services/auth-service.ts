@@ -1,0 +1,53 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { hashApiKey, looksLikeApiKey, sameHash } from '../crypto/api-keys.js';
+import { UnauthorizedError } from '../errors.js';
+import type { Plan } from '../plans.js';
+import type { ApiKeyPrincipal, Store, TeamRow } from '../store/store.js';
+
+/** lastUsedAt is written at most this often per key, so authentication stays a read. */
+export const KEY_TOUCH_INTERVAL_MS = 60_000;
+
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+export const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+
+export type AuthenticatedKey = ApiKeyPrincipal & { plan: Plan };
+
+export class AuthService {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      planOf: (team: TeamRow) => Plan;
+      adminTokenHash: Buffer;
+      onBackgroundError: (error: unknown) => void;
+    },
+  ) {}
+
+  async authenticateApiKey(authorization: string | undefined): Promise<AuthenticatedKey> {
+    const token = bearerToken(authorization);
+    if (!token) throw new UnauthorizedError('Send your API key as "Authorization: Bearer pk_…"');
+    if (!looksLikeApiKey(token)) throw new UnauthorizedError('That API key is not valid');
+    const hash = hashApiKey(token);
+    const principal = await this.deps.store.apiKeyFindByHash(hash);
+    // The lookup is by hash; the constant-time compare guards against a store that matched loosely.
+    if (!principal || !sameHash(principal.key.hash, hash)) throw new UnauthorizedError('That API key is not valid');
+    if (principal.key.revokedAt !== null) throw new UnauthorizedError('That API key has been revoked');
+    const now = this.deps.clock.now();
+    if (principal.key.lastUsedAt === null || now - principal.key.lastUsedAt >= KEY_TOUCH_INTERVAL_MS) {
+      this.deps.store.apiKeyTouch({ keyId: principal.key.id, now }).catch(this.deps.onBackgroundError);
+    }
+    return { ...principal, plan: this.deps.planOf(principal.team) };
+  }
+
+  authenticateAdmin(authorization: string | undefined): void {
+    const token = bearerToken(authorization);
+    if (!token) throw new UnauthorizedError('Send the admin token as "Authorization: Bearer <PUNCTUAL_ADMIN_TOKEN>"');
+    if (!timingSafeEqual(sha256(token), this.deps.adminTokenHash)) throw new UnauthorizedError('That admin token is not valid');
+  }
+}

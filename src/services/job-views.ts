@@ -1,0 +1,37 @@
+import type { AttemptRow, JobRow } from '../store/store.js';
+import { formatNullableTimestamp, formatTimestamp } from '../timestamp.js';
+
+/** The contract's job status body (SPEC section 2, GET /api/jobs/:jobId). */
+export function jobStatusView(job: JobRow): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    jobId: job.id,
+    status: job.status,
+    scheduledFor: formatNullableTimestamp(job.scheduledFor),
+    maxRetries: job.maxRetries,
+    attemptCount: job.attemptCount,
+    nextAttemptAt: job.status === 'QUEUED' ? formatTimestamp(job.runAt) : null,
+    createdAt: formatTimestamp(job.createdAt),
+    updatedAt: formatTimestamp(job.updatedAt),
+  };
+  // The terminal timestamps appear once reached, as in Dispatched's answers.
+  if (job.completedAt !== null) view.completedAt = formatTimestamp(job.completedAt);
+  if (job.failedAt !== null) view.failedAt = formatTimestamp(job.failedAt);
+  if (job.cancelledAt !== null) view.cancelledAt = formatTimestamp(job.cancelledAt);
+  view.lastError = job.lastError;
+  view.payload = JSON.parse(job.payload) as unknown;
+  return view;
+}
+
+export function attemptView(attempt: AttemptRow): Record<string, unknown> {
+  return {
+    attemptId: attempt.id,
+    attemptNumber: attempt.attemptNumber,
+    startedAt: formatTimestamp(attempt.startedAt),
+    finishedAt: formatNullableTimestamp(attempt.finishedAt),
+    outcome: attempt.outcome,
+    statusCode: attempt.statusCode,
+    durationMs: attempt.durationMs,
+    error: attempt.error,
+    responseBody: attempt.responseBody,
+  };
+}

@@ -1,0 +1,257 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { newJobId } from '../crypto/random-ids.js';
+import {
+  IdempotencyKeyReusedError,
+  InvalidRequestError,
+  InvalidScheduleError,
+  JobNotFailedError,
+  JobNotQueuedError,
+  NotFoundError,
+  PunctualError,
+  QuotaExceededError,
+  WebhookNotConfiguredError,
+} from '../errors.js';
+import type { Plan } from '../plans.js';
+import { JOB_STATUSES, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
+import { attemptView, jobStatusView } from './job-views.js';
+import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
+
+/** Who is asking, resolved from the API key, and when the request arrived. */
+export interface JobRequestContext {
+  project: ProjectRow;
+  team: TeamRow;
+  plan: Plan;
+  receivedAt: number;
+}
+
+/** A JSON answer already serialised, so an idempotent replay is byte-identical to the first answer. */
+export interface RenderedAnswer {
+  statusCode: number;
+  body: string;
+  replayed: boolean;
+}
+
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+export const BATCH_MAX_JOBS = 100;
+export const LIST_DEFAULT_LIMIT = 50;
+export const LIST_MAX_LIMIT = 100;
+
+/** Sorted keys at every depth: two JSON-equal bodies hash the same whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+const requestHash = (body: unknown): string => createHash('sha256').update(canonicalJson(body)).digest('hex');
+
+/** The list cursor is opaque to clients: base64url of the last job's insertion sequence. */
+const encodeCursor = (seq: number): string => Buffer.from(`s${seq}`).toString('base64url');
+function decodeCursor(cursor: string): number | null {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^s[1-9]\d{0,15}$/.test(text) || encodeCursor(Number(text.slice(1))) !== cursor) return null;
+  return Number(text.slice(1));
+}
+
+export class JobsService {
+  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+
+  /** The job's own maxRetries, else the project's default, else the plan's cap; never above the cap. */
+  static effectiveMaxRetries(asked: number | null, project: ProjectRow, plan: Plan): number {
+    return Math.min(asked ?? project.retryMaxRetries ?? plan.maxRetriesCap, plan.maxRetriesCap);
+  }
+
+  private newJob(input: DispatchInput, ctx: JobRequestContext, now: number): NewJob {
+    return {
+      id: newJobId(),
+      payload: input.payload,
+      scheduledFor: input.scheduledFor,
+      // A time in the past means "at once"; the asked time is still kept as scheduledFor.
+      runAt: Math.max(input.scheduledFor ?? now, now),
+      maxRetries: JobsService.effectiveMaxRetries(input.maxRetries, ctx.project, ctx.plan),
+    };
+  }
+
+  private quotaFor(ctx: JobRequestContext, now: number): JobCreateParams['quota'] {
+    if (ctx.plan.jobsPerMonth === null) return null;
+    const month = utcMonth(now);
+    return { limit: ctx.plan.jobsPerMonth, monthStartDay: utcDay(month.start), monthEndDay: utcDay(month.end) };
+  }
+
+  private quotaError(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
+    const resetsAt = utcMonth(now).end;
+    return new QuotaExceededError(
+      `This team's plan allows ${ctx.plan.jobsPerMonth} jobs per month; the quota resets at ${formatTimestamp(resetsAt)}`,
+      { quota: ctx.plan.jobsPerMonth, used, resetsAt: formatTimestamp(resetsAt) },
+      { 'retry-after': String(Math.max(1, Math.ceil((resetsAt - now) / 1000))) },
+    );
+  }
+
+  private async create(
+    ctx: JobRequestContext,
+    endpoint: string,
+    body: unknown,
+    idempotencyKey: string | null,
+    jobs: NewJob[],
+    now: number,
+    render: JobCreateParams['renderResponse'],
+  ) {
+    const result = await this.deps.store.jobCreate({
+      projectId: ctx.project.id,
+      teamId: ctx.team.id,
+      now,
+      jobs,
+      quota: this.quotaFor(ctx, now),
+      idempotency: idempotencyKey
+        ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_WINDOW_MS }
+        : null,
+      renderResponse: render,
+    });
+    if (result.kind === 'idempotency_conflict') {
+      throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request body in the last 24 hours', {
+        field: 'Idempotency-Key',
+      });
+    }
+    return result;
+  }
+
+  async dispatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null): Promise<RenderedAnswer> {
+    const input = validateDispatchInput(body, ctx.receivedAt);
+    if (!ctx.project.webhookUrl) throw webhookNotConfigured();
+    const now = this.deps.clock.now();
+    const job = this.newJob(input, ctx, now);
+    const answer = JSON.stringify({
+      jobId: job.id,
+      status: 'QUEUED',
+      scheduledFor: formatNullableTimestamp(job.scheduledFor),
+      maxRetries: job.maxRetries,
+    });
+    const result = await this.create(ctx, 'dispatch', body, idempotencyKey, [job], now, (created) =>
+      created[0] ? { statusCode: 201, body: answer } : null,
+    );
+    if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
+    if (!result.created[0]) throw this.quotaError(ctx, result.usedBefore, now);
+    return { statusCode: 201, body: answer, replayed: false };
+  }
+
+  async dispatchBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null): Promise<RenderedAnswer> {
+    if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"jobs": [...]}');
+    const items = body.jobs;
+    if (!Array.isArray(items) || items.length < 1 || items.length > BATCH_MAX_JOBS) {
+      throw new InvalidRequestError(`jobs must be an array of 1 to ${BATCH_MAX_JOBS} dispatch bodies`, { field: 'jobs' });
+    }
+    if (!ctx.project.webhookUrl) throw webhookNotConfigured();
+    const now = this.deps.clock.now();
+    const checked = items.map((item): { job: NewJob } | { error: PunctualError } => {
+      try {
+        return { job: this.newJob(validateDispatchInput(item, ctx.receivedAt), ctx, now) };
+      } catch (error) {
+        if (error instanceof PunctualError) return { error };
+        throw error;
+      }
+    });
+    const jobs = checked.flatMap((c) => ('job' in c ? [c.job] : []));
+    const render: JobCreateParams['renderResponse'] = (created, usedBefore) => {
+      const usedAfter = usedBefore + created.filter(Boolean).length;
+      let index = 0;
+      const answers = checked.map((c) => {
+        if ('error' in c) return c.error.toBody();
+        const job = c.job;
+        // Quota refusals are a suffix of the batch: items count in request order.
+        if (!created[index++]) return this.quotaError(ctx, usedAfter, now).toBody();
+        return { jobId: job.id, status: 'QUEUED', scheduledFor: formatNullableTimestamp(job.scheduledFor), maxRetries: job.maxRetries };
+      });
+      return { statusCode: 200, body: JSON.stringify({ jobs: answers }) };
+    };
+    const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, render);
+    if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
+    return { statusCode: 200, body: result.response!.body, replayed: false };
+  }
+
+  async get(ctx: JobRequestContext, jobId: string): Promise<Record<string, unknown>> {
+    const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
+    if (!job) throw jobNotFound(jobId);
+    return jobStatusView(job);
+  }
+
+  async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
+    const { status, limit: limitText, cursor } = query;
+    for (const [name, value] of Object.entries({ status, limit: limitText, cursor })) {
+      if (value !== undefined && typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
+    }
+    if (status !== undefined && !JOB_STATUSES.includes(status as JobStatus)) {
+      throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
+    }
+    let limit = LIST_DEFAULT_LIMIT;
+    if (limitText !== undefined) {
+      limit = /^\d{1,3}$/.test(limitText as string) ? Number(limitText) : NaN;
+      if (!(limit >= 1 && limit <= LIST_MAX_LIMIT)) {
+        throw new InvalidRequestError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, { field: 'limit' });
+      }
+    }
+    let beforeSeq: number | null = null;
+    if (cursor !== undefined) {
+      beforeSeq = decodeCursor(cursor as string);
+      if (beforeSeq === null) throw new InvalidRequestError('cursor is not one this API returned', { field: 'cursor' });
+    }
+    const rows = await this.deps.store.jobList({
+      projectId: ctx.project.id,
+      status: (status as JobStatus | undefined) ?? null,
+      beforeSeq,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { jobs: page.map(jobStatusView), nextCursor: rows.length > limit && last ? encodeCursor(last.seq) : null };
+  }
+
+  async cancel(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'CANCELLED' }> {
+    const result = await this.deps.store.jobCancelIfQueued({ projectId: ctx.project.id, jobId, now: this.deps.clock.now() });
+    requireTransition(result, jobId, notQueued);
+    return { jobId, status: 'CANCELLED' };
+  }
+
+  async reschedule(ctx: JobRequestContext, jobId: string, body: unknown): Promise<Record<string, unknown>> {
+    if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"scheduledFor": <timestamp|null>}');
+    const schedule = readSchedule(body, ctx.receivedAt);
+    if (!schedule) throw new InvalidScheduleError('scheduledFor is required (null means "run at once")', { field: 'scheduledFor' });
+    const result = await this.deps.store.jobRescheduleIfQueued({
+      projectId: ctx.project.id,
+      jobId,
+      scheduledFor: schedule.value,
+      now: this.deps.clock.now(),
+    });
+    requireTransition(result, jobId, notQueued);
+    return { jobId, scheduledFor: formatNullableTimestamp(schedule.value), status: 'QUEUED' };
+  }
+
+  async retry(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'QUEUED' }> {
+    const result = await this.deps.store.jobRetryIfFailed({ projectId: ctx.project.id, jobId, now: this.deps.clock.now() });
+    requireTransition(result, jobId, (status) => new JobNotFailedError(`Only a FAILED job can be retried; this one is ${status}`, { status }));
+    return { jobId, status: 'QUEUED' };
+  }
+
+  async attempts(ctx: JobRequestContext, jobId: string): Promise<{ attempts: Record<string, unknown>[] }> {
+    const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
+    if (!job) throw jobNotFound(jobId);
+    const attempts = await this.deps.store.attemptListByJob(jobId);
+    return { attempts: attempts.map(attemptView) };
+  }
+}
+
+const jobNotFound = (jobId: string) => new NotFoundError(`No job ${jobId} in this project`);
+const notQueued = (status: JobStatus) =>
+  new JobNotQueuedError(`Only a QUEUED job can be changed or cancelled; this one is ${status}`, { status });
+const webhookNotConfigured = () =>
+  new WebhookNotConfiguredError("This project has no webhook URL; set one with PATCH /manage/v1/projects/:projectId {\"webhookUrl\": ...}");
+
+function requireTransition(result: JobTransitionResult, jobId: string, wrongState: (status: JobStatus) => PunctualError): void {
+  if (result.ok) return;
+  if (result.status === null) throw jobNotFound(jobId);
+  throw wrongState(result.status);
+}

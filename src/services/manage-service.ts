@@ -1,0 +1,284 @@
+import type { Clock } from '../clock.js';
+import { generateApiKey } from '../crypto/api-keys.js';
+import { newKeyId, newProjectId, newSecretId, newTeamId } from '../crypto/random-ids.js';
+import { generateWebhookSecret, type SecretBox } from '../crypto/secret-box.js';
+import { checkWebhookUrl } from '../delivery/address-guard.js';
+import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError } from '../errors.js';
+import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
+import type { ApiKeyRow, ProjectPatch, ProjectRow, Store, TeamRow } from '../store/store.js';
+import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
+import { isPlainObject } from './validate-job-input.js';
+
+/** SPEC section 7 defaults and bounds for a project's delivery settings. */
+export const PROJECT_DEFAULTS = {
+  retryMaxRetries: null,
+  retryInitialDelayMs: 30_000,
+  retryFactor: 4,
+  retryMaxDelayMs: 3_600_000,
+  deliveryTimeoutMs: 30_000,
+  deliveryConcurrency: 100,
+  acceptAny2xx: false,
+} as const;
+export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
+export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;
+/** Our bounds where the contract is silent: up to a day before the first retry, a week at most between two. */
+export const RETRY_INITIAL_DELAY_RANGE = [0, 86_400_000] as const;
+export const RETRY_MAX_DELAY_RANGE = [0, 604_800_000] as const;
+export const RETRY_FACTOR_RANGE = [1, 100] as const;
+/** A rotated-out secret keeps signing this long. */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+const NAME_MAX = 200;
+
+export function teamView(team: TeamRow) {
+  return { teamId: team.id, name: team.name, plan: team.plan, createdAt: formatTimestamp(team.createdAt) };
+}
+
+export function projectView(project: ProjectRow) {
+  return {
+    projectId: project.id,
+    teamId: project.teamId,
+    name: project.name,
+    webhookUrl: project.webhookUrl,
+    retryPolicy: {
+      maxRetries: project.retryMaxRetries,
+      initialDelayMs: project.retryInitialDelayMs,
+      factor: project.retryFactor,
+      maxDelayMs: project.retryMaxDelayMs,
+    },
+    deliveryTimeoutMs: project.deliveryTimeoutMs,
+    deliveryConcurrency: project.deliveryConcurrency,
+    acceptAny2xx: project.acceptAny2xx,
+    createdAt: formatTimestamp(project.createdAt),
+  };
+}
+
+export function apiKeyView(key: ApiKeyRow) {
+  return {
+    keyId: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    createdAt: formatTimestamp(key.createdAt),
+    lastUsedAt: formatNullableTimestamp(key.lastUsedAt),
+    revokedAt: formatNullableTimestamp(key.revokedAt),
+  };
+}
+
+function requireObject(body: unknown): Record<string, unknown> {
+  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  return body;
+}
+
+function readName(body: Record<string, unknown>, required: boolean): string | undefined {
+  if (!('name' in body)) {
+    if (required) throw new InvalidRequestError('name is required', { field: 'name' });
+    return undefined;
+  }
+  const name = body.name;
+  if (typeof name !== 'string' || name.trim().length === 0 || name.length > NAME_MAX) {
+    throw new InvalidRequestError(`name must be a non-empty string of at most ${NAME_MAX} characters`, { field: 'name' });
+  }
+  return name.trim();
+}
+
+function readInteger(value: unknown, field: string, [min, max]: readonly [number, number]): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidRequestError(`${field} must be an integer from ${min} to ${max}`, { field });
+  }
+  return value;
+}
+
+export class ManageService {
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; plans: Plans; secretBox: SecretBox; allowPrivateWebhooks: boolean },
+  ) {}
+
+  planOf(team: TeamRow): Plan {
+    // A plan removed from PUNCTUAL_PLANS after teams were put on it falls back to the default plan.
+    return this.deps.plans[team.plan] ?? this.deps.plans[DEFAULT_PLAN_NAME]!;
+  }
+
+  private readPlan(body: Record<string, unknown>): string | undefined {
+    if (!('plan' in body)) return undefined;
+    const plan = body.plan;
+    if (typeof plan !== 'string' || !Object.hasOwn(this.deps.plans, plan)) {
+      throw new InvalidRequestError(`plan must be one of ${Object.keys(this.deps.plans).join(', ')}`, { field: 'plan' });
+    }
+    return plan;
+  }
+
+  private async readWebhookUrl(value: unknown): Promise<string | null> {
+    if (value === null) return null;
+    if (typeof value !== 'string') throw new InvalidWebhookUrlError('webhookUrl must be an absolute http(s) URL or null', { field: 'webhookUrl' });
+    const check = await checkWebhookUrl(value, this.deps.allowPrivateWebhooks);
+    if (!check.ok) throw new InvalidWebhookUrlError(`webhookUrl ${check.reason}`, { field: 'webhookUrl' });
+    return check.url.href;
+  }
+
+  async requireTeam(teamId: string): Promise<TeamRow> {
+    const team = await this.deps.store.teamGet(teamId);
+    if (!team) throw new NotFoundError(`No team ${teamId}`);
+    return team;
+  }
+
+  async requireProject(projectId: string): Promise<ProjectRow> {
+    const project = await this.deps.store.projectGet(projectId);
+    if (!project) throw new NotFoundError(`No project ${projectId}`);
+    return project;
+  }
+
+  async createTeam(input: unknown) {
+    const body = requireObject(input);
+    const name = readName(body, true)!;
+    const plan = this.readPlan(body) ?? DEFAULT_PLAN_NAME;
+    const team: TeamRow = { id: newTeamId(), name, plan, createdAt: this.deps.clock.now() };
+    await this.deps.store.teamInsert(team);
+    return teamView(team);
+  }
+
+  async getTeam(teamId: string) {
+    return teamView(await this.requireTeam(teamId));
+  }
+
+  async updateTeam(teamId: string, input: unknown) {
+    const body = requireObject(input);
+    const name = readName(body, false);
+    const plan = this.readPlan(body);
+    const team = await this.deps.store.teamUpdate({ teamId, ...(name !== undefined && { name }), ...(plan !== undefined && { plan }) });
+    if (!team) throw new NotFoundError(`No team ${teamId}`);
+    return teamView(team);
+  }
+
+  async listProjects(teamId: string) {
+    await this.requireTeam(teamId);
+    return { projects: (await this.deps.store.projectListByTeam(teamId)).map(projectView) };
+  }
+
+  /** Creates a project with its first webhook secret, returned once here and readable later. */
+  async createProject(teamId: string, input: unknown) {
+    const body = requireObject(input);
+    const name = readName(body, true)!;
+    const webhookUrl = 'webhookUrl' in body ? await this.readWebhookUrl(body.webhookUrl) : null;
+    await this.requireTeam(teamId);
+    const now = this.deps.clock.now();
+    const project: ProjectRow = { id: newProjectId(), teamId, name, webhookUrl, createdAt: now, ...PROJECT_DEFAULTS };
+    const webhookSecret = generateWebhookSecret();
+    await this.deps.store.projectInsert({
+      project,
+      secret: { id: newSecretId(), projectId: project.id, ciphertext: this.deps.secretBox.seal(webhookSecret), createdAt: now, expiresAt: null },
+    });
+    return { ...projectView(project), webhookSecret };
+  }
+
+  async getProject(projectId: string) {
+    return projectView(await this.requireProject(projectId));
+  }
+
+  async updateProject(projectId: string, input: unknown) {
+    const body = requireObject(input);
+    const project = await this.requireProject(projectId);
+    const plan = this.planOf(await this.requireTeam(project.teamId));
+    const patch: ProjectPatch = {};
+    const name = readName(body, false);
+    if (name !== undefined) patch.name = name;
+    if ('webhookUrl' in body) patch.webhookUrl = await this.readWebhookUrl(body.webhookUrl);
+    if ('retryPolicy' in body) {
+      const policy = body.retryPolicy;
+      if (!isPlainObject(policy)) throw new InvalidRequestError('retryPolicy must be an object', { field: 'retryPolicy' });
+      if ('maxRetries' in policy) {
+        patch.retryMaxRetries =
+          policy.maxRetries === null ? null : readInteger(policy.maxRetries, 'retryPolicy.maxRetries', [0, plan.maxRetriesCap]);
+      }
+      if ('initialDelayMs' in policy) patch.retryInitialDelayMs = readInteger(policy.initialDelayMs, 'retryPolicy.initialDelayMs', RETRY_INITIAL_DELAY_RANGE);
+      if ('maxDelayMs' in policy) patch.retryMaxDelayMs = readInteger(policy.maxDelayMs, 'retryPolicy.maxDelayMs', RETRY_MAX_DELAY_RANGE);
+      if ('factor' in policy) {
+        const factor = policy.factor;
+        if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < RETRY_FACTOR_RANGE[0] || factor > RETRY_FACTOR_RANGE[1]) {
+          throw new InvalidRequestError(`retryPolicy.factor must be a number from ${RETRY_FACTOR_RANGE[0]} to ${RETRY_FACTOR_RANGE[1]}`, {
+            field: 'retryPolicy.factor',
+          });
+        }
+        patch.retryFactor = factor;
+      }
+    }
+    if ('deliveryTimeoutMs' in body) patch.deliveryTimeoutMs = readInteger(body.deliveryTimeoutMs, 'deliveryTimeoutMs', DELIVERY_TIMEOUT_RANGE);
+    if ('deliveryConcurrency' in body) {
+      patch.deliveryConcurrency = readInteger(body.deliveryConcurrency, 'deliveryConcurrency', DELIVERY_CONCURRENCY_RANGE);
+    }
+    if ('acceptAny2xx' in body) {
+      if (typeof body.acceptAny2xx !== 'boolean') throw new InvalidRequestError('acceptAny2xx must be true or false', { field: 'acceptAny2xx' });
+      patch.acceptAny2xx = body.acceptAny2xx;
+    }
+    const updated = await this.deps.store.projectUpdate({ projectId, patch });
+    if (!updated) throw new NotFoundError(`No project ${projectId}`);
+    return projectView(updated);
+  }
+
+  async createKey(projectId: string, input: unknown) {
+    const body = requireObject(input);
+    const name = readName(body, true)!;
+    await this.requireProject(projectId);
+    const { key, hash, prefix } = generateApiKey();
+    const row: ApiKeyRow = { id: newKeyId(), projectId, name, prefix, createdAt: this.deps.clock.now(), lastUsedAt: null, revokedAt: null };
+    await this.deps.store.apiKeyInsert({ ...row, hash });
+    return { keyId: row.id, name, key, createdAt: formatTimestamp(row.createdAt) };
+  }
+
+  async listKeys(projectId: string) {
+    await this.requireProject(projectId);
+    return { keys: (await this.deps.store.apiKeyListByProject(projectId)).map(apiKeyView) };
+  }
+
+  async revokeKey(keyId: string) {
+    const key = await this.deps.store.apiKeyRevoke({ keyId, now: this.deps.clock.now() });
+    if (!key) throw new NotFoundError(`No key ${keyId}`);
+    return { keyId: key.id, revokedAt: formatTimestamp(key.revokedAt!) };
+  }
+
+  /** The secrets that sign deliveries now, newest first, in clear: only for the operator or dashboard. */
+  async listWebhookSecrets(projectId: string) {
+    await this.requireProject(projectId);
+    const rows = await this.deps.store.webhookSecretListActive({ projectId, now: this.deps.clock.now() });
+    return {
+      webhookSecrets: rows.map((row) => ({
+        webhookSecret: this.deps.secretBox.open(row.ciphertext),
+        createdAt: formatTimestamp(row.createdAt),
+        expiresAt: formatNullableTimestamp(row.expiresAt),
+      })),
+    };
+  }
+
+  async rotateWebhookSecret(projectId: string) {
+    await this.requireProject(projectId);
+    const now = this.deps.clock.now();
+    const webhookSecret = generateWebhookSecret();
+    await this.deps.store.webhookSecretRotate({
+      projectId,
+      secret: { id: newSecretId(), projectId, ciphertext: this.deps.secretBox.seal(webhookSecret), createdAt: now, expiresAt: null },
+      overlapMs: SECRET_ROTATION_OVERLAP_MS,
+      now,
+    });
+    return { webhookSecret };
+  }
+
+  async usage(teamId: string) {
+    const team = await this.requireTeam(teamId);
+    const plan = this.planOf(team);
+    const now = this.deps.clock.now();
+    const month = utcMonth(now);
+    const rows = await this.deps.store.usageDaily({ teamId, fromDay: utcDay(month.start), toDay: utcDay(month.end) });
+    const byDay = new Map(rows.map((r) => [r.day, r.jobsCreated]));
+    const daily: { date: string; jobsCreated: number }[] = [];
+    for (let day = month.start; day <= now; day += 86_400_000) {
+      const date = utcDay(day);
+      daily.push({ date, jobsCreated: byDay.get(date) ?? 0 });
+    }
+    return {
+      plan: team.plan,
+      period: { start: formatTimestamp(month.start), end: formatTimestamp(month.end) },
+      jobsCreated: rows.reduce((sum, r) => sum + r.jobsCreated, 0),
+      quota: plan.jobsPerMonth,
+      rateLimit: plan.requestsPerSecond === null ? null : { requestsPerSecond: plan.requestsPerSecond, burst: plan.burst },
+      daily,
+    };
+  }
+}

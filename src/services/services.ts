@@ -1,0 +1,45 @@
+import type { Clock } from '../clock.js';
+import { SecretBox } from '../crypto/secret-box.js';
+import type { Plans } from '../plans.js';
+import type { Store } from '../store/store.js';
+import { AuthService } from './auth-service.js';
+import { JobsService } from './jobs-service.js';
+import { ManageService } from './manage-service.js';
+
+/** The service layer: the HTTP API, the CLI and (later) the dashboard all go through these. */
+export interface Services {
+  jobs: JobsService;
+  manage: ManageService;
+  auth: AuthService;
+}
+
+export interface ServiceDeps {
+  store: Store;
+  clock: Clock;
+  plans: Plans;
+  secretKey: string;
+  adminTokenHash: Buffer;
+  allowPrivateWebhooks: boolean;
+  onBackgroundError: (error: unknown) => void;
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const manage = new ManageService({
+    store: deps.store,
+    clock: deps.clock,
+    plans: deps.plans,
+    secretBox: new SecretBox(deps.secretKey),
+    allowPrivateWebhooks: deps.allowPrivateWebhooks,
+  });
+  return {
+    manage,
+    jobs: new JobsService({ store: deps.store, clock: deps.clock }),
+    auth: new AuthService({
+      store: deps.store,
+      clock: deps.clock,
+      planOf: (team) => manage.planOf(team),
+      adminTokenHash: deps.adminTokenHash,
+      onBackgroundError: deps.onBackgroundError,
+    }),
+  };
+}

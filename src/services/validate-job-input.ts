@@ -1,0 +1,92 @@
+import {
+  InvalidMaxRetriesError,
+  InvalidPayloadError,
+  InvalidRequestError,
+  InvalidScheduleError,
+  PayloadTooLargeError,
+} from '../errors.js';
+import { parseTimestamp } from '../timestamp.js';
+
+export const PAYLOAD_LIMIT_BYTES = 10_240;
+/** 366 × 86,400,000 ms after the moment the request was received, inclusive. */
+export const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Reads scheduledFor or its alias scheduleFor. `undefined` when neither is present.
+ * Errors name the field as the client sent it.
+ */
+export function readSchedule(body: Record<string, unknown>, receivedAt: number): { value: number | null; field: string } | undefined {
+  const hasLong = 'scheduledFor' in body;
+  const hasShort = 'scheduleFor' in body;
+  if (hasLong && hasShort) {
+    throw new InvalidRequestError('Send scheduledFor or scheduleFor, not both', { field: 'scheduledFor' });
+  }
+  if (!hasLong && !hasShort) return undefined;
+  const field = hasLong ? 'scheduledFor' : 'scheduleFor';
+  const raw = body[field];
+  if (raw === null) return { value: null, field };
+  if (typeof raw !== 'string') {
+    throw new InvalidScheduleError(`${field} must be an RFC 3339 timestamp string or null`, { field });
+  }
+  const value = parseTimestamp(raw);
+  if (value === null) {
+    throw new InvalidScheduleError(
+      `${field} must be an RFC 3339 date-time with a time zone, such as 2027-01-05T09:30:00Z`,
+      { field },
+    );
+  }
+  if (value - receivedAt > MAX_SCHEDULE_AHEAD_MS) {
+    throw new InvalidScheduleError(`${field} must be at most 366 days ahead`, { field });
+  }
+  return { value, field };
+}
+
+export interface DispatchInput {
+  payload: string;
+  scheduledFor: number | null;
+  /** As asked; null when the request did not say. */
+  maxRetries: number | null;
+}
+
+/** Validates one dispatch body (SPEC section 2); the batch endpoint calls it per item. */
+export function validateDispatchInput(body: unknown, receivedAt: number): DispatchInput {
+  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  // Alias conflicts are an envelope error, reported before any field.
+  const schedule = readSchedule(body, receivedAt);
+  if (!('payload' in body)) {
+    throw new InvalidPayloadError('payload is required and must be a JSON object', { field: 'payload' });
+  }
+  if (!isPlainObject(body.payload)) {
+    throw new InvalidPayloadError('payload must be a JSON object (not an array, string, number, boolean or null)', { field: 'payload' });
+  }
+  const payload = JSON.stringify(body.payload);
+  const size = Buffer.byteLength(payload, 'utf8');
+  if (size > PAYLOAD_LIMIT_BYTES) {
+    throw new PayloadTooLargeError(`payload is ${size} bytes as JSON; the limit is ${PAYLOAD_LIMIT_BYTES}`, {
+      field: 'payload',
+      limit: PAYLOAD_LIMIT_BYTES,
+      size,
+    });
+  }
+  let maxRetries: number | null = null;
+  if ('maxRetries' in body) {
+    const value = body.maxRetries;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+      throw new InvalidMaxRetriesError('maxRetries must be an integer >= 0 (a number, not a string)', { field: 'maxRetries' });
+    }
+    maxRetries = value;
+  }
+  return { payload, scheduledFor: schedule?.value ?? null, maxRetries };
+}
+
+/** Idempotency-Key: 1 to 255 printable ASCII characters. */
+export function validateIdempotencyKey(header: string | string[] | undefined): string | null {
+  if (header === undefined) return null;
+  if (Array.isArray(header) || !/^[\x20-\x7e]{1,255}$/.test(header)) {
+    throw new InvalidRequestError('Idempotency-Key must be 1 to 255 printable ASCII characters', { field: 'Idempotency-Key' });
+  }
+  return header;
+}

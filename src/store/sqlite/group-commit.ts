@@ -1,0 +1,71 @@
+import type Database from 'better-sqlite3';
+
+interface PendingWrite {
+  fn: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit for the embedded store. Writes requested during one turn of the event loop run in
+ * one `BEGIN IMMEDIATE` transaction, committed (and, with synchronous=FULL, fsynced) once; each
+ * write's promise settles only after that commit, so an answer sent afterwards is durable.
+ *
+ * Each write runs in its own savepoint: one that throws is rolled back alone and rejects alone.
+ * A commit that fails rejects every write of the group.
+ */
+export class GroupCommit {
+  private pending: PendingWrite[] = [];
+  private scheduled = false;
+  private readonly inSavepoint: (fn: () => unknown) => unknown;
+
+  constructor(private readonly db: Database.Database) {
+    // better-sqlite3 turns a transaction function called inside an open transaction into a SAVEPOINT.
+    this.inSavepoint = db.transaction((fn: () => unknown) => fn());
+  }
+
+  run<T>(fn: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // setImmediate runs after the current I/O phase, so every request parsed in it joins this group.
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Runs everything pending now; also used on close so no accepted write is dropped. */
+  flush(): void {
+    this.scheduled = false;
+    const group = this.pending;
+    this.pending = [];
+    if (group.length === 0) return;
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (error) {
+      for (const write of group) write.reject(error);
+      return;
+    }
+    for (const write of group) {
+      try {
+        outcomes.push({ ok: true, value: this.inSavepoint(write.fn) });
+      } catch (error) {
+        outcomes.push({ ok: false, value: error });
+      }
+    }
+    try {
+      this.db.exec('COMMIT');
+    } catch (error) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      for (const write of group) write.reject(error);
+      return;
+    }
+    group.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(outcome.value);
+    });
+  }
+}

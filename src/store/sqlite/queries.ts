@@ -1,0 +1,98 @@
+/**
+ * Every SQL statement of the embedded store, named after the store method that runs it.
+ * Columns are aliased to the camelCase row types of store.ts so rows need little mapping.
+ */
+
+const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
+const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
+  retry_initial_delay_ms AS retryInitialDelayMs, retry_factor AS retryFactor, retry_max_delay_ms AS retryMaxDelayMs,
+  delivery_timeout_ms AS deliveryTimeoutMs, delivery_concurrency AS deliveryConcurrency, accept_any_2xx AS acceptAny2xx,
+  created_at AS createdAt`;
+const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at AS createdAt, last_used_at AS lastUsedAt,
+  revoked_at AS revokedAt`;
+const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
+  queued_at AS queuedAt, max_retries AS maxRetries, attempt_count AS attemptCount,
+  round_start_attempt_count AS roundStartAttemptCount, last_error AS lastError, created_at AS createdAt,
+  updated_at AS updatedAt, completed_at AS completedAt, failed_at AS failedAt, cancelled_at AS cancelledAt`;
+const ATTEMPT_COLUMNS = `id, job_id AS jobId, attempt_number AS attemptNumber, started_at AS startedAt,
+  finished_at AS finishedAt, outcome, status_code AS statusCode, duration_ms AS durationMs, error,
+  response_body AS responseBody`;
+
+export const SettingGet = 'SELECT value FROM settings WHERE key = ?';
+export const SettingInsertIfAbsent = 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING';
+
+export const TeamInsert = 'INSERT INTO teams (id, name, plan, created_at) VALUES (@id, @name, @plan, @createdAt)';
+export const TeamGet = `SELECT ${TEAM_COLUMNS} FROM teams WHERE id = ?`;
+export const TeamUpdate = `UPDATE teams SET name = COALESCE(@name, name), plan = COALESCE(@plan, plan) WHERE id = @teamId
+  RETURNING ${TEAM_COLUMNS}`;
+export const TeamCount = 'SELECT count(*) AS n FROM teams';
+
+export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
+  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, created_at)
+  VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
+  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @createdAt)`;
+export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ?`;
+export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = ? ORDER BY created_at, id`;
+export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @webhookUrl, retry_max_retries = @retryMaxRetries,
+  retry_initial_delay_ms = @retryInitialDelayMs, retry_factor = @retryFactor, retry_max_delay_ms = @retryMaxDelayMs,
+  delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx
+  WHERE id = @id`;
+
+export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
+  VALUES (@id, @projectId, @name, @hash, @prefix, @createdAt, @lastUsedAt, @revokedAt)`;
+/** One indexed lookup by hash brings the key, its project and its team. */
+export const ApiKeyFindByHash = `SELECT k.id AS keyId, k.project_id AS keyProjectId, k.name AS keyName, k.key_hash AS keyHash,
+  k.prefix AS keyPrefix, k.created_at AS keyCreatedAt, k.last_used_at AS keyLastUsedAt, k.revoked_at AS keyRevokedAt,
+  t.name AS teamName, t.plan AS teamPlan, t.created_at AS teamCreatedAt,
+  p.id, p.team_id AS teamId, p.name, p.webhook_url AS webhookUrl, p.retry_max_retries AS retryMaxRetries,
+  p.retry_initial_delay_ms AS retryInitialDelayMs, p.retry_factor AS retryFactor, p.retry_max_delay_ms AS retryMaxDelayMs,
+  p.delivery_timeout_ms AS deliveryTimeoutMs, p.delivery_concurrency AS deliveryConcurrency,
+  p.accept_any_2xx AS acceptAny2xx, p.created_at AS createdAt
+  FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
+  WHERE k.key_hash = ?`;
+export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`;
+export const ApiKeyListByProject = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE project_id = ? ORDER BY created_at, id`;
+export const ApiKeyRevoke = 'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, @now) WHERE id = @keyId';
+export const ApiKeyTouch = 'UPDATE api_keys SET last_used_at = @now WHERE id = @keyId AND (last_used_at IS NULL OR last_used_at < @now)';
+
+export const WebhookSecretInsert = `INSERT INTO webhook_secrets (id, project_id, secret_ciphertext, created_at, expires_at)
+  VALUES (@id, @projectId, @ciphertext, @createdAt, @expiresAt)`;
+export const WebhookSecretListActive = `SELECT id, project_id AS projectId, secret_ciphertext AS ciphertext, created_at AS createdAt,
+  expires_at AS expiresAt FROM webhook_secrets WHERE project_id = @projectId AND (expires_at IS NULL OR expires_at > @now)
+  ORDER BY created_at DESC, expires_at IS NULL DESC`;
+/** A rotation drops every secret that was already on its way out, so at most two ever sign. */
+export const WebhookSecretDeleteExpiring = 'DELETE FROM webhook_secrets WHERE project_id = ? AND expires_at IS NOT NULL';
+export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at = @expiresAt WHERE project_id = @projectId AND expires_at IS NULL';
+
+export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
+  created_at, updated_at) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now, @maxRetries, @now, @now)`;
+export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
+export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
+export const JobList = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND seq < @beforeSeq
+  ORDER BY seq DESC LIMIT @limit`;
+export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
+  AND seq < @beforeSeq ORDER BY seq DESC LIMIT @limit`;
+export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = @now, updated_at = @now
+  WHERE id = @jobId AND project_id = @projectId AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
+export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = @scheduledFor,
+  run_at = MAX(COALESCE(@scheduledFor, queued_at), queued_at), updated_at = @now
+  WHERE id = @jobId AND project_id = @projectId AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
+export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now,
+  round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
+  WHERE id = @jobId AND project_id = @projectId AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
+
+export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY started_at, attempt_number`;
+
+export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,
+  created_at AS createdAt FROM idempotency_keys WHERE project_id = ? AND endpoint = ? AND key = ?`;
+/** An expired key (older than the replay window) is replaced in place. */
+export const IdempotencyKeyUpsert = `INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status,
+  response_body, created_at) VALUES (@projectId, @endpoint, @key, @requestHash, @statusCode, @body, @now)
+  ON CONFLICT (project_id, endpoint, key) DO UPDATE SET request_hash = excluded.request_hash,
+  response_status = excluded.response_status, response_body = excluded.response_body, created_at = excluded.created_at`;
+
+export const UsageAdd = `INSERT INTO usage_daily (team_id, day, jobs_created) VALUES (?, ?, ?)
+  ON CONFLICT (team_id, day) DO UPDATE SET jobs_created = jobs_created + excluded.jobs_created`;
+export const UsageSum = `SELECT COALESCE(SUM(jobs_created), 0) AS n FROM usage_daily WHERE team_id = ? AND day >= ? AND day < ?`;
+export const UsageDaily = `SELECT day, jobs_created AS jobsCreated FROM usage_daily WHERE team_id = ? AND day >= ? AND day < ?
+  ORDER BY day`;

@@ -1,0 +1,309 @@
+/**
+ * The embedded store: one SQLite file in WAL mode, through better-sqlite3.
+ *
+ * How it differs from the PostgreSQL store: SQLite has a single writer, so every write goes
+ * through GroupCommit (one BEGIN IMMEDIATE transaction per event-loop turn) and guarded
+ * transitions need no row locks or SKIP LOCKED: `UPDATE … WHERE status = 'QUEUED'` runs alone.
+ * Reads run directly on the same connection; WAL means they never wait for a writer, and a write's
+ * promise resolves only after its commit, so a read issued after it sees it.
+ *
+ * Durability: synchronous=FULL (default) fsyncs the WAL at every group commit, so an acknowledged
+ * job survives power loss; NORMAL survives a process crash (kill -9) but not an OS crash.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  ApiKeyPrincipal,
+  ApiKeyRow,
+  AttemptRow,
+  JobCreateParams,
+  JobCreateResult,
+  JobListParams,
+  JobRow,
+  JobStatus,
+  JobTransitionResult,
+  ProjectPatch,
+  ProjectRow,
+  Store,
+  TeamRow,
+  WebhookSecretRow,
+} from '../store.js';
+import { GroupCommit } from './group-commit.js';
+import { migrateSqlite } from './migrate.js';
+import * as q from './queries.js';
+
+export interface SqliteStoreOptions {
+  path: string;
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+type Statement = Database.Statement<unknown[], unknown>;
+
+/** SQLite has no boolean: acceptAny2xx comes back as 0/1. */
+function toProject(row: unknown): ProjectRow {
+  const project = row as Omit<ProjectRow, 'acceptAny2xx'> & { acceptAny2xx: number };
+  return { ...project, acceptAny2xx: project.acceptAny2xx === 1 };
+}
+
+const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0 });
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly writer: GroupCommit;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(options: SqliteStoreOptions) {
+    mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    // Another process (the CLI beside a running server) may hold the write lock briefly.
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.writer = new GroupCommit(this.db);
+  }
+
+  /** Prepared once, on first use, and reused. */
+  private sql(text: string): Statement {
+    let statement = this.statements.get(text);
+    if (!statement) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
+  }
+
+  async migrate(): Promise<void> {
+    migrateSqlite(this.db);
+  }
+
+  async ping(): Promise<void> {
+    this.sql('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    this.writer.flush();
+    this.db.close();
+  }
+
+  async settingGet(key: string): Promise<string | null> {
+    const row = this.sql(q.SettingGet).get(key) as { value: string } | undefined;
+    return row?.value ?? null;
+  }
+
+  settingInsertIfAbsent(key: string, value: string): Promise<string> {
+    return this.writer.run(() => {
+      this.sql(q.SettingInsertIfAbsent).run(key, value);
+      return (this.sql(q.SettingGet).get(key) as { value: string }).value;
+    });
+  }
+
+  teamInsert(team: TeamRow): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.TeamInsert).run(team);
+    });
+  }
+
+  async teamGet(teamId: string): Promise<TeamRow | null> {
+    return (this.sql(q.TeamGet).get(teamId) as TeamRow | undefined) ?? null;
+  }
+
+  teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
+    return this.writer.run(
+      () =>
+        (this.sql(q.TeamUpdate).get({ teamId: params.teamId, name: params.name ?? null, plan: params.plan ?? null }) as
+          | TeamRow
+          | undefined) ?? null,
+    );
+  }
+
+  async teamCount(): Promise<number> {
+    return (this.sql(q.TeamCount).get() as { n: number }).n;
+  }
+
+  projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.ProjectInsert).run(projectParams(params.project));
+      this.sql(q.WebhookSecretInsert).run(params.secret);
+    });
+  }
+
+  async projectGet(projectId: string): Promise<ProjectRow | null> {
+    const row = this.sql(q.ProjectGet).get(projectId);
+    return row ? toProject(row) : null;
+  }
+
+  async projectListByTeam(teamId: string): Promise<ProjectRow[]> {
+    return this.sql(q.ProjectListByTeam).all(teamId).map(toProject);
+  }
+
+  projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
+    // Read and write in one transaction so two partial PATCHes of different fields both hold.
+    return this.writer.run(() => {
+      const row = this.sql(q.ProjectGet).get(params.projectId);
+      if (!row) return null;
+      const updated: ProjectRow = { ...toProject(row), ...params.patch };
+      this.sql(q.ProjectUpdate).run(projectParams(updated));
+      return updated;
+    });
+  }
+
+  apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.ApiKeyInsert).run(key);
+    });
+  }
+
+  async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+    const row = this.sql(q.ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
+    if (!row) return null;
+    const project = toProject(row);
+    return {
+      key: {
+        id: row.keyId as string,
+        projectId: row.keyProjectId as string,
+        name: row.keyName as string,
+        hash: row.keyHash as Buffer,
+        prefix: row.keyPrefix as string,
+        createdAt: row.keyCreatedAt as number,
+        lastUsedAt: row.keyLastUsedAt as number | null,
+        revokedAt: row.keyRevokedAt as number | null,
+      },
+      project: {
+        id: project.id,
+        teamId: project.teamId,
+        name: project.name,
+        webhookUrl: project.webhookUrl,
+        retryMaxRetries: project.retryMaxRetries,
+        retryInitialDelayMs: project.retryInitialDelayMs,
+        retryFactor: project.retryFactor,
+        retryMaxDelayMs: project.retryMaxDelayMs,
+        deliveryTimeoutMs: project.deliveryTimeoutMs,
+        deliveryConcurrency: project.deliveryConcurrency,
+        acceptAny2xx: project.acceptAny2xx,
+        createdAt: project.createdAt,
+      },
+      team: { id: project.teamId, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },
+    };
+  }
+
+  async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
+    return (this.sql(q.ApiKeyGet).get(keyId) as ApiKeyRow | undefined) ?? null;
+  }
+
+  async apiKeyListByProject(projectId: string): Promise<ApiKeyRow[]> {
+    return this.sql(q.ApiKeyListByProject).all(projectId) as ApiKeyRow[];
+  }
+
+  apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
+    return this.writer.run(() => {
+      this.sql(q.ApiKeyRevoke).run(params);
+      return (this.sql(q.ApiKeyGet).get(params.keyId) as ApiKeyRow | undefined) ?? null;
+    });
+  }
+
+  apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.ApiKeyTouch).run(params);
+    });
+  }
+
+  async webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]> {
+    return this.sql(q.WebhookSecretListActive).all(params) as WebhookSecretRow[];
+  }
+
+  webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.WebhookSecretDeleteExpiring).run(params.projectId);
+      this.sql(q.WebhookSecretExpireNewest).run({ projectId: params.projectId, expiresAt: params.now + params.overlapMs });
+      this.sql(q.WebhookSecretInsert).run(params.secret);
+    });
+  }
+
+  jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
+    return this.writer.run((): JobCreateResult => {
+      const { idempotency } = params;
+      if (idempotency) {
+        const previous = this.sql(q.IdempotencyKeyGet).get(params.projectId, idempotency.endpoint, idempotency.key) as
+          | { requestHash: string; statusCode: number; body: string; createdAt: number }
+          | undefined;
+        if (previous && previous.createdAt > idempotency.validAfter) {
+          if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
+          return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
+        }
+      }
+      const { quota } = params;
+      const usedBefore = quota
+        ? (this.sql(q.UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n
+        : 0;
+      let used = usedBefore;
+      const insert = this.sql(q.JobInsert);
+      const created = params.jobs.map((job) => {
+        if (quota && used >= quota.limit) return false;
+        insert.run({ ...job, projectId: params.projectId, now: params.now });
+        used += 1;
+        return true;
+      });
+      if (used > usedBefore) this.sql(q.UsageAdd).run(params.teamId, new Date(params.now).toISOString().slice(0, 10), used - usedBefore);
+      const response = params.renderResponse(created, usedBefore);
+      if (idempotency && response) {
+        this.sql(q.IdempotencyKeyUpsert).run({
+          projectId: params.projectId,
+          endpoint: idempotency.endpoint,
+          key: idempotency.key,
+          requestHash: idempotency.requestHash,
+          statusCode: response.statusCode,
+          body: response.body,
+          now: params.now,
+        });
+      }
+      return { kind: 'created', created, usedBefore, response };
+    });
+  }
+
+  async jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null> {
+    return (this.sql(q.JobGet).get(params.jobId, params.projectId) as JobRow | undefined) ?? null;
+  }
+
+  async jobList(params: JobListParams): Promise<JobRow[]> {
+    const args = {
+      projectId: params.projectId,
+      beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit: params.limit,
+    };
+    if (params.status === null) return this.sql(q.JobList).all(args) as JobRow[];
+    return this.sql(q.JobListByStatus).all({ ...args, status: params.status }) as JobRow[];
+  }
+
+  /** Runs a guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */
+  private transition(statement: string, params: Record<string, unknown> & { projectId: string; jobId: string }): Promise<JobTransitionResult> {
+    return this.writer.run((): JobTransitionResult => {
+      const job = this.sql(statement).get(params) as JobRow | undefined;
+      if (job) return { ok: true, job };
+      const current = this.sql(q.JobStatusGet).get(params.jobId, params.projectId) as { status: JobStatus } | undefined;
+      return { ok: false, status: current?.status ?? null };
+    });
+  }
+
+  jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
+    return this.transition(q.JobCancelIfQueued, params);
+  }
+
+  jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult> {
+    return this.transition(q.JobRescheduleIfQueued, params);
+  }
+
+  jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
+    return this.transition(q.JobRetryIfFailed, params);
+  }
+
+  async attemptListByJob(jobId: string): Promise<AttemptRow[]> {
+    return this.sql(q.AttemptListByJob).all(jobId) as AttemptRow[];
+  }
+
+  async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {
+    return this.sql(q.UsageDaily).all(params.teamId, params.fromDay, params.toDay) as { day: string; jobsCreated: number }[];
+  }
+}

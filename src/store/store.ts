@@ -1,0 +1,201 @@
+/**
+ * The storage contract. Code outside src/store/ imports this file and never a driver.
+ *
+ * Methods are named noun-first after what they touch, and a method that changes a job names the
+ * state it requires (`jobCancelIfQueued`), so a late or duplicate write changes nothing.
+ * Every instant is epoch milliseconds supplied by the caller's clock: a store never reads the time.
+ */
+
+export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface TeamRow {
+  id: string;
+  name: string;
+  plan: string;
+  createdAt: number;
+}
+
+export interface ProjectSettings {
+  name: string;
+  webhookUrl: string | null;
+  /** The project's default retry count; null means "the plan's cap". */
+  retryMaxRetries: number | null;
+  retryInitialDelayMs: number;
+  retryFactor: number;
+  retryMaxDelayMs: number;
+  deliveryTimeoutMs: number;
+  deliveryConcurrency: number;
+  acceptAny2xx: boolean;
+}
+
+export interface ProjectRow extends ProjectSettings {
+  id: string;
+  teamId: string;
+  createdAt: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  projectId: string;
+  name: string;
+  prefix: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** What authenticating with an API key yields: the key and everything a job request needs. */
+export interface ApiKeyPrincipal {
+  key: ApiKeyRow & { hash: Buffer };
+  project: ProjectRow;
+  team: TeamRow;
+}
+
+export interface WebhookSecretRow {
+  id: string;
+  projectId: string;
+  /** Sealed by crypto/secret-box.ts; the store never sees a secret in clear. */
+  ciphertext: string;
+  createdAt: number;
+  /** null for the newest secret; set when a rotation replaced it. */
+  expiresAt: number | null;
+}
+
+export interface JobRow {
+  /** Insertion order; the list cursor. Never shown to clients as such. */
+  seq: number;
+  id: string;
+  projectId: string;
+  status: JobStatus;
+  /** The payload exactly as JSON.stringify produced it at dispatch. */
+  payload: string;
+  scheduledFor: number | null;
+  /** When the next attempt is due; meaningful while QUEUED (the contract's nextAttemptAt). */
+  runAt: number;
+  /** When the job entered its current QUEUED state. */
+  queuedAt: number;
+  maxRetries: number;
+  attemptCount: number;
+  /** attemptCount when the current retry budget began (the retry endpoint starts a new one). */
+  roundStartAttemptCount: number;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  completedAt: number | null;
+  failedAt: number | null;
+  cancelledAt: number | null;
+}
+
+export type AttemptOutcome = 'success' | 'http_error' | 'timeout' | 'network_error' | 'lease_expired';
+
+export interface AttemptRow {
+  id: string;
+  jobId: string;
+  attemptNumber: number;
+  startedAt: number;
+  finishedAt: number | null;
+  outcome: AttemptOutcome | null;
+  statusCode: number | null;
+  durationMs: number | null;
+  error: string | null;
+  responseBody: string | null;
+}
+
+export interface NewJob {
+  id: string;
+  payload: string;
+  scheduledFor: number | null;
+  runAt: number;
+  maxRetries: number;
+}
+
+/** A response kept under an Idempotency-Key, replayed byte for byte. */
+export interface StoredResponse {
+  statusCode: number;
+  body: string;
+}
+
+export interface JobCreateParams {
+  projectId: string;
+  teamId: string;
+  now: number;
+  jobs: NewJob[];
+  /** Jobs allowed this UTC month, counted in the same transaction; null: no quota. */
+  quota: { limit: number; monthStartDay: string; monthEndDay: string } | null;
+  idempotency: { endpoint: string; key: string; requestHash: string; validAfter: number } | null;
+  /**
+   * Builds the answer from which jobs were created (false: refused by the quota). It runs inside
+   * the transaction so the answer is stored with the jobs; null means an error answer, which
+   * stores no Idempotency-Key.
+   */
+  renderResponse: (created: boolean[], usedBefore: number) => StoredResponse | null;
+}
+
+export type JobCreateResult =
+  | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null }
+  | { kind: 'replayed'; response: StoredResponse }
+  | { kind: 'idempotency_conflict' };
+
+/** A guarded transition either happened or tells why not (null status: no such job). */
+export type JobTransitionResult = { ok: true; job: JobRow } | { ok: false; status: JobStatus | null };
+
+export interface JobListParams {
+  projectId: string;
+  status: JobStatus | null;
+  /** Only jobs with seq below this (the cursor); null from the newest. */
+  beforeSeq: number | null;
+  limit: number;
+}
+
+export type ProjectPatch = Partial<ProjectSettings>;
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+
+  migrate(): Promise<void>;
+  /** Resolves when the storage answers; used by /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  settingGet(key: string): Promise<string | null>;
+  /** Stores value unless the key exists; returns whichever value is stored. */
+  settingInsertIfAbsent(key: string, value: string): Promise<string>;
+
+  teamInsert(team: TeamRow): Promise<void>;
+  teamGet(teamId: string): Promise<TeamRow | null>;
+  teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null>;
+  teamCount(): Promise<number>;
+
+  projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void>;
+  projectGet(projectId: string): Promise<ProjectRow | null>;
+  projectListByTeam(teamId: string): Promise<ProjectRow[]>;
+  projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null>;
+
+  apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void>;
+  apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null>;
+  apiKeyGet(keyId: string): Promise<ApiKeyRow | null>;
+  apiKeyListByProject(projectId: string): Promise<ApiKeyRow[]>;
+  /** Revokes once: a second call keeps and returns the first revokedAt. */
+  apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null>;
+  apiKeyTouch(params: { keyId: string; now: number }): Promise<void>;
+
+  /** Secrets still signing at `now`, newest first. */
+  webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]>;
+  /** Adds `secret` as newest; the previous newest expires at now + overlapMs; older ones are dropped. */
+  webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void>;
+
+  jobCreate(params: JobCreateParams): Promise<JobCreateResult>;
+  jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null>;
+  jobList(params: JobListParams): Promise<JobRow[]>;
+  jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
+  /** runAt becomes the later of `scheduledFor ?? queuedAt` and queuedAt. */
+  jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult>;
+  /** FAILED → QUEUED, due at once, with a fresh retry budget. */
+  jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
+
+  attemptListByJob(jobId: string): Promise<AttemptRow[]>;
+
+  /** Jobs created per UTC day in [fromDay, toDay), days as YYYY-MM-DD. */
+  usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]>;
+}
