@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ERROR_CLASSES } from '../src/errors.js';
+
+/** errors.ts and SPEC.md section 5 name the same codes with the same statuses. */
+describe('error table', () => {
+  const specPath = new URL('../../shared/SPEC.md', import.meta.url);
+  const spec = readFileSync(specPath, 'utf8');
+  const section = spec.slice(spec.indexOf('## 5. Errors'), spec.indexOf('## 6.'));
+  const rows = [...section.matchAll(/^\| ([A-Z_]+) \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]);
+
+  it('has one class per SPEC code, with its status', () => {
+    expect(rows.length).toBeGreaterThan(10);
+    const ours = ERROR_CLASSES.map((ErrorClass) => {
+      const e = new ErrorClass('x');
+      return [e.code, e.statusCode];
+    });
+    expect(ours.sort()).toEqual(rows.sort());
+  });
+});
