@@ -17,17 +17,6 @@ export async function serve(config: Config): Promise<void> {
   const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services });
   log = app.log;
 
-  const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
-  const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
-  if (first) {
-    // Printed to stdout once, deliberately outside the logger: these values never go to logs.
-    console.log(firstStartMessage(first, { publicUrl: config.publicUrl, adminToken: runtime.generatedAdminToken }));
-  } else if (runtime.generatedAdminToken) {
-    console.log(`Admin token (shown once, for /manage/v1 and the CLI): ${runtime.generatedAdminToken}`);
-  }
-
-  await app.listen({ host: config.host, port: config.port });
-
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -50,4 +39,14 @@ export async function serve(config: Config): Promise<void> {
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ host: config.host, port: config.port });
+  const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
+  const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
+  if (first) {
+    // Printed to stdout once, deliberately outside the logger: these values never go to logs.
+    console.log(firstStartMessage(first, { publicUrl: config.publicUrl, adminToken: runtime.generatedAdminToken }));
+  } else if (runtime.generatedAdminToken) {
+    console.log(`Admin token (shown once, for /manage/v1 and the CLI): ${runtime.generatedAdminToken}`);
+  }
 }

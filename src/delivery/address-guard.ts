@@ -5,7 +5,8 @@ import { BlockList, isIP } from 'node:net';
  * Addresses a webhook may not reach when private webhooks are not allowed (SPEC section 4):
  * private, loopback, link-local (with cloud metadata), CGNAT, multicast, unspecified and reserved.
  * IPv4-mapped and NAT64 IPv6 ranges are refused whole: they can carry any IPv4 address, and no
- * public webhook needs them.
+ * public webhook needs them. (The mapped range is checked by hand: BlockList applies an
+ * ::ffff:0:0/96 rule to every plain IPv4 address too.)
  */
 const blocked = new BlockList();
 for (const [network, prefix] of [
@@ -26,7 +27,6 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128],
   ['::1', 128],
-  ['::ffff:0:0', 96],
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['fc00::', 7],
@@ -36,10 +36,15 @@ for (const [network, prefix] of [
   blocked.addSubnet(network, prefix, 'ipv6');
 }
 
+/** The URL parser writes IPv6 in canonical form, where a mapped address always starts [::ffff:. */
+function isIpv4Mapped(address: string): boolean {
+  return new URL(`http://[${address}]/`).hostname.startsWith('[::ffff:');
+}
+
 export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) return blocked.check(address, 'ipv6');
+  if (family === 6) return isIpv4Mapped(address) || blocked.check(address, 'ipv6');
   return true;
 }
 

@@ -1,0 +1,59 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './support/spawn-punctual.js';
+import { makeTempDir } from './support/temp-dir.js';
+
+describe('punctual CLI', () => {
+  const dir = makeTempDir();
+  const env = { DATABASE_URL: `sqlite:${join(dir.path, 'cli.db')}` };
+  afterAll(() => dir.remove());
+  const json = (args: string[]) => {
+    const result = runCli(args, env);
+    expect(result.status, result.stderr).toBe(0);
+    return JSON.parse(result.stdout);
+  };
+
+  it('manages teams, projects, keys, secrets and usage, printing JSON', () => {
+    const team = json(['teams', 'create', '--name', 'Acme', '--plan', 'pro']);
+    expect(team).toMatchObject({ teamId: expect.stringMatching(/^team_/), name: 'Acme', plan: 'pro' });
+    const project = json(['projects', 'create', '--team', team.teamId, '--name', 'Shop', '--webhook-url', 'http://127.0.0.1:9999/hook']);
+    expect(project).toMatchObject({ projectId: expect.stringMatching(/^prj_/), webhookUrl: 'http://127.0.0.1:9999/hook', webhookSecret: expect.stringMatching(/^whsec_/) });
+    const key = json(['keys', 'create', '--project', project.projectId, '--name', 'ci']);
+    expect(key.key).toMatch(/^pk_/);
+    expect(json(['keys', 'list', '--project', project.projectId]).keys).toHaveLength(1);
+    const revoked = json(['keys', 'revoke', key.keyId]);
+    expect(revoked).toMatchObject({ keyId: key.keyId, revokedAt: expect.any(String) });
+    const rotated = json(['secret', 'rotate', '--project', project.projectId]);
+    expect(rotated.webhookSecret).toMatch(/^whsec_/);
+    expect(json(['secret', 'list', '--project', project.projectId]).webhookSecrets).toHaveLength(2);
+    const updated = json(['projects', 'update', project.projectId, '--json', '{"deliveryConcurrency": 5}']);
+    expect(updated.deliveryConcurrency).toBe(5);
+    const usage = json(['usage', '--team', team.teamId]);
+    expect(usage).toMatchObject({ plan: 'pro', jobsCreated: 0, quota: 100000, rateLimit: { requestsPerSecond: 100, burst: 200 } });
+  });
+
+  it('prints errors in the API shape and exits 1', () => {
+    const result = runCli(['usage', '--team', 'team_nope'], env);
+    expect(result.status).toBe(1);
+    expect(JSON.parse(result.stderr)).toMatchObject({ error: 'NOT_FOUND' });
+    const bad = runCli(['teams', 'create', '--name', 'x', '--plan', 'gold'], env);
+    expect(bad.status).toBe(1);
+    expect(JSON.parse(bad.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'plan' } });
+  });
+
+  it('explains usage mistakes', () => {
+    const missing = runCli(['teams', 'create'], env);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('--name is required');
+    const unknown = runCli(['frobnicate'], env);
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toContain('Unknown command');
+    expect(runCli(['--help'], env).stdout).toContain('Usage: punctual');
+  });
+
+  it('refuses a bad PUNCTUAL_PLANS file at start with exit code 1', () => {
+    const result = runCli(['usage', '--team', 'x'], { ...env, PUNCTUAL_PLANS: join(dir.path, 'missing.json') });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/Configuration error: PUNCTUAL_PLANS: cannot read/);
+  });
+});

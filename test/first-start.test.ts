@@ -1,0 +1,57 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, startServer } from './support/spawn-punctual.js';
+import { makeTempDir } from './support/temp-dir.js';
+
+describe('first start on an empty database (real process)', () => {
+  const dir = makeTempDir();
+  afterAll(() => dir.remove());
+
+  it('creates a team, project and key, prints them once with a curl command that works, and restarts quietly', async () => {
+    const port = await freePort();
+    const env = { DATABASE_URL: `sqlite:${join(dir.path, 'data', 'punctual.db')}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    const server = startServer(env);
+    try {
+      await server.waitForOutput(/API docs:/);
+      const out = server.output();
+      const key = out.match(/API key\s+(pk_[A-Za-z0-9]{32,})/)![1]!;
+      expect(out).toMatch(/Webhook secret\s+whsec_[A-Za-z0-9+/]{43}=/);
+      const adminToken = out.match(/Admin token\s+(adm_[A-Za-z0-9]+)/)![1]!;
+      expect(out).toContain(`Webhook URL      http://localhost:${port}/dev/receiver`);
+      expect(out).toContain(`curl -X POST http://localhost:${port}/api/jobs/dispatch`);
+      expect(out).toContain(`-H "Authorization: Bearer ${key}"`);
+
+      // The printed command, as a client would send it.
+      const base = `http://127.0.0.1:${port}`;
+      const res = await fetch(`${base}/api/jobs/dispatch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ payload: { hello: 'world' } }),
+      });
+      expect(res.status).toBe(201);
+      const teamId = out.match(/Team\s+(team_[A-Za-z0-9]+)/)![1]!;
+      const team = await fetch(`${base}/manage/v1/teams/${teamId}`, { headers: { authorization: `Bearer ${adminToken}` } });
+      expect(await team.json()).toMatchObject({ teamId, plan: 'unlimited' });
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      const openapi = await (await fetch(`${base}/openapi.json`)).json();
+      expect(Object.keys(openapi.paths)).toContain('/api/jobs/dispatch');
+      expect((await fetch(`${base}/docs/`)).status).toBe(200);
+      // The logs carry no secrets.
+      expect(out.split('Punctual is set up')[0]).not.toContain(key);
+    } finally {
+      expect(await server.stop('SIGTERM')).toBe(0);
+    }
+
+    const again = startServer(env);
+    try {
+      await again.waitForOutput(/listening|Server listening/i).catch(() => undefined);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null);
+      expect(ready?.status).toBe(200);
+      expect(again.output()).not.toContain('Punctual is set up');
+      expect(again.output()).not.toMatch(/Admin token/);
+    } finally {
+      await again.stop();
+    }
+  });
+});
