@@ -1,0 +1,202 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
+
+/**
+ * The behaviour every store must have, whatever its engine. A store's test file calls
+ * describeStoreContract with a factory for a fresh, migrated store; a behaviour change starts here.
+ */
+export function describeStoreContract(name: string, makeStore: () => Promise<{ store: Store; cleanup: () => Promise<void> }>): void {
+  describe(`store contract: ${name}`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    let seq = 0;
+    const T0 = Date.parse('2027-03-10T12:00:00.000Z');
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await makeStore());
+    });
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    async function makeProject(teamPlan = 'unlimited'): Promise<ProjectRow> {
+      seq += 1;
+      const teamId = `team_c${seq}`;
+      await store.teamInsert({ id: teamId, name: 'T', plan: teamPlan, createdAt: T0 });
+      const project: ProjectRow = {
+        id: `prj_c${seq}`,
+        teamId,
+        name: 'P',
+        webhookUrl: 'http://127.0.0.1:1/x',
+        retryMaxRetries: null,
+        retryInitialDelayMs: 30_000,
+        retryFactor: 4,
+        retryMaxDelayMs: 3_600_000,
+        deliveryTimeoutMs: 30_000,
+        deliveryConcurrency: 100,
+        acceptAny2xx: false,
+        createdAt: T0,
+      };
+      await store.projectInsert({ project, secret: { id: `whs_c${seq}`, projectId: project.id, ciphertext: 'sealed-1', createdAt: T0, expiresAt: null } });
+      return project;
+    }
+
+    const job = (id: string, overrides: Partial<NewJob> = {}): NewJob => ({ id, payload: '{"a":1}', scheduledFor: null, runAt: T0, maxRetries: 3, ...overrides });
+
+    function create(project: ProjectRow, jobs: NewJob[], extra: Partial<JobCreateParams> = {}) {
+      return store.jobCreate({
+        projectId: project.id,
+        teamId: project.teamId,
+        now: T0,
+        jobs,
+        quota: null,
+        idempotency: null,
+        renderResponse: (created) => ({ statusCode: 201, body: JSON.stringify(created) }),
+        ...extra,
+      });
+    }
+
+    it('migrates twice without harm', async () => {
+      await store.migrate();
+      await store.ping();
+    });
+
+    it('keeps the first value of a setting', async () => {
+      expect(await store.settingGet('k')).toBeNull();
+      expect(await store.settingInsertIfAbsent('k', 'one')).toBe('one');
+      expect(await store.settingInsertIfAbsent('k', 'two')).toBe('one');
+      expect(await store.settingGet('k')).toBe('one');
+    });
+
+    it('round-trips teams and projects, and patches projects partially', async () => {
+      const project = await makeProject('pro');
+      expect(await store.teamGet(project.teamId)).toEqual({ id: project.teamId, name: 'T', plan: 'pro', createdAt: T0 });
+      expect(await store.teamUpdate({ teamId: project.teamId, plan: 'free' })).toMatchObject({ name: 'T', plan: 'free' });
+      expect(await store.teamUpdate({ teamId: 'team_none', plan: 'free' })).toBeNull();
+      expect(await store.projectGet(project.id)).toEqual(project);
+      const [a, b] = await Promise.all([
+        store.projectUpdate({ projectId: project.id, patch: { deliveryConcurrency: 5 } }),
+        store.projectUpdate({ projectId: project.id, patch: { acceptAny2xx: true } }),
+      ]);
+      expect(a!.deliveryConcurrency).toBe(5);
+      expect(b).toMatchObject({ deliveryConcurrency: 5, acceptAny2xx: true });
+      expect(await store.projectGet(project.id)).toMatchObject({ deliveryConcurrency: 5, acceptAny2xx: true });
+      expect(await store.projectListByTeam(project.teamId)).toHaveLength(1);
+      expect(await store.teamCount()).toBeGreaterThan(0);
+    });
+
+    it('finds an API key by hash with its project and team; revokes once', async () => {
+      const project = await makeProject();
+      const hash = Buffer.alloc(32, 7);
+      await store.apiKeyInsert({ id: 'key_c1', projectId: project.id, name: 'k', prefix: 'pk_abc', createdAt: T0, lastUsedAt: null, revokedAt: null, hash });
+      const principal = await store.apiKeyFindByHash(hash);
+      expect(principal!.key).toMatchObject({ id: 'key_c1', revokedAt: null });
+      expect(principal!.key.hash.equals(hash)).toBe(true);
+      expect(principal!.project).toEqual(project);
+      expect(principal!.team.id).toBe(project.teamId);
+      expect(await store.apiKeyFindByHash(Buffer.alloc(32, 8))).toBeNull();
+      await store.apiKeyTouch({ keyId: 'key_c1', now: T0 + 5 });
+      expect((await store.apiKeyGet('key_c1'))!.lastUsedAt).toBe(T0 + 5);
+      expect((await store.apiKeyRevoke({ keyId: 'key_c1', now: T0 + 10 }))!.revokedAt).toBe(T0 + 10);
+      expect((await store.apiKeyRevoke({ keyId: 'key_c1', now: T0 + 20 }))!.revokedAt).toBe(T0 + 10);
+      expect(await store.apiKeyRevoke({ keyId: 'key_none', now: T0 })).toBeNull();
+    });
+
+    it('rotates webhook secrets keeping at most two active', async () => {
+      const project = await makeProject();
+      const rotate = (n: number, now: number) =>
+        store.webhookSecretRotate({ projectId: project.id, secret: { id: `whs_r${n}_${project.id}`, projectId: project.id, ciphertext: `sealed-${n}`, createdAt: now, expiresAt: null }, overlapMs: 1000, now });
+      await rotate(2, T0 + 1);
+      expect((await store.webhookSecretListActive({ projectId: project.id, now: T0 + 1 })).map((s) => [s.ciphertext, s.expiresAt])).toEqual([
+        ['sealed-2', null],
+        ['sealed-1', T0 + 1001],
+      ]);
+      await rotate(3, T0 + 2);
+      expect((await store.webhookSecretListActive({ projectId: project.id, now: T0 + 2 })).map((s) => s.ciphertext)).toEqual(['sealed-3', 'sealed-2']);
+      expect((await store.webhookSecretListActive({ projectId: project.id, now: T0 + 1002 })).map((s) => s.ciphertext)).toEqual(['sealed-3']);
+    });
+
+    it('creates jobs QUEUED and lists them newest first by cursor', async () => {
+      const project = await makeProject();
+      const result = await create(project, [job('job_c_a'), job('job_c_b', { scheduledFor: T0 + 5000, runAt: T0 + 5000 }), job('job_c_c')]);
+      expect(result).toMatchObject({ kind: 'created', created: [true, true, true] });
+      const b = await store.jobGet({ projectId: project.id, jobId: 'job_c_b' });
+      expect(b).toMatchObject({ status: 'QUEUED', payload: '{"a":1}', scheduledFor: T0 + 5000, runAt: T0 + 5000, queuedAt: T0, attemptCount: 0, createdAt: T0, updatedAt: T0, cancelledAt: null });
+      const page1 = await store.jobList({ projectId: project.id, status: null, beforeSeq: null, limit: 2 });
+      expect(page1.map((j) => j.id)).toEqual(['job_c_c', 'job_c_b']);
+      const page2 = await store.jobList({ projectId: project.id, status: null, beforeSeq: page1[1]!.seq, limit: 2 });
+      expect(page2.map((j) => j.id)).toEqual(['job_c_a']);
+      expect(await store.jobGet({ projectId: 'prj_other', jobId: 'job_c_a' })).toBeNull();
+    });
+
+    it('enforces the quota in request order and counts usage per day', async () => {
+      const project = await makeProject();
+      const quota = { limit: 2, monthStartDay: '2027-03-01', monthEndDay: '2027-04-01' };
+      const first = await create(project, [job('job_q1')], { quota });
+      expect(first).toMatchObject({ created: [true], usedBefore: 0 });
+      const second = await create(project, [job('job_q2'), job('job_q3')], { quota });
+      expect(second).toMatchObject({ created: [true, false], usedBefore: 1 });
+      expect(await store.jobGet({ projectId: project.id, jobId: 'job_q3' })).toBeNull();
+      expect(await store.usageDaily({ teamId: project.teamId, fromDay: '2027-03-01', toDay: '2027-04-01' })).toEqual([{ day: '2027-03-10', jobsCreated: 2 }]);
+    });
+
+    it('replays and conflicts on idempotency keys within the window only', async () => {
+      const project = await makeProject();
+      const idem = (hash: string, validAfter = T0 - 1000) => ({ endpoint: 'dispatch', key: 'k1', requestHash: hash, validAfter });
+      const first = await create(project, [job('job_i1')], { idempotency: idem('h1'), renderResponse: () => ({ statusCode: 201, body: 'first' }) });
+      expect(first.kind).toBe('created');
+      expect(await create(project, [job('job_i2')], { idempotency: idem('h1') })).toEqual({ kind: 'replayed', response: { statusCode: 201, body: 'first' } });
+      expect(await create(project, [job('job_i3')], { idempotency: idem('h2') })).toEqual({ kind: 'idempotency_conflict' });
+      expect(await store.jobGet({ projectId: project.id, jobId: 'job_i2' })).toBeNull();
+      const expired = await create(project, [job('job_i4')], { idempotency: idem('h2', T0 + 1), renderResponse: () => ({ statusCode: 201, body: 'fresh' }) });
+      expect(expired.kind).toBe('created');
+      expect(await create(project, [job('job_i5')], { idempotency: idem('h2') })).toEqual({ kind: 'replayed', response: { statusCode: 201, body: 'fresh' } });
+    });
+
+    it('stores no idempotency key when the answer is an error', async () => {
+      const project = await makeProject();
+      const idem = { endpoint: 'dispatch', key: 'k2', requestHash: 'h', validAfter: 0 };
+      await create(project, [job('job_e1')], { idempotency: idem, quota: { limit: 0, monthStartDay: '2027-03-01', monthEndDay: '2027-04-01' }, renderResponse: () => null });
+      const retried = await create(project, [job('job_e2')], { idempotency: idem });
+      expect(retried.kind).toBe('created');
+    });
+
+    it('creates one job for concurrent creations with one idempotency key', async () => {
+      const project = await makeProject();
+      const idem = { endpoint: 'dispatch', key: 'k3', requestHash: 'h', validAfter: 0 };
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => create(project, [job(`job_cc${i}`)], { idempotency: idem })));
+      expect(results.filter((r) => r.kind === 'created')).toHaveLength(1);
+      expect(results.filter((r) => r.kind === 'replayed')).toHaveLength(7);
+    });
+
+    it('cancels only QUEUED jobs, and says why not otherwise', async () => {
+      const project = await makeProject();
+      await create(project, [job('job_x1')]);
+      const ok = await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_x1', now: T0 + 1 });
+      expect(ok).toMatchObject({ ok: true, job: { status: 'CANCELLED', cancelledAt: T0 + 1, updatedAt: T0 + 1 } });
+      expect(await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_x1', now: T0 + 2 })).toEqual({ ok: false, status: 'CANCELLED' });
+      expect(await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_none', now: T0 })).toEqual({ ok: false, status: null });
+      expect(await store.jobCancelIfQueued({ projectId: 'prj_other', jobId: 'job_x1', now: T0 })).toEqual({ ok: false, status: null });
+      expect(await store.jobRescheduleIfQueued({ projectId: project.id, jobId: 'job_x1', scheduledFor: null, now: T0 })).toEqual({ ok: false, status: 'CANCELLED' });
+      expect(await store.jobRetryIfFailed({ projectId: project.id, jobId: 'job_x1', now: T0 })).toEqual({ ok: false, status: 'CANCELLED' });
+    });
+
+    it('reschedules to the later of the asked time and when the job entered QUEUED', async () => {
+      const project = await makeProject();
+      await create(project, [job('job_r1', { scheduledFor: T0 + 10_000, runAt: T0 + 10_000 })]);
+      const later = await store.jobRescheduleIfQueued({ projectId: project.id, jobId: 'job_r1', scheduledFor: T0 + 20_000, now: T0 + 1 });
+      expect(later).toMatchObject({ ok: true, job: { scheduledFor: T0 + 20_000, runAt: T0 + 20_000, updatedAt: T0 + 1 } });
+      const past = await store.jobRescheduleIfQueued({ projectId: project.id, jobId: 'job_r1', scheduledFor: T0 - 99_000, now: T0 + 2 });
+      expect(past).toMatchObject({ ok: true, job: { scheduledFor: T0 - 99_000, runAt: T0 } });
+      const atOnce = await store.jobRescheduleIfQueued({ projectId: project.id, jobId: 'job_r1', scheduledFor: null, now: T0 + 3 });
+      expect(atOnce).toMatchObject({ ok: true, job: { scheduledFor: null, runAt: T0 } });
+    });
+
+    it('lists no attempts for a new job and reports usage for a quiet team as empty', async () => {
+      const project = await makeProject();
+      await create(project, [job('job_at1')]);
+      expect(await store.attemptListByJob('job_at1')).toEqual([]);
+      expect(await store.usageDaily({ teamId: 'team_quiet', fromDay: '2027-03-01', toDay: '2027-04-01' })).toEqual([]);
+    });
+  });
+}
