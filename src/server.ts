@@ -47,6 +47,6 @@ export async function serve(config: Config): Promise<void> {
     // Printed to stdout once, deliberately outside the logger: these values never go to logs.
     console.log(firstStartMessage(first, { publicUrl: config.publicUrl, adminToken: runtime.generatedAdminToken }));
   } else if (runtime.generatedAdminToken) {
-    console.log(`Admin token (shown once, for /manage/v1 and the CLI): ${runtime.generatedAdminToken}`);
+    console.log(`Admin token (shown once, for the /manage/v1 API): ${runtime.generatedAdminToken}`);
   }
 }

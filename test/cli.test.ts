@@ -18,6 +18,7 @@ describe('punctual CLI', () => {
     expect(team).toMatchObject({ teamId: expect.stringMatching(/^team_/), name: 'Acme', plan: 'pro' });
     const project = json(['projects', 'create', '--team', team.teamId, '--name', 'Shop', '--webhook-url', 'http://127.0.0.1:9999/hook']);
     expect(project).toMatchObject({ projectId: expect.stringMatching(/^prj_/), webhookUrl: 'http://127.0.0.1:9999/hook', webhookSecret: expect.stringMatching(/^whsec_/) });
+    expect(json(['projects', 'list', '--team', team.teamId]).projects.map((x: { projectId: string }) => x.projectId)).toEqual([project.projectId]);
     const key = json(['keys', 'create', '--project', project.projectId, '--name', 'ci']);
     expect(key.key).toMatch(/^pk_/);
     expect(json(['keys', 'list', '--project', project.projectId]).keys).toHaveLength(1);

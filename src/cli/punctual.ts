@@ -20,6 +20,7 @@ const USAGE = `Usage: punctual <command> [options]
   teams get <teamId>
   teams update <teamId> [--name <name>] [--plan <plan>]
   projects create --team <teamId> --name <name> [--webhook-url <url>]
+  projects list --team <teamId>
   projects get <projectId>
   projects update <projectId> [--webhook-url <url|"">] [--json '<PATCH body>']
   keys create --project <projectId> --name <name>
@@ -29,6 +30,7 @@ const USAGE = `Usage: punctual <command> [options]
   secret rotate --project <projectId>
   usage --team <teamId>
 
+The CLI works on the database directly (no admin token needed): run it where the database is.
 Configuration comes from the environment, as for the server (DATABASE_URL, PUNCTUAL_SECRET_KEY, …).`;
 
 type Command = (services: Services, args: { positionals: string[]; values: Record<string, string | undefined> }) => Promise<unknown>;
@@ -57,6 +59,7 @@ const COMMANDS: Record<string, Command> = {
       name: required(values, 'name'),
       ...(values['webhook-url'] !== undefined && { webhookUrl: values['webhook-url'] || null }),
     }),
+  'projects list': (s, { values }) => s.manage.listProjects(required(values, 'team')),
   'projects get': (s, { positionals }) => s.manage.getProject(positional(positionals, 'projectId')),
   'projects update': (s, { positionals, values }) => {
     let body: Record<string, unknown> = {};

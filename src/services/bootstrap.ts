@@ -75,7 +75,7 @@ export function firstStartMessage(first: FirstStart, options: { publicUrl: strin
     '',
     `  API key          ${first.apiKey}`,
     `  Webhook secret   ${first.webhookSecret}`,
-    ...(options.adminToken ? [`  Admin token      ${options.adminToken}   (for /manage/v1 and the CLI)`] : []),
+    ...(options.adminToken ? [`  Admin token      ${options.adminToken}   (for the /manage/v1 API)`] : []),
     `  Team             ${first.teamId} (plan: unlimited)`,
     `  Project          ${first.projectId}`,
     first.webhookUrl
