@@ -16,6 +16,8 @@ export interface Config {
   allowPrivateWebhooks: boolean;
   plans: Plans;
   logLevel: string;
+  /** Delivery attempts in flight at once, across all projects, per instance. */
+  deliveryConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -27,6 +29,13 @@ function parseBoolean(name: string, value: string | undefined, fallback: boolean
   if (['true', '1', 'yes'].includes(value.toLowerCase())) return true;
   if (['false', '0', 'no'].includes(value.toLowerCase())) return false;
   throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function parseIntegerIn(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined || value.trim() === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
+  return n;
 }
 
 function parseDatabase(env: NodeJS.ProcessEnv): Config['database'] {
@@ -79,5 +88,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateWebhooks: parseBoolean('PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS', env.PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS, !production),
     plans: loadPlans(env.PUNCTUAL_PLANS?.trim() || undefined),
     logLevel: env.LOG_LEVEL?.trim() || 'info',
+    deliveryConcurrency: parseIntegerIn('PUNCTUAL_DELIVERY_CONCURRENCY', env.PUNCTUAL_DELIVERY_CONCURRENCY, 256, 1, 10_000),
   };
 }

@@ -1,19 +1,31 @@
+import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { loadOrCreateSecretKey } from './crypto/secret-key-file.js';
+import { DeliveryEngine } from './delivery/delivery-engine.js';
+import { WebhookClient } from './delivery/webhook-client.js';
+import { Metrics } from './metrics.js';
 import { resolveAdminToken } from './services/bootstrap.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
+import { USER_AGENT } from './version.js';
 
 export interface Runtime {
+  config: Config;
+  clock: Clock;
   store: Store;
   services: Services;
+  metrics: Metrics;
+  webhookClient: WebhookClient;
   /** Set when this start generated the admin token (shown once). */
   generatedAdminToken: string | null;
+  /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
+  setJobDueListener(listener: (runAt: number) => void): void;
+  close(): Promise<void>;
 }
 
-/** Opens the store (migrated) and builds the service layer from configuration: shared by `serve` and the CLI. */
+/** Opens the store (migrated) and builds the service layer from configuration: shared by `serve`, the CLI and tests. */
 export async function openRuntime(
   config: Config,
   clock: Clock,
@@ -24,18 +36,56 @@ export async function openRuntime(
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateSecretKey(config.database.path) : null);
     if (!secretKey) throw new Error('PUNCTUAL_SECRET_KEY is required');
     const admin = await resolveAdminToken(store, config.adminToken, options.generateAdminToken);
+    const metrics = new Metrics(() => store.jobCountByStatus());
+    const webhookClient = new WebhookClient({ allowPrivate: config.allowPrivateWebhooks, userAgent: USER_AGENT });
+    let jobDue: (runAt: number) => void = () => {};
     const services = createServices({
       store,
       clock,
+      metrics,
+      webhookClient,
+      onJobDue: (runAt) => jobDue(runAt),
       plans: config.plans,
       secretKey,
       adminTokenHash: admin.hash,
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       onBackgroundError: options.onBackgroundError,
     });
-    return { store, services, generatedAdminToken: admin.generated };
+    return {
+      config,
+      clock,
+      store,
+      services,
+      metrics,
+      webhookClient,
+      generatedAdminToken: admin.generated,
+      setJobDueListener: (listener) => {
+        jobDue = listener;
+      },
+      async close() {
+        await webhookClient.close();
+        await store.close();
+      },
+    };
   } catch (error) {
     await store.close();
     throw error;
   }
+}
+
+/** The delivery engine of a runtime, subscribed to its due jobs. Started by the caller. */
+export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, random?: () => number): DeliveryEngine {
+  const engine = new DeliveryEngine({
+    store: runtime.store,
+    clock: runtime.clock,
+    metrics: runtime.metrics,
+    log,
+    client: runtime.webhookClient,
+    signingSecrets: (projectId) => runtime.services.manage.signingSecrets(projectId),
+    globalConcurrency: runtime.config.deliveryConcurrency,
+    takeOverLeasesAtStart: runtime.store.kind === 'sqlite',
+    ...(random && { random }),
+  });
+  runtime.setJobDueListener((runAt) => engine.notifyDue(runAt));
+  return engine;
 }

@@ -1,11 +1,15 @@
 import { buildApp } from './api/build-app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { openRuntime } from './runtime.js';
+import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js';
 
-/** Within the 30 s a SIGTERM allows, in-flight requests get this long before the process exits anyway. */
-const SHUTDOWN_DEADLINE_MS = 25_000;
+/**
+ * SIGTERM must end the process within 30 s: in-flight deliveries get this long to finish, then the
+ * process exits anyway (what is still leased is rescued by the next start or another instance).
+ */
+const DRAIN_DEADLINE_MS = 20_000;
+const EXIT_DEADLINE_MS = 28_000;
 
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
@@ -14,23 +18,26 @@ export async function serve(config: Config): Promise<void> {
     generateAdminToken: true,
     onBackgroundError: (error) => log.error({ err: error }, 'background write failed'),
   });
-  const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services });
+  const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
   log = app.log;
+  const engine = createDeliveryEngine(runtime, app.log);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    app.startDraining();
+    app.log.info({ signal }, 'shutting down: no new requests or claims; finishing deliveries in flight');
     const deadline = setTimeout(() => {
       app.log.error('shutdown deadline passed; exiting');
       process.exit(1);
-    }, SHUTDOWN_DEADLINE_MS);
+    }, EXIT_DEADLINE_MS);
     deadline.unref();
     try {
+      app.startDraining();
+      const { drained, released } = await engine.stop(DRAIN_DEADLINE_MS);
+      app.log.info({ drained, released }, 'delivery stopped');
       await app.close();
-      await runtime.store.close();
+      await runtime.close();
       process.exit(0);
     } catch (error) {
       app.log.error({ err: error }, 'shutdown failed');
@@ -41,6 +48,8 @@ export async function serve(config: Config): Promise<void> {
   process.once('SIGINT', () => void stop('SIGINT'));
 
   await app.listen({ host: config.host, port: config.port });
+  await engine.start();
+
   const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
   const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
   if (first) {

@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { InvalidRequestError, UnavailableError } from '../errors.js';
 import type { AuthenticatedKey } from '../services/auth-service.js';
+import type { Metrics } from '../metrics.js';
 import type { Services } from '../services/services.js';
 import type { Store } from '../store/store.js';
 import { fromFrameworkError, installErrorHandler, sendError } from './error-handler.js';
@@ -13,6 +14,7 @@ import { installJsonBodyParser } from './json-body.js';
 import { BODY_LIMIT } from './limits.js';
 import { devReceiverRoutes } from './routes/dev-receiver.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { authenticateApiRequests, jobRoutes } from './routes/jobs.js';
 import { authenticateManageRequests, manageRoutes } from './routes/manage.js';
 
@@ -30,6 +32,7 @@ export interface AppDeps {
   store: Store;
   clock: Clock;
   services: Services;
+  metrics: Metrics;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -119,6 +122,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes, { store: deps.store });
+  await app.register(metricsRoutes, { metrics: deps.metrics });
   await app.register(jobRoutes, { services: deps.services });
   await app.register(manageRoutes, { services: deps.services });
   if (!deps.config.production) await app.register(devReceiverRoutes);

@@ -12,6 +12,7 @@ import {
   QuotaExceededError,
   WebhookNotConfiguredError,
 } from '../errors.js';
+import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
 import { JOB_STATUSES, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
@@ -58,8 +59,29 @@ function decodeCursor(cursor: string): number | null {
   return Number(text.slice(1));
 }
 
+export interface JobsServiceDeps {
+  store: Store;
+  clock: Clock;
+  metrics: Metrics;
+  /** Tells the scheduler a job is due at this instant (after dispatch, reschedule or retry). */
+  onJobDue: (runAt: number) => void;
+}
+
 export class JobsService {
-  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+  constructor(private readonly deps: JobsServiceDeps) {}
+
+  private created(jobs: NewJob[], created: boolean[]): void {
+    let earliest = Number.POSITIVE_INFINITY;
+    let count = 0;
+    jobs.forEach((job, i) => {
+      if (!created[i]) return;
+      count += 1;
+      earliest = Math.min(earliest, job.runAt);
+    });
+    if (count === 0) return;
+    this.deps.metrics.jobsCreated.inc(count);
+    this.deps.onJobDue(earliest);
+  }
 
   /** The job's own maxRetries, else the project's default, else the plan's cap; never above the cap. */
   static effectiveMaxRetries(asked: number | null, project: ProjectRow, plan: Plan): number {
@@ -136,6 +158,7 @@ export class JobsService {
     );
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
     if (!result.created[0]) throw this.quotaError(ctx, result.usedBefore, now);
+    this.created([job], result.created);
     return { statusCode: 201, body: answer, replayed: false };
   }
 
@@ -170,6 +193,7 @@ export class JobsService {
     };
     const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, render);
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
+    this.created(jobs, result.created);
     return { statusCode: 200, body: result.response!.body, replayed: false };
   }
 
@@ -213,6 +237,7 @@ export class JobsService {
   async cancel(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'CANCELLED' }> {
     const result = await this.deps.store.jobCancelIfQueued({ projectId: ctx.project.id, jobId, now: this.deps.clock.now() });
     requireTransition(result, jobId, notQueued);
+    this.deps.metrics.jobsCancelled.inc();
     return { jobId, status: 'CANCELLED' };
   }
 
@@ -227,12 +252,14 @@ export class JobsService {
       now: this.deps.clock.now(),
     });
     requireTransition(result, jobId, notQueued);
+    if (result.ok) this.deps.onJobDue(result.job.runAt);
     return { jobId, scheduledFor: formatNullableTimestamp(schedule.value), status: 'QUEUED' };
   }
 
   async retry(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'QUEUED' }> {
     const result = await this.deps.store.jobRetryIfFailed({ projectId: ctx.project.id, jobId, now: this.deps.clock.now() });
     requireTransition(result, jobId, (status) => new JobNotFailedError(`Only a FAILED job can be retried; this one is ${status}`, { status }));
+    if (result.ok) this.deps.onJobDue(result.job.runAt);
     return { jobId, status: 'QUEUED' };
   }
 

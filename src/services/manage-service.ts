@@ -1,9 +1,11 @@
 import type { Clock } from '../clock.js';
 import { generateApiKey } from '../crypto/api-keys.js';
-import { newKeyId, newProjectId, newSecretId, newTeamId } from '../crypto/random-ids.js';
+import { newAttemptId, newKeyId, newProjectId, newSecretId, newTeamId, newTestJobId } from '../crypto/random-ids.js';
 import { generateWebhookSecret, type SecretBox } from '../crypto/secret-box.js';
 import { checkWebhookUrl } from '../delivery/address-guard.js';
-import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError } from '../errors.js';
+import { toAttemptResult, webhookBody, webhookHeaders } from '../delivery/deliver-attempt.js';
+import type { WebhookClient } from '../delivery/webhook-client.js';
+import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
 import type { ApiKeyRow, ProjectPatch, ProjectRow, Store, TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
@@ -89,7 +91,14 @@ function readInteger(value: unknown, field: string, [min, max]: readonly [number
 
 export class ManageService {
   constructor(
-    private readonly deps: { store: Store; clock: Clock; plans: Plans; secretBox: SecretBox; allowPrivateWebhooks: boolean },
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      plans: Plans;
+      secretBox: SecretBox;
+      allowPrivateWebhooks: boolean;
+      webhookClient: WebhookClient;
+    },
   ) {}
 
   planOf(team: TeamRow): Plan {
@@ -245,6 +254,29 @@ export class ManageService {
         expiresAt: formatNullableTimestamp(row.expiresAt),
       })),
     };
+  }
+
+  /** The secrets that sign a delivery now, in clear, newest first (the newest goes in Authorization). */
+  async signingSecrets(projectId: string): Promise<string[]> {
+    const rows = await this.deps.store.webhookSecretListActive({ projectId, now: this.deps.clock.now() });
+    return rows.map((row) => this.deps.secretBox.open(row.ciphertext));
+  }
+
+  /** A real, signed delivery of a sample payload to the project's webhook; no job is created. */
+  async testDelivery(projectId: string) {
+    const project = await this.requireProject(projectId);
+    if (!project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL to test', { field: 'webhookUrl' });
+    const secrets = await this.signingSecrets(projectId);
+    const jobId = newTestJobId();
+    const body = webhookBody(jobId, newAttemptId(), 1, '{"test":true}');
+    const sent = await this.deps.webhookClient.send(
+      project.webhookUrl,
+      webhookHeaders(jobId, secrets, body, this.deps.clock.now()),
+      body,
+      project.deliveryTimeoutMs,
+    );
+    const { outcome, statusCode, durationMs, responseBody, error } = toAttemptResult(sent, project.acceptAny2xx);
+    return { outcome, statusCode, durationMs, responseBody, error };
   }
 
   async rotateWebhookSecret(projectId: string) {

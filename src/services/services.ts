@@ -1,6 +1,8 @@
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import type { Plans } from '../plans.js';
+import type { WebhookClient } from '../delivery/webhook-client.js';
+import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 import { AuthService } from './auth-service.js';
 import { JobsService } from './jobs-service.js';
@@ -15,6 +17,10 @@ export interface Services {
 
 export interface ServiceDeps {
   store: Store;
+  metrics: Metrics;
+  webhookClient: WebhookClient;
+  /** Set by the server once its delivery engine exists; the CLI has none. */
+  onJobDue: (runAt: number) => void;
   clock: Clock;
   plans: Plans;
   secretKey: string;
@@ -30,10 +36,11 @@ export function createServices(deps: ServiceDeps): Services {
     plans: deps.plans,
     secretBox: new SecretBox(deps.secretKey),
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
+    webhookClient: deps.webhookClient,
   });
   return {
     manage,
-    jobs: new JobsService({ store: deps.store, clock: deps.clock }),
+    jobs: new JobsService({ store: deps.store, clock: deps.clock, metrics: deps.metrics, onJobDue: (runAt) => deps.onJobDue(runAt) }),
     auth: new AuthService({
       store: deps.store,
       clock: deps.clock,

@@ -150,6 +150,31 @@ export interface JobListParams {
 
 export type ProjectPatch = Partial<ProjectSettings>;
 
+/** A job claimed for delivery (DISPATCHED, leased to one worker). */
+export interface ClaimedJob extends JobRow {
+  leaseExpiresAt: number;
+}
+
+/** What a finished attempt does to its job; decided by the delivery layer, applied atomically by the store. */
+export type AttemptNext =
+  | { kind: 'complete' }
+  | { kind: 'retry'; runAt: number }
+  | { kind: 'fail' };
+
+export interface AttemptResult {
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseBody: string | null;
+}
+
+/** A lease that ran out, as the rescuer sees it; `attemptNumber` is set when an attempt was STARTED. */
+export interface ExpiredLease {
+  job: JobRow;
+  attemptNumber: number | null;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
 
@@ -195,6 +220,39 @@ export interface Store {
   jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
 
   attemptListByJob(jobId: string): Promise<AttemptRow[]>;
+
+  projectGetMany(projectIds: string[]): Promise<ProjectRow[]>;
+
+  /**
+   * QUEUED jobs due at `now` become DISPATCHED, leased to `workerId` until now + the project's
+   * delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
+   */
+  jobClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]>;
+  /** The earliest runAt of a QUEUED job, or null when none waits. */
+  jobNextDueAt(): Promise<number | null>;
+  /**
+   * DISPATCHED → STARTED for the lease holder, recording the attempt before its request leaves.
+   * Null when the lease was lost (the job is no longer this worker's to send).
+   */
+  attemptStart(params: { jobId: string; attemptId: string; workerId: string; now: number; leaseExpiresAt: number }): Promise<{ attemptNumber: number } | null>;
+  /** Records the attempt's result and moves the job on, only if this worker still holds that attempt's lease. */
+  attemptFinish(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): Promise<boolean>;
+  /** Extends the leases this worker holds on these jobs. */
+  jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void>;
+  /**
+   * Jobs whose lease expired at `now`: a DISPATCHED one returns to QUEUED due at once; a STARTED
+   * one has its attempt recorded as lease_expired and is retried (runAt from `retryAt`) or FAILED.
+   */
+  jobRescueExpiredLeases(params: {
+    now: number;
+    /** Leases that end before this instant are rescued (now, or later to take over a dead process's leases at start). */
+    expiredBefore: number;
+    limit: number;
+    retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null;
+  }): Promise<ExpiredLease[]>;
+  /** On shutdown: this worker's DISPATCHED jobs (never sent) return to QUEUED, due at once. */
+  jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number>;
+  jobCountByStatus(): Promise<Record<JobStatus, number>>;
 
   /** Jobs created per UTC day in [fromDay, toDay), days as YYYY-MM-DD. */
   usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]>;

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type App } from '../../src/api/build-app.js';
-import { TestClock } from '../../src/clock.js';
-import { DEFAULT_PLANS, type Plans } from '../../src/plans.js';
-import { sha256 } from '../../src/services/auth-service.js';
-import { createServices, type Services } from '../../src/services/services.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { TestClock, type Clock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import type { DeliveryEngine } from '../../src/delivery/delivery-engine.js';
+import type { Plans } from '../../src/plans.js';
+import { createDeliveryEngine, openRuntime, type Runtime } from '../../src/runtime.js';
+import type { Services } from '../../src/services/services.js';
+import type { Store } from '../../src/store/store.js';
 import { makeTempDir } from './temp-dir.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -17,55 +19,76 @@ export interface TestProject {
   webhookSecret: string;
 }
 
-export interface TestApp {
+export interface TestApp<C extends Clock = TestClock> {
   app: App;
-  store: SqliteStore;
-  clock: TestClock;
+  runtime: Runtime;
+  store: Store;
+  clock: C;
   services: Services;
   dbPath: string;
+  /** Present when made with { delivery: true }: started, and stopped by close(). */
+  engine: DeliveryEngine | null;
   /** A team on `plan` with a project (webhook set) and a key. */
-  makeProject(options?: { plan?: string; webhookUrl?: string | null }): Promise<TestProject>;
+  makeProject(options?: { plan?: string; webhookUrl?: string | null; settings?: Record<string, unknown> }): Promise<TestProject>;
   /** app.inject with the given API key as bearer. */
   api(key: string, options: InjectOptions): Promise<LightMyRequestResponse>;
   admin(options: InjectOptions): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
-/** The real app on a real SQLite file in a temp folder, with an injected clock. */
-export async function makeTestApp(options: { plans?: Plans; allowPrivateWebhooks?: boolean; now?: number } = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  plans?: Plans;
+  allowPrivateWebhooks?: boolean;
+  /** A TestClock by default; pass the system clock for real-time delivery tests. */
+  clock?: Clock;
+  now?: number;
+  delivery?: boolean;
+  random?: () => number;
+  env?: Record<string, string>;
+}
+
+/** The real app, assembled as the server assembles it, on a real SQLite file in a temp folder. */
+export async function makeTestApp(options?: TestAppOptions & { clock?: undefined }): Promise<TestApp>;
+export async function makeTestApp(options: TestAppOptions & { clock: Clock }): Promise<TestApp<Clock>>;
+export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp<Clock>> {
   const dir = makeTempDir();
   const dbPath = join(dir.path, 'punctual.db');
-  const store = new SqliteStore({ path: dbPath });
-  await store.migrate();
-  const clock = new TestClock(options.now);
-  const services = createServices({
-    store,
-    clock,
-    plans: options.plans ?? DEFAULT_PLANS,
-    secretKey: 'test-secret-key-0123456789abcdef0123456789',
-    adminTokenHash: sha256(ADMIN_TOKEN),
-    allowPrivateWebhooks: options.allowPrivateWebhooks ?? true,
+  const config = loadConfig({
+    DATABASE_URL: `sqlite:${dbPath}`,
+    PUNCTUAL_ADMIN_TOKEN: ADMIN_TOKEN,
+    PUNCTUAL_SECRET_KEY: 'test-secret-key-0123456789abcdef0123456789',
+    PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: String(options.allowPrivateWebhooks ?? true),
+    LOG_LEVEL: 'silent',
+    ...options.env,
+  });
+  if (options.plans) config.plans = options.plans;
+  const clock = options.clock ?? new TestClock(options.now);
+  const runtime = await openRuntime(config, clock, {
+    generateAdminToken: false,
     onBackgroundError: (error) => {
       throw error;
     },
   });
-  const app = await buildApp({
-    config: { production: false, logLevel: 'silent', publicUrl: 'http://localhost' },
-    store,
-    clock,
-    services,
-    logger: false,
-  });
+  const { store, services } = runtime;
+  const app = await buildApp({ config, store, clock, services, metrics: runtime.metrics, logger: false });
   await app.ready();
+  let engine: DeliveryEngine | null = null;
+  if (options.delivery) {
+    engine = createDeliveryEngine(runtime, app.log, options.random);
+    await engine.start();
+  }
   return {
     app,
+    runtime,
     store,
     clock,
     services,
     dbPath,
-    async makeProject({ plan = 'unlimited', webhookUrl = 'http://127.0.0.1:9/hook' } = {}) {
+    engine,
+    async makeProject({ plan = 'unlimited', webhookUrl = 'http://127.0.0.1:9/hook', settings } = {}) {
       const team = await services.manage.createTeam({ name: 'team', plan });
       const project = await services.manage.createProject(team.teamId, { name: 'project', webhookUrl });
+      if (settings) await services.manage.updateProject(project.projectId, settings);
       const key = await services.manage.createKey(project.projectId, { name: 'key' });
       return { teamId: team.teamId, projectId: project.projectId, key: key.key, webhookSecret: project.webhookSecret };
     },
@@ -76,8 +99,9 @@ export async function makeTestApp(options: { plans?: Plans; allowPrivateWebhooks
       return app.inject({ ...injectOptions, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...injectOptions.headers } });
     },
     async close() {
+      if (engine) await engine.stop(5_000);
       await app.close();
-      await store.close();
+      await runtime.close();
       dir.remove();
     },
   };

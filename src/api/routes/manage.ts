@@ -149,6 +149,26 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     }),
     async (request) => manage.rotateWebhookSecret(request.params.projectId),
   );
+  app.post<ProjectParams>(
+    '/manage/v1/projects/:projectId/test-delivery',
+    opts('Send a real, signed sample delivery (payload {"test": true}) and report the answer; no job is created', {
+      params: idParams('projectId'),
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            outcome: { type: 'string' },
+            statusCode: { type: ['integer', 'null'] },
+            durationMs: { type: 'integer' },
+            responseBody: { type: ['string', 'null'] },
+            error: { type: ['string', 'null'] },
+          },
+        },
+        ...s.errors(401, 404, 422),
+      },
+    }),
+    async (request) => manage.testDelivery(request.params.projectId),
+  );
   app.delete<KeyParams>(
     '/manage/v1/keys/:keyId',
     opts('Revoke an API key', {

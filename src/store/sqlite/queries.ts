@@ -81,6 +81,39 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 
+/** The subquery reads only the partial index jobs_due, so jobs waiting far ahead cost the claim nothing. */
+export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
+  lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
+  updated_at = @now
+  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @now ORDER BY run_at LIMIT @limit)
+  RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED'`;
+export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = @attemptId,
+  lease_expires_at = @leaseExpiresAt, updated_at = @now
+  WHERE id = @jobId AND status = 'DISPATCHED' AND lease_owner = @workerId
+  RETURNING attempt_count - round_start_attempt_count AS attemptNumber`;
+export const AttemptInsert = `INSERT INTO attempts (id, job_id, attempt_number, started_at) VALUES (@attemptId, @jobId, @attemptNumber, @now)`;
+/** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
+export const JobFinishAttempt = `UPDATE jobs SET status = @status,
+  run_at = COALESCE(@runAt, run_at), queued_at = CASE WHEN @status = 'QUEUED' THEN @now ELSE queued_at END,
+  lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
+  last_error = COALESCE(@lastError, last_error), updated_at = @now,
+  completed_at = CASE WHEN @status = 'COMPLETED' THEN @now ELSE completed_at END,
+  failed_at = CASE WHEN @status = 'FAILED' THEN @now ELSE failed_at END
+  WHERE id = @jobId AND status = 'STARTED' AND lease_owner = @workerId AND lease_attempt_id = @attemptId`;
+export const AttemptFinish = `UPDATE attempts SET finished_at = @now, outcome = @outcome, status_code = @statusCode,
+  duration_ms = @durationMs, error = @error, response_body = @responseBody WHERE id = @attemptId AND outcome IS NULL`;
+export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = @leaseExpiresAt
+  WHERE id = @jobId AND lease_owner = @workerId AND status IN ('DISPATCHED', 'STARTED')`;
+export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS leaseOwner, lease_attempt_id AS leaseAttemptId FROM jobs
+  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < @expiredBefore ORDER BY lease_expires_at LIMIT @limit`;
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
+  lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = @now
+  WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
+  lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
+export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
+
 export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY started_at, attempt_number`;
 
 export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,

@@ -16,7 +16,11 @@ import Database from 'better-sqlite3';
 import type {
   ApiKeyPrincipal,
   ApiKeyRow,
+  AttemptNext,
+  AttemptResult,
   AttemptRow,
+  ClaimedJob,
+  ExpiredLease,
   JobCreateParams,
   JobCreateResult,
   JobListParams,
@@ -29,6 +33,7 @@ import type {
   TeamRow,
   WebhookSecretRow,
 } from '../store.js';
+import { JOB_STATUSES } from '../store.js';
 import { GroupCommit } from './group-commit.js';
 import { migrateSqlite } from './migrate.js';
 import * as q from './queries.js';
@@ -301,6 +306,104 @@ export class SqliteStore implements Store {
 
   async attemptListByJob(jobId: string): Promise<AttemptRow[]> {
     return this.sql(q.AttemptListByJob).all(jobId) as AttemptRow[];
+  }
+
+  async projectGetMany(projectIds: string[]): Promise<ProjectRow[]> {
+    const get = this.sql(q.ProjectGet);
+    return projectIds.flatMap((id) => {
+      const row = get.get(id);
+      return row ? [toProject(row)] : [];
+    });
+  }
+
+  jobClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]> {
+    return this.writer.run(() => {
+      const claimed = this.sql(q.JobClaimDue).all(params) as ClaimedJob[];
+      // RETURNING gives no order; deliveries start earliest-due first.
+      return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
+    });
+  }
+
+  async jobNextDueAt(): Promise<number | null> {
+    return (this.sql(q.JobNextDueAt).get() as { runAt: number | null }).runAt;
+  }
+
+  attemptStart(params: { jobId: string; attemptId: string; workerId: string; now: number; leaseExpiresAt: number }): Promise<{ attemptNumber: number } | null> {
+    return this.writer.run(() => {
+      const started = this.sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
+      if (!started) return null;
+      this.sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber: started.attemptNumber, now: params.now });
+      return started;
+    });
+  }
+
+  private finishAttempt(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): boolean {
+    const { next, result } = params;
+    const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'retry' ? 'QUEUED' : 'FAILED';
+    const changed = this.sql(q.JobFinishAttempt).run({
+      jobId: params.jobId,
+      workerId: params.workerId,
+      attemptId: params.attemptId,
+      now: params.now,
+      status,
+      runAt: next.kind === 'retry' ? next.runAt : null,
+      lastError: result.outcome === 'success' ? null : (result.error ?? result.outcome),
+    }).changes;
+    if (changed === 0) return false;
+    this.sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...result });
+    return true;
+  }
+
+  attemptFinish(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): Promise<boolean> {
+    return this.writer.run(() => this.finishAttempt(params));
+  }
+
+  jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {
+    return this.writer.run(() => {
+      const renew = this.sql(q.JobLeaseRenew);
+      for (const lease of params.leases) renew.run({ workerId: params.workerId, ...lease });
+    });
+  }
+
+  jobRescueExpiredLeases(params: {
+    now: number;
+    expiredBefore: number;
+    limit: number;
+    retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null;
+  }): Promise<ExpiredLease[]> {
+    return this.writer.run(() => {
+      const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as (JobRow & {
+        leaseOwner: string;
+        leaseAttemptId: string | null;
+      })[];
+      return expired.map(({ leaseOwner, leaseAttemptId, ...job }): ExpiredLease => {
+        if (job.status === 'DISPATCHED' || leaseAttemptId === null) {
+          this.sql(q.JobRequeueExpired).run({ jobId: job.id, now: params.now, expiredBefore: params.expiredBefore });
+          return { job, attemptNumber: null };
+        }
+        const lease: ExpiredLease = { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount };
+        const runAt = params.retryAt(lease, toProject(this.sql(q.ProjectGet).get(job.projectId)));
+        this.finishAttempt({
+          jobId: job.id,
+          attemptId: leaseAttemptId,
+          workerId: leaseOwner,
+          now: params.now,
+          result: { outcome: 'lease_expired', statusCode: null, durationMs: params.now - job.updatedAt, error: 'lease expired: the worker stopped before the attempt finished', responseBody: null },
+          next: runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt },
+        });
+        return lease;
+      });
+    });
+  }
+
+  jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
+    return this.writer.run(() => this.sql(q.JobReleaseDispatched).run(params).changes);
+  }
+
+  async jobCountByStatus(): Promise<Record<JobStatus, number>> {
+    const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
+    for (const row of this.sql(q.JobCountByStatus).all() as { status: JobStatus; n: number }[]) counts[row.status] = row.n;
+    return counts;
   }
 
   async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {

@@ -63,6 +63,7 @@ CREATE TABLE jobs (
   round_start_attempt_count INTEGER NOT NULL DEFAULT 0,
   lease_owner               TEXT,
   lease_expires_at          INTEGER,
+  lease_attempt_id          TEXT,
   last_error                TEXT,
   created_at                INTEGER NOT NULL,
   updated_at                INTEGER NOT NULL,

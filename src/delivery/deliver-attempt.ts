@@ -1,0 +1,108 @@
+import type { Clock } from '../clock.js';
+import { newAttemptId } from '../crypto/random-ids.js';
+import type { Metrics } from '../metrics.js';
+import type { AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
+import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
+import { webhookSignature } from './signature.js';
+import type { SendResult, WebhookClient } from './webhook-client.js';
+
+/** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
+export const LEASE_MARGIN_MS = 30_000;
+
+export interface DeliveryDeps {
+  store: Store;
+  clock: Clock;
+  client: WebhookClient;
+  metrics: Metrics;
+  workerId: string;
+  /** A failed attempt queued the job again for `runAt`: the scheduler must wake for it. */
+  onRequeued: (runAt: number) => void;
+  random?: () => number;
+}
+
+/** The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as accepted. */
+export function webhookBody(jobId: string, attemptId: string, attemptNumber: number, payload: string): string {
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${JSON.stringify(attemptId)},"attemptNumber":${attemptNumber},"payload":${payload}}`;
+}
+
+/** The signed headers of one request: Authorization with the newest secret, Standard Webhooks with all active ones. */
+export function webhookHeaders(webhookId: string, secrets: string[], body: string, nowMs: number): Record<string, string> {
+  const timestamp = Math.floor(nowMs / 1000);
+  return {
+    authorization: `Bearer ${secrets[0] ?? ''}`,
+    'webhook-id': webhookId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': webhookSignature(secrets, webhookId, timestamp, body),
+  };
+}
+
+export function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
+  return statusCode === 200 || statusCode === 201 || (acceptAny2xx && statusCode >= 200 && statusCode < 300);
+}
+
+/** A sent request's result in the terms of an attempt record. */
+export function toAttemptResult(sent: SendResult, acceptAny2xx: boolean): AttemptResult {
+  if (sent.kind !== 'answered') {
+    return { outcome: sent.kind, statusCode: null, durationMs: sent.durationMs, error: sent.error, responseBody: null };
+  }
+  const ok = isSuccess(sent.statusCode, acceptAny2xx);
+  return {
+    outcome: ok ? 'success' : 'http_error',
+    statusCode: sent.statusCode,
+    durationMs: sent.durationMs,
+    error: ok ? null : `HTTP ${sent.statusCode}`,
+    responseBody: sent.responseBody,
+  };
+}
+
+/**
+ * One attempt, in the steps Svix names: prepare (record STARTED, durably, before anything leaves),
+ * make the HTTP call, then record the outcome and what the job does next. Every store write is
+ * guarded by this worker's lease, so a worker that lost its lease changes nothing.
+ */
+export async function deliverAttempt(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, secrets: string[]): Promise<void> {
+  const { store, clock, metrics, workerId } = deps;
+  const attemptId = newAttemptId();
+  const startedAt = clock.now();
+  const started = await store.attemptStart({
+    jobId: job.id,
+    attemptId,
+    workerId,
+    now: startedAt,
+    leaseExpiresAt: startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
+  });
+  if (!started) return;
+  metrics.deliveryLateness.observe(Math.max(0, startedAt - job.runAt) / 1000);
+
+  let sent: SendResult;
+  let body = '';
+  if (!project.webhookUrl) {
+    sent = { kind: 'network_error', error: 'the project has no webhook URL', durationMs: 0 };
+  } else if (secrets.length === 0) {
+    sent = { kind: 'network_error', error: 'the project has no active webhook secret', durationMs: 0 };
+  } else {
+    body = webhookBody(job.id, attemptId, started.attemptNumber, job.payload);
+    sent = await deps.client.send(project.webhookUrl, webhookHeaders(job.id, secrets, body, clock.now()), body, project.deliveryTimeoutMs);
+  }
+
+  const result = toAttemptResult(sent, project.acceptAny2xx);
+  const finishedAt = clock.now();
+  const next = nextAfterAttempt(
+    project,
+    {
+      outcome: result.outcome,
+      statusCode: result.statusCode,
+      retryAfterMs: sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, finishedAt) : null,
+      attemptNumber: started.attemptNumber,
+      maxRetries: job.maxRetries,
+    },
+    finishedAt,
+    deps.random,
+  );
+  const applied = await store.attemptFinish({ jobId: job.id, attemptId, workerId, now: finishedAt, result, next });
+  metrics.attempts.inc({ outcome: result.outcome });
+  metrics.deliveryDuration.observe(result.durationMs / 1000);
+  if (applied && next.kind === 'retry') deps.onRequeued(next.runAt);
+  if (applied && next.kind === 'complete') metrics.jobsCompleted.inc();
+  if (applied && next.kind === 'fail') metrics.jobsFailed.inc();
+}

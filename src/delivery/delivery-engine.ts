@@ -1,0 +1,69 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
+import { randomBase62 } from '../crypto/random-ids.js';
+import type { Metrics } from '../metrics.js';
+import { ClaimLoop } from '../scheduler/claim-loop.js';
+import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
+import type { Store } from '../store/store.js';
+import { Dispatcher } from './dispatcher.js';
+import type { WebhookClient } from './webhook-client.js';
+
+export interface DeliveryEngineOptions {
+  store: Store;
+  clock: Clock;
+  metrics: Metrics;
+  log: FastifyBaseLogger;
+  client: WebhookClient;
+  signingSecrets: (projectId: string) => Promise<string[]>;
+  globalConcurrency: number;
+  /**
+   * Rescue every lease at start, not only expired ones. Right for the embedded store, where one
+   * process serves a database file, so any lease found at start belongs to a process that died.
+   */
+  takeOverLeasesAtStart: boolean;
+  random?: () => number;
+}
+
+/** The scheduler, the dispatcher and the lease rescuer of one instance, started and stopped together. */
+export class DeliveryEngine {
+  readonly workerId = `wrk_${randomBase62(12)}`;
+  readonly dispatcher: Dispatcher;
+  readonly claimLoop: ClaimLoop;
+  readonly rescuer: LeaseRescuer;
+
+  constructor(private readonly options: DeliveryEngineOptions) {
+    const deps = { store: options.store, clock: options.clock, metrics: options.metrics, log: options.log, random: options.random };
+    this.dispatcher = new Dispatcher({
+      ...deps,
+      client: options.client,
+      workerId: this.workerId,
+      onRequeued: (runAt) => this.claimLoop.notifyDue(runAt),
+      globalConcurrency: options.globalConcurrency,
+      signingSecrets: options.signingSecrets,
+    });
+    this.claimLoop = new ClaimLoop({ ...deps, dispatcher: this.dispatcher, workerId: this.workerId });
+    this.rescuer = new LeaseRescuer({ ...deps, onRequeued: (runAt) => this.claimLoop.notifyDue(runAt) });
+  }
+
+  async start(): Promise<void> {
+    if (this.options.takeOverLeasesAtStart) await this.rescuer.tick(Number.MAX_SAFE_INTEGER);
+    else await this.rescuer.tick();
+    this.rescuer.start();
+    this.dispatcher.start();
+    this.claimLoop.start();
+  }
+
+  /** A job is due at `runAt` (dispatch, reschedule, retry). */
+  notifyDue(runAt: number): void {
+    this.claimLoop.notifyDue(runAt);
+  }
+
+  /** Stops claiming, lets in-flight attempts finish within `deadlineMs`, and returns unsent jobs to the queue. */
+  async stop(deadlineMs: number): Promise<{ drained: boolean; released: number }> {
+    await this.claimLoop.stop();
+    this.rescuer.stop();
+    const drained = await this.dispatcher.drain(deadlineMs);
+    const released = await this.options.store.jobReleaseDispatched({ workerId: this.workerId, now: this.options.clock.now() });
+    return { drained, released };
+  }
+}

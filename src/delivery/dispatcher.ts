@@ -1,0 +1,133 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { ClaimedJob, ProjectRow } from '../store/store.js';
+import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-attempt.js';
+
+/** Held leases are renewed this often; far inside the shortest lease (1 s timeout + 30 s margin). */
+export const LEASE_RENEW_INTERVAL_MS = 10_000;
+
+interface Waiting {
+  job: ClaimedJob;
+  project: ProjectRow;
+  secrets: string[];
+}
+
+/**
+ * Runs claimed jobs' attempts within two limits: a global one (PUNCTUAL_DELIVERY_CONCURRENCY) and
+ * each project's deliveryConcurrency. A claimed job waits here, DISPATCHED and leased, until its
+ * project has a free slot; the scheduler never claims more than the global limit has room for, so
+ * nothing waits here for long unless one project is saturated.
+ */
+export class Dispatcher {
+  private inFlight = 0;
+  private readonly inFlightByProject = new Map<string, number>();
+  private readonly waiting = new Map<string, Waiting[]>();
+  private waitingCount = 0;
+  /** Every job this worker holds a lease on, with its lease length. */
+  private readonly held = new Map<string, number>();
+  private readonly idle: (() => void)[] = [];
+  private renewTimer: NodeJS.Timeout | null = null;
+  /** Called when a slot frees up, so a scheduler starved of capacity claims again. */
+  onCapacity: () => void = () => {};
+
+  constructor(
+    private readonly deps: DeliveryDeps & {
+      globalConcurrency: number;
+      signingSecrets: (projectId: string) => Promise<string[]>;
+      log: FastifyBaseLogger;
+    },
+  ) {}
+
+  freeSlots(): number {
+    return this.deps.globalConcurrency - this.inFlight - this.waitingCount;
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight;
+  }
+
+  start(): void {
+    this.renewTimer = setInterval(() => void this.renewLeases(), LEASE_RENEW_INTERVAL_MS);
+    this.renewTimer.unref();
+  }
+
+  /** Takes a claimed batch: loads each project and its secrets once, then starts what the limits allow. */
+  async submit(jobs: ClaimedJob[]): Promise<void> {
+    const projectIds = [...new Set(jobs.map((job) => job.projectId))];
+    const [projects, secrets] = await Promise.all([
+      this.deps.store.projectGetMany(projectIds),
+      Promise.all(projectIds.map((id) => this.deps.signingSecrets(id))),
+    ]);
+    const byId = new Map(projects.map((project) => [project.id, project]));
+    const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
+    for (const job of jobs) {
+      const project = byId.get(job.projectId)!;
+      this.held.set(job.id, project.deliveryTimeoutMs + LEASE_MARGIN_MS);
+      const queue = this.waiting.get(project.id) ?? [];
+      queue.push({ job, project, secrets: secretsById.get(project.id)! });
+      this.waiting.set(project.id, queue);
+      this.waitingCount += 1;
+    }
+    for (const projectId of projectIds) this.pump(projectId);
+  }
+
+  private pump(projectId: string): void {
+    const queue = this.waiting.get(projectId);
+    while (queue && queue.length > 0) {
+      const running = this.inFlightByProject.get(projectId) ?? 0;
+      if (running >= queue[0]!.project.deliveryConcurrency) return;
+      const next = queue.shift()!;
+      this.waitingCount -= 1;
+      this.run(next);
+    }
+    if (queue) this.waiting.delete(projectId);
+  }
+
+  private run({ job, project, secrets }: Waiting): void {
+    this.inFlight += 1;
+    this.inFlightByProject.set(project.id, (this.inFlightByProject.get(project.id) ?? 0) + 1);
+    this.deps.metrics.inFlight.inc();
+    deliverAttempt(this.deps, job, project, secrets)
+      .catch((error: unknown) => {
+        // The lease stays; the rescuer retries the job once it expires.
+        this.deps.log.error({ err: error, jobId: job.id }, 'delivery attempt could not be recorded');
+      })
+      .finally(() => {
+        this.inFlight -= 1;
+        this.deps.metrics.inFlight.dec();
+        const left = (this.inFlightByProject.get(project.id) ?? 1) - 1;
+        if (left === 0) this.inFlightByProject.delete(project.id);
+        else this.inFlightByProject.set(project.id, left);
+        this.held.delete(job.id);
+        this.pump(project.id);
+        this.onCapacity();
+        if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
+      });
+  }
+
+  async renewLeases(): Promise<void> {
+    if (this.held.size === 0) return;
+    const now = this.deps.clock.now();
+    const leases = [...this.held].map(([jobId, leaseMs]) => ({ jobId, leaseExpiresAt: now + leaseMs }));
+    try {
+      await this.deps.store.jobLeaseRenew({ workerId: this.deps.workerId, leases });
+    } catch (error) {
+      this.deps.log.warn({ err: error }, 'lease renewal failed; will retry');
+    }
+  }
+
+  /** For shutdown: forget jobs not yet started (the store releases them) and wait for in-flight ones, up to `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    for (const queue of this.waiting.values()) for (const { job } of queue) this.held.delete(job.id);
+    this.waiting.clear();
+    this.waitingCount = 0;
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    if (this.inFlight === 0) return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}

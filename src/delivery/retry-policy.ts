@@ -1,0 +1,42 @@
+import type { AttemptNext, AttemptOutcome, ProjectRow } from '../store/store.js';
+
+/** SPEC section 4: jitter adds up to this fraction of the wait. */
+export const JITTER_FRACTION = 0.1;
+
+export type RetryPolicy = Pick<ProjectRow, 'retryInitialDelayMs' | 'retryFactor' | 'retryMaxDelayMs'>;
+
+/** The wait before retry n (n ≥ 1): min(maxDelay, initialDelay × factor^(n-1)) plus up to 10% jitter. */
+export function backoffMs(policy: RetryPolicy, retryNumber: number, random: () => number = Math.random): number {
+  const base = Math.min(policy.retryMaxDelayMs, policy.retryInitialDelayMs * policy.retryFactor ** (retryNumber - 1));
+  return Math.round(base + base * JITTER_FRACTION * random());
+}
+
+/** Retry-After as seconds or an HTTP date, in milliseconds from `now`; null when absent or unreadable. */
+export function parseRetryAfter(header: string | string[] | undefined, now: number): number | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+export interface AttemptFacts {
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  retryAfterMs: number | null;
+  /** 1 for the first attempt of the current retry budget. */
+  attemptNumber: number;
+  maxRetries: number;
+}
+
+/** Success completes; a failure is retried while retries remain (with backoff, or Retry-After on 429/503), else FAILED. */
+export function nextAfterAttempt(policy: RetryPolicy, facts: AttemptFacts, now: number, random: () => number = Math.random): AttemptNext {
+  if (facts.outcome === 'success') return { kind: 'complete' };
+  if (facts.attemptNumber > facts.maxRetries) return { kind: 'fail' };
+  let wait = backoffMs(policy, facts.attemptNumber, random);
+  if ((facts.statusCode === 429 || facts.statusCode === 503) && facts.retryAfterMs !== null) {
+    wait = Math.min(policy.retryMaxDelayMs, Math.max(wait, facts.retryAfterMs));
+  }
+  return { kind: 'retry', runAt: now + wait };
+}

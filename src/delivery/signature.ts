@@ -1,0 +1,26 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** The HMAC key of a `whsec_…` secret is its base64-decoded bytes (Standard Webhooks). */
+function secretBytes(secret: string): Buffer {
+  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+}
+
+function sign(secret: string, id: string, timestamp: number, body: string): string {
+  return createHmac('sha256', secretBytes(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
+}
+
+/** `v1,<sig>` for every active secret, newest first, space-separated (two during a rotation). */
+export function webhookSignature(secrets: string[], id: string, timestamp: number, body: string): string {
+  return secrets.map((secret) => `v1,${sign(secret, id, timestamp, body)}`).join(' ');
+}
+
+/** A receiver's check: does any v1 entry match this secret? (Used by `punctual listen`.) */
+export function verifyWebhookSignature(secret: string, id: string, timestamp: number, body: string, header: string): boolean {
+  const expected = Buffer.from(sign(secret, id, timestamp, body));
+  return header.split(' ').some((entry) => {
+    const [version, signature] = entry.split(',');
+    if (version !== 'v1' || !signature) return false;
+    const given = Buffer.from(signature);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}

@@ -1,0 +1,109 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { Agent, request } from 'undici';
+import { isBlockedAddress } from './address-guard.js';
+
+/** The response body kept with an attempt. */
+export const RESPONSE_BODY_LIMIT = 4096;
+
+export type SendResult =
+  | { kind: 'answered'; statusCode: number; responseBody: string; retryAfter: string | undefined; durationMs: number }
+  | { kind: 'timeout' | 'network_error'; error: string; durationMs: number };
+
+class BlockedAddressError extends Error {
+  readonly code = 'PUNCTUAL_BLOCKED_ADDRESS';
+}
+
+/**
+ * Resolves like dns.lookup, then refuses blocked addresses. The socket connects to the address
+ * returned here, so the address checked is the address used (no DNS rebinding window).
+ */
+const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, '', 0);
+    const list = addresses as LookupAddress[];
+    const blocked = list.find((a) => isBlockedAddress(a.address));
+    if (blocked) return callback(new BlockedAddressError(`${hostname} resolves to ${blocked.address}, a private or reserved address`), '', 0);
+    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+    const first = list[0]!;
+    callback(null, first.address, first.family);
+  });
+};
+
+function describe(error: unknown): string {
+  const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e.cause?.code ?? e.code;
+  const message = e.cause?.message ?? e.message ?? String(error);
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+/**
+ * Outbound webhook requests: keep-alive pools per origin (undici), redirects never followed,
+ * one deadline for the whole answer, and the private-address guard at connect time.
+ */
+export class WebhookClient {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: { allowPrivate: boolean; userAgent: string }) {
+    this.agent = new Agent({
+      keepAliveTimeout: 30_000,
+      connect: options.allowPrivate ? {} : { lookup: guardedLookup },
+    });
+  }
+
+  async send(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    if (!this.options.allowPrivate) {
+      const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+      // An IP literal never goes through lookup, so it is checked here.
+      if (isIP(host) && isBlockedAddress(host)) {
+        return { kind: 'network_error', error: `${host} is a private or reserved address`, durationMs: elapsed() };
+      }
+    }
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    try {
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: { ...headers, 'user-agent': this.options.userAgent, 'content-type': 'application/json' },
+        body,
+        signal: controller.signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        chunks.push(chunk as Buffer);
+        size += (chunk as Buffer).length;
+        if (size >= RESPONSE_BODY_LIMIT) {
+          // The rest is not wanted: dropping it closes the connection instead of reading megabytes.
+          response.body.destroy();
+          break;
+        }
+      }
+      const retryAfter = response.headers['retry-after'];
+      return {
+        kind: 'answered',
+        statusCode: response.statusCode,
+        responseBody: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8'),
+        retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+        durationMs: elapsed(),
+      };
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (controller.signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+        return { kind: 'timeout', error: `no complete answer within ${timeoutMs} ms`, durationMs: elapsed() };
+      }
+      return { kind: 'network_error', error: describe(error), durationMs: elapsed() };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

@@ -1,0 +1,51 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { JOB_STATUSES, type JobStatus } from './store/store.js';
+
+/** Queue depth is counted in the database at most this often, however often /metrics is scraped. */
+const DEPTH_CACHE_MS = 5_000;
+
+/**
+ * Prometheus metrics, on a registry of their own (not prom-client's global one) so that several
+ * apps in one test process do not collide.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly jobsCreated = new Counter({ name: 'punctual_jobs_created_total', help: 'Jobs created', registers: [this.registry] });
+  readonly jobsCompleted = new Counter({ name: 'punctual_jobs_completed_total', help: 'Jobs completed', registers: [this.registry] });
+  readonly jobsFailed = new Counter({ name: 'punctual_jobs_failed_total', help: 'Jobs failed after their last attempt', registers: [this.registry] });
+  readonly jobsCancelled = new Counter({ name: 'punctual_jobs_cancelled_total', help: 'Jobs cancelled', registers: [this.registry] });
+  readonly attempts = new Counter({
+    name: 'punctual_attempts_total',
+    help: 'Delivery attempts by outcome',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly deliveryDuration = new Histogram({
+    name: 'punctual_delivery_duration_seconds',
+    help: 'Duration of a delivery attempt, request sent to answer read',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly deliveryLateness = new Histogram({
+    name: 'punctual_delivery_lateness_seconds',
+    help: 'When an attempt started minus when it was due',
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({ name: 'punctual_attempts_in_flight', help: 'Delivery attempts under way', registers: [this.registry] });
+
+  constructor(countByStatus: () => Promise<Record<JobStatus, number>>) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'punctual_' });
+    let cached: { at: number; counts: Record<JobStatus, number> } | null = null;
+    new Gauge({
+      name: 'punctual_jobs',
+      help: 'Jobs by state (counted at most every 5 s)',
+      labelNames: ['state'],
+      registers: [this.registry],
+      async collect() {
+        if (!cached || Date.now() - cached.at > DEPTH_CACHE_MS) cached = { at: Date.now(), counts: await countByStatus() };
+        for (const state of JOB_STATUSES) this.set({ state }, cached.counts[state]);
+      },
+    });
+  }
+}

@@ -1,0 +1,104 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
+import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
+import type { Dispatcher } from '../delivery/dispatcher.js';
+import type { Store } from '../store/store.js';
+
+/** Claims per transaction. */
+export const CLAIM_BATCH_SIZE = 100;
+/**
+ * The longest the loop sleeps without looking: a safety net for jobs written behind its back (the
+ * CLI, another instance) and for wall-clock jumps. Not a polling interval: the timer is normally
+ * set for the next due job.
+ */
+export const MAX_SLEEP_MS = 30_000;
+/** After a storage error, wait this long before claiming again, instead of spinning. */
+export const ERROR_BACKOFF_MS = 1_000;
+
+/**
+ * The scheduler: sleeps until the earliest QUEUED job is due (read from the partial index, so jobs
+ * waiting far ahead cost nothing), claims due jobs in batches, earliest first, and hands them to
+ * the dispatcher. A dispatch or reschedule earlier than the current wake-up calls notifyDue.
+ */
+export class ClaimLoop {
+  private timer: NodeJS.Timeout | null = null;
+  private wakeAt = Number.POSITIVE_INFINITY;
+  private running = false;
+  private ticking: Promise<void> | null = null;
+  private again = false;
+  /** True when due jobs were left unclaimed for want of delivery slots. */
+  private starved = false;
+
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; dispatcher: Dispatcher; workerId: string; log: FastifyBaseLogger },
+  ) {
+    deps.dispatcher.onCapacity = () => {
+      if (this.starved) this.notifyDue(this.deps.clock.now());
+    };
+  }
+
+  start(): void {
+    this.running = true;
+    void this.tick();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.ticking;
+  }
+
+  /** A job became due at `runAt`: wake sooner if that is before the current wake-up. */
+  notifyDue(runAt: number): void {
+    if (!this.running) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    if (runAt < this.wakeAt) this.sleepUntil(runAt);
+  }
+
+  private sleepUntil(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.wakeAt = at;
+    const delay = Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS);
+    this.timer = setTimeout(() => void this.tick(), delay);
+  }
+
+  /** One pass: claim everything due that there is room for, then sleep until the next due job. */
+  tick(): Promise<void> {
+    if (this.ticking) {
+      this.again = true;
+      return this.ticking;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.wakeAt = Number.POSITIVE_INFINITY;
+    this.ticking = this.claimAll().finally(() => {
+      this.ticking = null;
+    });
+    return this.ticking;
+  }
+
+  private async claimAll(): Promise<void> {
+    const { store, clock, dispatcher } = this.deps;
+    try {
+      do {
+        this.again = false;
+        const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
+        this.starved = limit <= 0;
+        if (this.starved) return; // onCapacity wakes us
+        const claimed = await store.jobClaimDue({ now: clock.now(), limit, workerId: this.deps.workerId, leaseExtraMs: LEASE_MARGIN_MS });
+        if (claimed.length > 0) await dispatcher.submit(claimed);
+        if (claimed.length === limit) this.again = true;
+      } while (this.again && this.running);
+      if (!this.running) return;
+      const next = await store.jobNextDueAt();
+      this.sleepUntil(next ?? clock.now() + MAX_SLEEP_MS);
+    } catch (error) {
+      this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');
+      if (this.running) this.sleepUntil(clock.now() + ERROR_BACKOFF_MS);
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
+import { backoffMs } from '../delivery/retry-policy.js';
+import type { Metrics } from '../metrics.js';
+import type { Store } from '../store/store.js';
+
+export const RESCUE_INTERVAL_MS = 5_000;
+const RESCUE_BATCH = 100;
+
+/**
+ * Returns jobs whose worker died to the queue: a DISPATCHED one (never sent) is due at once with
+ * no attempt counted; a STARTED one counts a lease_expired attempt and follows its retry policy.
+ */
+export class LeaseRescuer {
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      metrics: Metrics;
+      log: FastifyBaseLogger;
+      /** Rescued jobs are due: wake the scheduler. */
+      onRequeued: (runAt: number) => void;
+      random?: () => number;
+    },
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.tick().catch((error: unknown) => this.deps.log.error({ err: error }, 'lease rescue failed')), RESCUE_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Rescues every lease that ends before `expiredBefore` (default: now). Returns how many. */
+  async tick(expiredBefore?: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const rescued = await this.deps.store.jobRescueExpiredLeases({
+        now,
+        expiredBefore: expiredBefore ?? now,
+        limit: RESCUE_BATCH,
+        retryAt: (lease, project) =>
+          lease.attemptNumber !== null && lease.attemptNumber <= lease.job.maxRetries
+            ? now + backoffMs(project, lease.attemptNumber, this.deps.random)
+            : null,
+      });
+      total += rescued.length;
+      let earliest = Number.POSITIVE_INFINITY;
+      for (const lease of rescued) {
+        if (lease.attemptNumber === null) earliest = now;
+        else {
+          this.deps.metrics.attempts.inc({ outcome: 'lease_expired' });
+          if (lease.attemptNumber > lease.job.maxRetries) this.deps.metrics.jobsFailed.inc();
+        }
+      }
+      if (rescued.length > 0) {
+        this.deps.log.warn({ count: rescued.length }, 'rescued jobs whose lease expired');
+        this.deps.onRequeued(Number.isFinite(earliest) ? earliest : now);
+      }
+      if (rescued.length < RESCUE_BATCH) return total;
+    }
+  }
+}
