@@ -17,6 +17,8 @@ export function parseRetryAfter(header: string | string[] | undefined, now: numb
   if (!value) return null;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // An HTTP date has a weekday and month name; V8 would otherwise read "-5" as a year.
+  if (!/[a-z]/i.test(text)) return null;
   const date = Date.parse(text);
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }

@@ -192,6 +192,118 @@ export function describeStoreContract(name: string, makeStore: () => Promise<{ s
       expect(atOnce).toMatchObject({ ok: true, job: { scheduledFor: null, runAt: T0 } });
     });
 
+    describe('delivery', () => {
+      const success = { outcome: 'success' as const, statusCode: 200, durationMs: 5, error: null, responseBody: 'ok' };
+      const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 5, error: 'HTTP 500', responseBody: 'no' };
+      const claim = (now: number, limit = 10, workerId = 'wrk_a') => store.jobClaimDue({ now, limit, workerId, leaseExtraMs: 30_000 });
+
+      it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
+        const project = await makeProject();
+        await create(project, [
+          job('job_d3', { runAt: T0 + 3 }),
+          job('job_d1', { runAt: T0 + 1 }),
+          job('job_future', { runAt: T0 + 86_400_000 * 30 }),
+          job('job_d2', { runAt: T0 + 2 }),
+        ]);
+        expect(await store.jobNextDueAt()).toBe(T0 + 1);
+        const first = await claim(T0 + 10, 2);
+        expect(first.map((j) => j.id)).toEqual(['job_d1', 'job_d2']);
+        expect(first[0]).toMatchObject({ status: 'DISPATCHED', leaseExpiresAt: T0 + 10 + 30_000 + 30_000, updatedAt: T0 + 10 });
+        expect((await claim(T0 + 10)).map((j) => j.id)).toEqual(['job_d3']);
+        expect(await claim(T0 + 10)).toEqual([]);
+        expect(await store.jobNextDueAt()).toBe(T0 + 86_400_000 * 30);
+        expect((await store.jobCountByStatus()).DISPATCHED).toBe(3);
+      });
+
+      it('a claimed job can no longer be cancelled or rescheduled; a cancelled one is never claimed', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_k1'), job('job_k2')]);
+        expect((await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_k2', now: T0 })).ok).toBe(true);
+        expect((await claim(T0)).map((j) => j.id)).toEqual(['job_k1']);
+        expect(await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_k1', now: T0 })).toEqual({ ok: false, status: 'DISPATCHED' });
+        expect(await store.jobRescheduleIfQueued({ projectId: project.id, jobId: 'job_k1', scheduledFor: null, now: T0 })).toEqual({ ok: false, status: 'DISPATCHED' });
+      });
+
+      it('starts and completes an attempt for the lease holder only', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_s1')]);
+        await claim(T0);
+        expect(await store.attemptStart({ jobId: 'job_s1', attemptId: 'att_x', workerId: 'wrk_b', now: T0, leaseExpiresAt: T0 + 1000 })).toBeNull();
+        expect(await store.attemptStart({ jobId: 'job_s1', attemptId: 'att_1', workerId: 'wrk_a', now: T0 + 1, leaseExpiresAt: T0 + 1000 })).toEqual({ attemptNumber: 1 });
+        expect((await store.jobGet({ projectId: project.id, jobId: 'job_s1' }))!).toMatchObject({ status: 'STARTED', attemptCount: 1 });
+        expect(await store.attemptListByJob('job_s1')).toEqual([
+          { id: 'att_1', jobId: 'job_s1', attemptNumber: 1, startedAt: T0 + 1, finishedAt: null, outcome: null, statusCode: null, durationMs: null, error: null, responseBody: null },
+        ]);
+        const wrong = await store.attemptFinish({ jobId: 'job_s1', attemptId: 'att_other', workerId: 'wrk_a', now: T0 + 2, result: success, next: { kind: 'complete' } });
+        expect(wrong).toBe(false);
+        const ok = await store.attemptFinish({ jobId: 'job_s1', attemptId: 'att_1', workerId: 'wrk_a', now: T0 + 3, result: success, next: { kind: 'complete' } });
+        expect(ok).toBe(true);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_s1' })).toMatchObject({ status: 'COMPLETED', completedAt: T0 + 3, lastError: null });
+        expect((await store.attemptListByJob('job_s1'))[0]).toMatchObject({ finishedAt: T0 + 3, outcome: 'success', statusCode: 200, durationMs: 5, responseBody: 'ok' });
+      });
+
+      it('a failed attempt requeues with its runAt, or fails the job', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_f1', { maxRetries: 1 })]);
+        await claim(T0);
+        await store.attemptStart({ jobId: 'job_f1', attemptId: 'att_f1', workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 1000 });
+        await store.attemptFinish({ jobId: 'job_f1', attemptId: 'att_f1', workerId: 'wrk_a', now: T0 + 5, result: failure, next: { kind: 'retry', runAt: T0 + 500 } });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_f1' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 500, queuedAt: T0 + 5, lastError: 'HTTP 500' });
+        expect(await claim(T0 + 499)).toEqual([]);
+        await claim(T0 + 500);
+        expect(await store.attemptStart({ jobId: 'job_f1', attemptId: 'att_f2', workerId: 'wrk_a', now: T0 + 500, leaseExpiresAt: T0 + 2000 })).toEqual({ attemptNumber: 2 });
+        await store.attemptFinish({ jobId: 'job_f1', attemptId: 'att_f2', workerId: 'wrk_a', now: T0 + 510, result: failure, next: { kind: 'fail' } });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_f1' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 510, attemptCount: 2 });
+        const retried = await store.jobRetryIfFailed({ projectId: project.id, jobId: 'job_f1', now: T0 + 600 });
+        expect(retried).toMatchObject({ ok: true, job: { status: 'QUEUED', runAt: T0 + 600, failedAt: null } });
+        await claim(T0 + 600);
+        expect(await store.attemptStart({ jobId: 'job_f1', attemptId: 'att_f3', workerId: 'wrk_a', now: T0 + 600, leaseExpiresAt: T0 + 2000 })).toEqual({ attemptNumber: 1 });
+      });
+
+      it('rescues expired leases: DISPATCHED back to QUEUED without an attempt, STARTED as lease_expired', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_l1'), job('job_l2', { maxRetries: 1 }), job('job_l3', { maxRetries: 0 })]);
+        await claim(T0); // leases end at T0 + 60 000
+        await store.attemptStart({ jobId: 'job_l2', attemptId: 'att_l2', workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 60_000 });
+        await store.attemptStart({ jobId: 'job_l3', attemptId: 'att_l3', workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 60_000 });
+        expect(await store.jobRescueExpiredLeases({ now: T0 + 59_999, expiredBefore: T0 + 59_999, limit: 10, retryAt: () => 0 })).toEqual([]);
+        const seen: string[] = [];
+        const rescued = await store.jobRescueExpiredLeases({
+          now: T0 + 60_001,
+          expiredBefore: T0 + 60_001,
+          limit: 10,
+          retryAt: (lease, p) => {
+            seen.push(`${lease.job.id}:${lease.attemptNumber}:${p.retryInitialDelayMs}`);
+            return lease.attemptNumber! <= lease.job.maxRetries ? T0 + 90_000 : null;
+          },
+        });
+        expect(rescued.map((r) => [r.job.id, r.attemptNumber]).sort()).toEqual([['job_l1', null], ['job_l2', 1], ['job_l3', 1]]);
+        expect(seen.sort()).toEqual(['job_l2:1:30000', 'job_l3:1:30000']);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l1' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 60_001, attemptCount: 0 });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l2' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 90_000, attemptCount: 1 });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l3' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 60_001 });
+        expect((await store.attemptListByJob('job_l2'))[0]).toMatchObject({ outcome: 'lease_expired', finishedAt: T0 + 60_001 });
+        // The worker that lost its lease answers late: nothing changes.
+        const late = await store.attemptFinish({ jobId: 'job_l2', attemptId: 'att_l2', workerId: 'wrk_a', now: T0 + 60_002, result: success, next: { kind: 'complete' } });
+        expect(late).toBe(false);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l2' })).toMatchObject({ status: 'QUEUED' });
+        expect((await store.attemptListByJob('job_l2'))[0]).toMatchObject({ outcome: 'lease_expired' });
+      });
+
+      it('renews leases for the holder, and releases DISPATCHED jobs on shutdown', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_n1'), job('job_n2')]);
+        await claim(T0);
+        await store.attemptStart({ jobId: 'job_n2', attemptId: 'att_n2', workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 60_000 });
+        await store.jobLeaseRenew({ workerId: 'wrk_a', leases: [{ jobId: 'job_n1', leaseExpiresAt: T0 + 500_000 }, { jobId: 'job_n2', leaseExpiresAt: T0 + 500_000 }] });
+        await store.jobLeaseRenew({ workerId: 'wrk_b', leases: [{ jobId: 'job_n1', leaseExpiresAt: T0 + 1 }] });
+        expect(await store.jobRescueExpiredLeases({ now: T0 + 400_000, expiredBefore: T0 + 400_000, limit: 10, retryAt: () => null })).toEqual([]);
+        expect(await store.jobReleaseDispatched({ workerId: 'wrk_a', now: T0 + 7 })).toBe(1);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_n1' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 7 });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_n2' })).toMatchObject({ status: 'STARTED' });
+      });
+    });
+
     it('lists no attempts for a new job and reports usage for a quiet team as empty', async () => {
       const project = await makeProject();
       await create(project, [job('job_at1')]);
