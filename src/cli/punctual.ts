@@ -10,11 +10,13 @@ import { PunctualError } from '../errors.js';
 import { PlanFileError } from '../plans.js';
 import { openRuntime } from '../runtime.js';
 import { serve } from '../server.js';
+import { listen } from './listen.js';
 import type { Services } from '../services/services.js';
 
 const USAGE = `Usage: punctual <command> [options]
 
   serve                                                   start the service (PORT, DATABASE_URL, …)
+  listen [--port <port>] [--secret <whsec_…>]             a local webhook receiver that verifies and prints deliveries
   migrate                                                 apply database migrations and exit
   teams create --name <name> [--plan <plan>]
   teams get <teamId>
@@ -93,6 +95,8 @@ async function main(argv: string[]): Promise<number> {
       project: { type: 'string' },
       'webhook-url': { type: 'string' },
       json: { type: 'string' },
+      port: { type: 'string' },
+      secret: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -100,6 +104,16 @@ async function main(argv: string[]): Promise<number> {
   if (values.help || !first) {
     console.log(USAGE);
     return first || values.help ? 0 : 2;
+  }
+  if (first === 'listen') {
+    const port = Number(values.port ?? 4000);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
+    const receiver = await listen({ port, host: '127.0.0.1', secret: values.secret ?? null, print: (line) => console.log(line) });
+    console.error(
+      `Listening on http://127.0.0.1:${receiver.port}/ ${values.secret ? '(verifying signatures)' : '(pass --secret whsec_… to verify signatures)'}\n` +
+        `Point a project at it: PATCH /manage/v1/projects/:projectId {"webhookUrl": "http://127.0.0.1:${receiver.port}/"}`,
+    );
+    return -1; // keeps running
   }
   const config = loadConfig();
   if (first === 'serve') {
