@@ -29,6 +29,17 @@ describe('first start on an empty database (real process)', () => {
         body: JSON.stringify({ payload: { hello: 'world' } }),
       });
       expect(res.status).toBe(201);
+      const { jobId } = (await res.json()) as { jobId: string };
+      // The first curl ends in a visible delivery at the built-in development receiver.
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const seen = (await (await fetch(`${base}/dev/receiver`)).json()) as { deliveries: { body: { jobId: string } }[] };
+        if (seen.deliveries.some((d) => d.body.jobId === jobId)) break;
+        if (Date.now() > deadline) throw new Error('the first job never reached the dev receiver');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const status = await fetch(`${base}/api/jobs/${jobId}`, { headers: { authorization: `Bearer ${key}` } });
+      expect(((await status.json()) as { status: string }).status).toBe('COMPLETED');
       const teamId = out.match(/Team\s+(team_[A-Za-z0-9]+)/)![1]!;
       const team = await fetch(`${base}/manage/v1/teams/${teamId}`, { headers: { authorization: `Bearer ${adminToken}` } });
       expect(await team.json()).toMatchObject({ teamId, plan: 'unlimited' });

@@ -1,0 +1,42 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as q from '../../src/store/sqlite/queries.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/**
+ * The scheduler's queries must read the partial index on QUEUED jobs' due time, never scan the
+ * table: that is what keeps a million jobs waiting a month ahead from slowing a job due now.
+ */
+describe('embedded store query plans', () => {
+  const dir = makeTempDir();
+  let db: Database.Database;
+  beforeAll(async () => {
+    const store = new SqliteStore({ path: join(dir.path, 'plans.db') });
+    await store.migrate();
+    await store.close();
+    db = new Database(join(dir.path, 'plans.db'));
+  });
+  afterAll(() => {
+    db.close();
+    dir.remove();
+  });
+
+  const plan = (sql: string, params: Record<string, unknown>) =>
+    (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[]).map((r) => r.detail).join('\n');
+
+  it('claims due jobs through jobs_due', () => {
+    const detail = plan(q.JobClaimDue, { now: 0, limit: 10, workerId: 'w', leaseExtraMs: 0 });
+    expect(detail).toMatch(/USING (COVERING )?INDEX jobs_due/);
+    expect(detail).not.toMatch(/SCAN jobs(?! USING)/);
+  });
+
+  it('finds the next due time through jobs_due', () => {
+    expect(plan(q.JobNextDueAt, {})).toMatch(/USING (COVERING )?INDEX jobs_due/);
+  });
+
+  it('finds expired leases through jobs_leased', () => {
+    expect(plan(q.JobListExpiredLeases, { expiredBefore: 0, limit: 10 })).toMatch(/USING INDEX jobs_leased/);
+  });
+});
