@@ -56,9 +56,13 @@ describe('first start on an empty database (real process)', () => {
 
     const again = startServer(env);
     try {
-      await again.waitForOutput(/listening|Server listening/i).catch(() => undefined);
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null);
-      expect(ready?.status).toBe(200);
+      const deadline = Date.now() + 15_000;
+      let ready: number | null = null;
+      while (ready !== 200 && Date.now() < deadline) {
+        ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => null);
+        if (ready !== 200) await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(ready).toBe(200);
       expect(again.output()).not.toContain('Punctual is set up');
       expect(again.output()).not.toMatch(/Admin token/);
     } finally {
