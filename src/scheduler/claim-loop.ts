@@ -84,18 +84,23 @@ export class ClaimLoop {
   private async claimAll(): Promise<void> {
     const { store, clock, dispatcher } = this.deps;
     try {
-      do {
-        this.again = false;
-        const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
-        this.starved = limit <= 0;
-        if (this.starved) return; // onCapacity wakes us
-        const claimed = await store.jobClaimDue({ now: clock.now(), limit, workerId: this.deps.workerId, leaseExtraMs: LEASE_MARGIN_MS });
-        if (claimed.length > 0) await dispatcher.submit(claimed);
-        if (claimed.length === limit) this.again = true;
-      } while (this.again && this.running);
-      if (!this.running) return;
-      const next = await store.jobNextDueAt();
-      this.sleepUntil(next ?? clock.now() + MAX_SLEEP_MS);
+      for (;;) {
+        do {
+          this.again = false;
+          const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
+          this.starved = limit <= 0;
+          if (this.starved) return; // onCapacity wakes us
+          const claimed = await store.jobClaimDue({ now: clock.now(), limit, workerId: this.deps.workerId, leaseExtraMs: LEASE_MARGIN_MS });
+          if (claimed.length > 0) await dispatcher.submit(claimed);
+          if (claimed.length === limit) this.again = true;
+        } while (this.again && this.running);
+        if (!this.running) return;
+        const next = await store.jobNextDueAt();
+        // A job that became due while we looked may be missing from `next`: look again.
+        if (this.again) continue;
+        this.sleepUntil(next ?? clock.now() + MAX_SLEEP_MS);
+        return;
+      }
     } catch (error) {
       this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');
       if (this.running) this.sleepUntil(clock.now() + ERROR_BACKOFF_MS);
