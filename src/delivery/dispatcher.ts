@@ -22,6 +22,9 @@ export class Dispatcher {
   private readonly inFlightByProject = new Map<string, number>();
   private readonly waiting = new Map<string, Waiting[]>();
   private waitingCount = 0;
+  /** Jobs claimed ahead of their time, by runAt, each group on one timer. */
+  private readonly timed = new Map<number, { entries: Waiting[]; timer: NodeJS.Timeout }>();
+  private timedCount = 0;
   /** Every job this worker holds a lease on, with its lease length. */
   private readonly held = new Map<string, number>();
   private readonly idle: (() => void)[] = [];
@@ -38,7 +41,7 @@ export class Dispatcher {
   ) {}
 
   freeSlots(): number {
-    return this.deps.globalConcurrency - this.inFlight - this.waitingCount;
+    return this.deps.globalConcurrency - this.inFlight - this.waitingCount - this.timedCount;
   }
 
   get inFlightCount(): number {
@@ -59,15 +62,57 @@ export class Dispatcher {
     ]);
     const byId = new Map(projects.map((project) => [project.id, project]));
     const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
+    const now = this.deps.clock.now();
+    const due = new Set<string>();
     for (const job of jobs) {
       const project = byId.get(job.projectId)!;
       this.held.set(job.id, project.deliveryTimeoutMs + LEASE_MARGIN_MS);
-      const queue = this.waiting.get(project.id) ?? [];
-      queue.push({ job, project, secrets: secretsById.get(project.id)! });
-      this.waiting.set(project.id, queue);
-      this.waitingCount += 1;
+      const entry = { job, project, secrets: secretsById.get(project.id)! };
+      if (job.runAt > now) this.holdUntilDue(entry, now);
+      else {
+        this.enqueue(entry);
+        due.add(project.id);
+      }
     }
-    for (const projectId of projectIds) this.pump(projectId);
+    for (const projectId of due) this.pump(projectId);
+  }
+
+  private enqueue(entry: Waiting): void {
+    const queue = this.waiting.get(entry.project.id) ?? [];
+    queue.push(entry);
+    this.waiting.set(entry.project.id, queue);
+    this.waitingCount += 1;
+  }
+
+  /** A job claimed ahead of its time waits for it here: it is never sent early. */
+  private holdUntilDue(entry: Waiting, now: number): void {
+    const runAt = entry.job.runAt;
+    this.timedCount += 1;
+    const group = this.timed.get(runAt);
+    if (group) {
+      group.entries.push(entry);
+      return;
+    }
+    this.timed.set(runAt, { entries: [entry], timer: setTimeout(() => this.release(runAt), runAt - now) });
+  }
+
+  private release(runAt: number): void {
+    const group = this.timed.get(runAt);
+    if (!group) return;
+    const now = this.deps.clock.now();
+    // Timers run on a monotonic clock and may fire a hair before the wall clock reaches runAt.
+    if (now < runAt) {
+      group.timer = setTimeout(() => this.release(runAt), runAt - now);
+      return;
+    }
+    this.timed.delete(runAt);
+    this.timedCount -= group.entries.length;
+    const projects = new Set<string>();
+    for (const entry of group.entries) {
+      this.enqueue(entry);
+      projects.add(entry.project.id);
+    }
+    for (const projectId of projects) this.pump(projectId);
   }
 
   private pump(projectId: string): void {
@@ -120,6 +165,12 @@ export class Dispatcher {
     for (const queue of this.waiting.values()) for (const { job } of queue) this.held.delete(job.id);
     this.waiting.clear();
     this.waitingCount = 0;
+    for (const group of this.timed.values()) {
+      clearTimeout(group.timer);
+      for (const { job } of group.entries) this.held.delete(job.id);
+    }
+    this.timed.clear();
+    this.timedCount = 0;
     if (this.renewTimer) clearInterval(this.renewTimer);
     if (this.inFlight === 0) return true;
     return new Promise((resolve) => {

@@ -12,6 +12,12 @@ export const CLAIM_BATCH_SIZE = 100;
  * set for the next due job.
  */
 export const MAX_SLEEP_MS = 30_000;
+/**
+ * Jobs are claimed this long before they are due, many per transaction, and held on a timer by
+ * the dispatcher until their exact time: the claim's write leaves the critical path. The cost: in
+ * the last 25 ms before its time a job is DISPATCHED, so a cancel then answers JOB_NOT_QUEUED.
+ */
+export const CLAIM_LOOKAHEAD_MS = 25;
 /** After a storage error, wait this long before claiming again, instead of spinning. */
 export const ERROR_BACKOFF_MS = 1_000;
 
@@ -62,7 +68,7 @@ export class ClaimLoop {
   private sleepUntil(at: number): void {
     if (this.timer) clearTimeout(this.timer);
     this.wakeAt = at;
-    const delay = Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS);
+    const delay = Math.min(Math.max(0, at - CLAIM_LOOKAHEAD_MS - this.deps.clock.now()), MAX_SLEEP_MS);
     this.timer = setTimeout(() => void this.tick(), delay);
   }
 
@@ -90,7 +96,14 @@ export class ClaimLoop {
           const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
           this.starved = limit <= 0;
           if (this.starved) return; // onCapacity wakes us
-          const claimed = await store.jobClaimDue({ now: clock.now(), limit, workerId: this.deps.workerId, leaseExtraMs: LEASE_MARGIN_MS });
+          const now = clock.now();
+          const claimed = await store.jobClaimDue({
+            now,
+            dueBy: now + CLAIM_LOOKAHEAD_MS,
+            limit,
+            workerId: this.deps.workerId,
+            leaseExtraMs: LEASE_MARGIN_MS,
+          });
           if (claimed.length > 0) await dispatcher.submit(claimed);
           if (claimed.length === limit) this.again = true;
         } while (this.again && this.running);

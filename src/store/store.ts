@@ -224,10 +224,10 @@ export interface Store {
   projectGetMany(projectIds: string[]): Promise<ProjectRow[]>;
 
   /**
-   * QUEUED jobs due at `now` become DISPATCHED, leased to `workerId` until now + the project's
-   * delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
+   * QUEUED jobs due by `dueBy` (now, or a little ahead) become DISPATCHED, leased to `workerId`
+   * until now + the project's delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
    */
-  jobClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]>;
+  jobClaimDue(params: { now: number; dueBy: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]>;
   /** The earliest runAt of a QUEUED job, or null when none waits. */
   jobNextDueAt(): Promise<number | null>;
   /**

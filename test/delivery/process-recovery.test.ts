@@ -17,9 +17,9 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     dir.remove();
   });
 
-  async function boot(dbName: string): Promise<{ server: RunningServer; base: string; key: string; env: Record<string, string> }> {
+  async function boot(dbName: string, logLevel = 'warn'): Promise<{ server: RunningServer; base: string; key: string; env: Record<string, string> }> {
     const port = await freePort();
-    const env = { DATABASE_URL: `sqlite:${join(dir.path, dbName)}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    const env = { DATABASE_URL: `sqlite:${join(dir.path, dbName)}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logLevel };
     const server = startServer(env);
     const key = (await server.waitForOutput(/API key\s+(pk_[A-Za-z0-9]+)/))[1]!;
     const admin = (await server.waitForOutput(/Admin token\s+(adm_[A-Za-z0-9]+)/))[1]!;
@@ -90,10 +90,11 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
   it('SIGTERM lets in-flight deliveries finish, refuses new requests, and exits 0', async () => {
     receiver.answer({ status: 200, delayMs: 1500 });
     const before = receiver.requests.length;
-    const { server, base, key } = await boot('shutdown.db');
+    const { server, base, key } = await boot('shutdown.db', 'info');
     const ids = await dispatchBatch(base, key, Array.from({ length: 5 }, (_, i) => ({ payload: { i } })));
     await receiver.waitFor(() => receiver.requests.length >= before + 5, 10_000, 'five deliveries in flight');
     const stopping = server.stop('SIGTERM');
+    await server.waitForOutput(/shutting down/);
     const refused = await fetch(`${base}/api/jobs`, { headers: { authorization: `Bearer ${key}` } }).then(
       (res) => res.status,
       () => 'connection refused',

@@ -195,7 +195,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<{ s
     describe('delivery', () => {
       const success = { outcome: 'success' as const, statusCode: 200, durationMs: 5, error: null, responseBody: 'ok' };
       const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 5, error: 'HTTP 500', responseBody: 'no' };
-      const claim = (now: number, limit = 10, workerId = 'wrk_a') => store.jobClaimDue({ now, limit, workerId, leaseExtraMs: 30_000 });
+      const claim = (now: number, limit = 10, workerId = 'wrk_a', dueBy = now) => store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000 });
 
       it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
         const project = await makeProject();
@@ -213,6 +213,13 @@ export function describeStoreContract(name: string, makeStore: () => Promise<{ s
         expect(await claim(T0 + 10)).toEqual([]);
         expect(await store.jobNextDueAt()).toBe(T0 + 86_400_000 * 30);
         expect((await store.jobCountByStatus()).DISPATCHED).toBe(3);
+      });
+
+      it('claims ahead up to dueBy, leasing from now', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_a1', { runAt: T0 + 20 }), job('job_a2', { runAt: T0 + 30 })]);
+        const claimed = await claim(T0, 10, 'wrk_a', T0 + 25);
+        expect(claimed.map((j) => [j.id, j.runAt, j.leaseExpiresAt])).toEqual([['job_a1', T0 + 20, T0 + 60_000]]);
       });
 
       it('a claimed job can no longer be cancelled or rescheduled; a cancelled one is never claimed', async () => {

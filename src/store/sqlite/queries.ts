@@ -85,7 +85,7 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
 export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
   lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
   updated_at = @now
-  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @now ORDER BY run_at LIMIT @limit)
+  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @dueBy ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED'`;
 export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = @attemptId,

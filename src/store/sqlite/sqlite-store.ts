@@ -316,7 +316,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  jobClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]> {
+  jobClaimDue(params: { now: number; dueBy: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]> {
     return this.writer.run(() => {
       const claimed = this.sql(q.JobClaimDue).all(params) as ClaimedJob[];
       // RETURNING gives no order; deliveries start earliest-due first.
