@@ -1,0 +1,87 @@
+/**
+ * The server under test for `npm run bench:ingest`, started by bench/ingest.ts as a child process.
+ *
+ * It starts Punctual exactly as `punctual serve` does (src/server.ts: loadConfig, openRuntime,
+ * buildApp, the delivery engine, bootstrapFirstStart) from the compiled dist/, so the benchmark
+ * measures the code that ships, and adds one route, POST /api/bench/bare: the baseline. Being under /api/ it pays the
+ * same hooks (request id, API-key authentication), the same JSON parser and the same body schema,
+ * then does everything /api/jobs/dispatch does except store the job, and answers 201.
+ *
+ * On stdout it prints one JSON line, {"port", "apiKey", "dbPath", "synchronous"}, and nothing else.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** dist/ is what `npm run build` emits; the types come from src/, which it is compiled from. */
+const dist = resolve(dirname(fileURLToPath(import.meta.url)), '../dist');
+if (!existsSync(resolve(dist, 'server.js'))) throw new Error(`${dist} is missing: run npm run build first`);
+const load = <T>(path: string): Promise<T> => import(pathToFileURL(resolve(dist, path)).href) as Promise<T>;
+
+const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, openRuntime }, { bootstrapFirstStart }, schemas, validation, ids, timestamps, jobs] =
+  await Promise.all([
+    load<typeof import('../src/api/build-app.js')>('api/build-app.js'),
+    load<typeof import('../src/clock.js')>('clock.js'),
+    load<typeof import('../src/config.js')>('config.js'),
+    load<typeof import('../src/runtime.js')>('runtime.js'),
+    load<typeof import('../src/services/bootstrap.js')>('services/bootstrap.js'),
+    load<typeof import('../src/api/schemas.js')>('api/schemas.js'),
+    load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
+    load<typeof import('../src/crypto/random-ids.js')>('crypto/random-ids.js'),
+    load<typeof import('../src/timestamp.js')>('timestamp.js'),
+    load<typeof import('../src/services/jobs-service.js')>('services/jobs-service.js'),
+  ]);
+
+const config = loadConfig(process.env);
+if (config.database.kind !== 'sqlite') throw new Error('the ingest benchmark runs on the embedded store: DATABASE_URL=sqlite:<path>');
+const clock = systemClock;
+const runtime = await openRuntime(config, clock, {
+  generateAdminToken: true,
+  onBackgroundError: (error) => console.error('background write failed', error),
+});
+const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
+// The scheduler runs as in production: each dispatch notifies it. Jobs are due in an hour, so
+// nothing is claimed or delivered during the run.
+const engine = createDeliveryEngine(runtime, app.log);
+
+app.post(
+  '/api/bench/bare',
+  { schema: { hide: true, body: schemas.dispatchBody, response: { 201: schemas.dispatchAnswer } } },
+  async (request, reply) => {
+    // JobsService.dispatch up to the store write: same checks, same answer, same way of sending it.
+    validation.validateIdempotencyKey(request.headers['idempotency-key']);
+    const input = validation.validateDispatchInput(request.body, request.receivedAt);
+    const principal = request.principal!;
+    if (!principal.project.webhookUrl) throw new Error('the bootstrap project has no webhook URL');
+    const answer = JSON.stringify({
+      jobId: ids.newJobId(),
+      status: 'QUEUED',
+      scheduledFor: timestamps.formatNullableTimestamp(input.scheduledFor),
+      maxRetries: jobs.JobsService.effectiveMaxRetries(input.maxRetries, principal.project, principal.plan),
+    });
+    return reply.code(201).type('application/json').send(answer);
+  },
+);
+
+// ingest.ts ends the server with SIGKILL (that is the crash test); SIGTERM is for a profiled run
+// (node --cpu-prof writes its profile only on a normal exit).
+process.once('SIGTERM', () => {
+  void engine
+    .stop(1000)
+    .then(() => app.close())
+    .then(() => runtime.close())
+    .finally(() => process.exit(0));
+});
+
+await app.listen({ host: '127.0.0.1', port: 0 });
+await engine.start();
+
+// Development mode (the default) points the first project at the built-in receiver, so dispatch
+// has a webhook URL to accept jobs for.
+const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
+const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
+if (!first) throw new Error('the benchmark needs an empty database');
+
+const address = app.server.address();
+if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
+console.log(JSON.stringify({ port: address.port, apiKey: first.apiKey, dbPath: config.database.path, synchronous: config.database.synchronous }));
