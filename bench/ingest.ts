@@ -78,20 +78,27 @@ async function startServer(dbPath: string): Promise<{ child: ChildProcess; info:
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });
-  const info = await new Promise<ServerInfo>((resolveInfo, reject) => {
-    const timer = setTimeout(() => reject(new Error('the bench server did not start within 30 s')), 30_000);
-    child.once('exit', (code, signal) => reject(new Error(`the bench server exited (${code ?? signal}) before listening`)));
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      try {
-        resolveInfo(JSON.parse(line) as ServerInfo);
-      } catch {
-        reject(new Error(`unexpected line from the bench server: ${line}`));
-      }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const info = await new Promise<ServerInfo>((resolveInfo, reject) => {
+      timer = setTimeout(() => reject(new Error('the bench server did not start within 30 s')), 30_000);
+      child.once('exit', (code, signal) => reject(new Error(`the bench server exited (${code ?? signal}) before listening`)));
+      lines.once('line', (line) => {
+        try {
+          resolveInfo(JSON.parse(line) as ServerInfo);
+        } catch {
+          reject(new Error(`unexpected line from the bench server: ${line}`));
+        }
+      });
     });
-  });
-  child.removeAllListeners('exit');
-  return { child, info };
+    return { child, info };
+  } catch (error) {
+    await killed(child);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    child.removeAllListeners('exit');
+  }
 }
 
 function killed(child: ChildProcess): Promise<void> {
@@ -128,8 +135,11 @@ function printTable(rows: Row[]): void {
 
 async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'punctual-bench-'));
-  const { child, info } = await startServer(join(dir, 'punctual.db'));
+  let child: ChildProcess | null = null;
   try {
+    const server = await startServer(join(dir, 'punctual.db'));
+    child = server.child;
+    const info = server.info;
     const scheduledFor = new Date(Date.now() + SCHEDULE_AHEAD_MS).toISOString();
     const body = JSON.stringify({ payload: payloadOf(PAYLOAD_BYTES), scheduledFor });
     const load = (path: string, seconds: number) =>
@@ -157,7 +167,7 @@ async function main(): Promise<number> {
     // The crash run: SIGKILL while dispatches are in flight; every 201 received must be in the file.
     const crashRun = load('/api/jobs/dispatch', CRASH_RUN_S);
     await new Promise((wait) => setTimeout(wait, CRASH_AFTER_MS));
-    await killed(child);
+    await killed(server.child);
     const crash = await crashRun;
 
     printTable([
@@ -193,7 +203,7 @@ async function main(): Promise<number> {
     if (!durable) failed = true;
     return failed ? 1 : 0;
   } finally {
-    await killed(child);
+    if (child) await killed(child);
     rmSync(dir, { recursive: true, force: true });
   }
 }
