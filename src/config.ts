@@ -18,6 +18,8 @@ export interface Config {
   logLevel: string;
   /** Delivery attempts in flight at once, across all projects, per instance. */
   deliveryConcurrency: number;
+  /** On SIGTERM, how long in-flight deliveries may run before they are aborted and released. */
+  shutdownDrainMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -89,5 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     plans: loadPlans(env.PUNCTUAL_PLANS?.trim() || undefined),
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     deliveryConcurrency: parseIntegerIn('PUNCTUAL_DELIVERY_CONCURRENCY', env.PUNCTUAL_DELIVERY_CONCURRENCY, 256, 1, 10_000),
+    // The whole shutdown must fit in 30 s: drain, then abort and record, then close.
+    shutdownDrainMs: parseIntegerIn('PUNCTUAL_SHUTDOWN_DRAIN_MS', env.PUNCTUAL_SHUTDOWN_DRAIN_MS, 20_000, 0, 20_000),
   };
 }

@@ -5,10 +5,10 @@ import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js';
 
 /**
- * SIGTERM must end the process within 30 s: in-flight deliveries get this long to finish, then the
+ * SIGTERM must end the process within 30 s: in-flight deliveries get PUNCTUAL_SHUTDOWN_DRAIN_MS
+ * (20 s) to finish, the rest are aborted and released (3 s to record that), and past this the
  * process exits anyway (what is still leased is rescued by the next start or another instance).
  */
-const DRAIN_DEADLINE_MS = 20_000;
 const EXIT_DEADLINE_MS = 28_000;
 
 export async function serve(config: Config): Promise<void> {
@@ -34,7 +34,7 @@ export async function serve(config: Config): Promise<void> {
     deadline.unref();
     try {
       app.startDraining();
-      const { drained, released } = await engine.stop(DRAIN_DEADLINE_MS);
+      const { drained, released } = await engine.stop(config.shutdownDrainMs);
       app.log.info({ drained, released }, 'delivery stopped');
       await app.close();
       await runtime.close();

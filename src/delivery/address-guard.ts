@@ -4,7 +4,7 @@ import { BlockList, isIP } from 'node:net';
 /**
  * Addresses a webhook may not reach when private webhooks are not allowed (SPEC section 4):
  * private, loopback, link-local (with cloud metadata), CGNAT, multicast, unspecified and reserved.
- * IPv4-mapped and NAT64 IPv6 ranges are refused whole: they can carry any IPv4 address, and no
+ * IPv4-mapped, NAT64, 6to4 (2002::/16) and Teredo (2001::/32) IPv6 ranges are refused whole: they can carry any IPv4 address, and no
  * public webhook needs them. (The mapped range is checked by hand: BlockList applies an
  * ::ffff:0:0/96 rule to every plain IPv4 address too.)
  */
@@ -30,6 +30,9 @@ for (const [network, prefix] of [
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['fc00::', 7],
+  ['fec0::', 10],
+  ['2002::', 16],
+  ['2001::', 32],
   ['fe80::', 10],
   ['ff00::', 8],
 ] as const) {

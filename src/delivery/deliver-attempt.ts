@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { newAttemptId } from '../crypto/random-ids.js';
 import type { Metrics } from '../metrics.js';
-import type { AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
+import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import { webhookSignature } from './signature.js';
 import type { SendResult, WebhookClient } from './webhook-client.js';
@@ -43,7 +43,8 @@ export function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
 /** A sent request's result in the terms of an attempt record. */
 export function toAttemptResult(sent: SendResult, acceptAny2xx: boolean): AttemptResult {
   if (sent.kind !== 'answered') {
-    return { outcome: sent.kind, statusCode: null, durationMs: sent.durationMs, error: sent.error, responseBody: null };
+    const outcome = sent.kind === 'aborted' ? 'network_error' : sent.kind;
+    return { outcome, statusCode: null, durationMs: sent.durationMs, error: sent.error, responseBody: null };
   }
   const ok = isSuccess(sent.statusCode, acceptAny2xx);
   return {
@@ -60,7 +61,13 @@ export function toAttemptResult(sent: SendResult, acceptAny2xx: boolean): Attemp
  * make the HTTP call, then record the outcome and what the job does next. Every store write is
  * guarded by this worker's lease, so a worker that lost its lease changes nothing.
  */
-export async function deliverAttempt(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, secrets: string[]): Promise<void> {
+export async function deliverAttempt(
+  deps: DeliveryDeps,
+  job: ClaimedJob,
+  project: ProjectRow,
+  secrets: string[],
+  shutdown?: AbortSignal,
+): Promise<void> {
   const { store, clock, metrics, workerId } = deps;
   const attemptId = newAttemptId();
   const startedAt = clock.now();
@@ -82,12 +89,12 @@ export async function deliverAttempt(deps: DeliveryDeps, job: ClaimedJob, projec
     sent = { kind: 'network_error', error: 'the project has no active webhook secret', durationMs: 0 };
   } else {
     body = webhookBody(job.id, attemptId, started.attemptNumber, job.payload);
-    sent = await deps.client.send(project.webhookUrl, webhookHeaders(job.id, secrets, body, clock.now()), body, project.deliveryTimeoutMs);
+    sent = await deps.client.send(project.webhookUrl, webhookHeaders(job.id, secrets, body, clock.now()), body, project.deliveryTimeoutMs, shutdown);
   }
 
   const result = toAttemptResult(sent, project.acceptAny2xx);
   const finishedAt = clock.now();
-  const next = nextAfterAttempt(
+  const next: AttemptNext = sent.kind === 'aborted' ? { kind: 'release' } : nextAfterAttempt(
     project,
     {
       outcome: result.outcome,

@@ -4,6 +4,8 @@ import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-at
 
 /** Held leases are renewed this often; far inside the shortest lease (1 s timeout + 30 s margin). */
 export const LEASE_RENEW_INTERVAL_MS = 10_000;
+/** After aborting at the shutdown deadline, how long recording those attempts may take. */
+const ABORT_RECORD_TIMEOUT_MS = 3_000;
 
 interface Waiting {
   job: ClaimedJob;
@@ -28,6 +30,9 @@ export class Dispatcher {
   /** Every job this worker holds a lease on, with its lease length. */
   private readonly held = new Map<string, number>();
   private readonly idle: (() => void)[] = [];
+  /** Jobs this worker holds per project (timed, waiting or in flight), and each project's limit. */
+  private readonly claimedByProject = new Map<string, { count: number; limit: number }>();
+  private readonly shutdown = new AbortController();
   private renewTimer: NodeJS.Timeout | null = null;
   /** Called when a slot frees up, so a scheduler starved of capacity claims again. */
   onCapacity: () => void = () => {};
@@ -46,6 +51,18 @@ export class Dispatcher {
 
   get inFlightCount(): number {
     return this.inFlight;
+  }
+
+  /** Projects with every delivery slot taken by jobs already claimed here: claiming more of theirs would only park them. */
+  saturatedProjects(): string[] {
+    return [...this.claimedByProject].filter(([, c]) => c.count >= c.limit).map(([projectId]) => projectId);
+  }
+
+  private countClaimed(project: ProjectRow, delta: number): void {
+    const current = this.claimedByProject.get(project.id);
+    const count = (current?.count ?? 0) + delta;
+    if (count <= 0) this.claimedByProject.delete(project.id);
+    else this.claimedByProject.set(project.id, { count, limit: project.deliveryConcurrency });
   }
 
   start(): void {
@@ -67,6 +84,7 @@ export class Dispatcher {
     for (const job of jobs) {
       const project = byId.get(job.projectId)!;
       this.held.set(job.id, project.deliveryTimeoutMs + LEASE_MARGIN_MS);
+      this.countClaimed(project, 1);
       const entry = { job, project, secrets: secretsById.get(project.id)! };
       if (job.runAt > now) this.holdUntilDue(entry, now);
       else {
@@ -131,7 +149,7 @@ export class Dispatcher {
     this.inFlight += 1;
     this.inFlightByProject.set(project.id, (this.inFlightByProject.get(project.id) ?? 0) + 1);
     this.deps.metrics.inFlight.inc();
-    deliverAttempt(this.deps, job, project, secrets)
+    deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal)
       .catch((error: unknown) => {
         // The lease stays; the rescuer retries the job once it expires.
         this.deps.log.error({ err: error, jobId: job.id }, 'delivery attempt could not be recorded');
@@ -143,6 +161,7 @@ export class Dispatcher {
         if (left === 0) this.inFlightByProject.delete(project.id);
         else this.inFlightByProject.set(project.id, left);
         this.held.delete(job.id);
+        this.countClaimed(project, -1);
         this.pump(project.id);
         this.onCapacity();
         if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
@@ -160,7 +179,11 @@ export class Dispatcher {
     }
   }
 
-  /** For shutdown: forget jobs not yet started (the store releases them) and wait for in-flight ones, up to `timeoutMs`. */
+  /**
+   * For shutdown: forget jobs not yet started (the store releases them), give in-flight attempts
+   * up to `timeoutMs` to finish, then abort the rest, which are recorded and queued again at once
+   * without spending their retry budget. Resolves true when everything finished by itself.
+   */
   async drain(timeoutMs: number): Promise<boolean> {
     for (const queue of this.waiting.values()) for (const { job } of queue) this.held.delete(job.id);
     this.waiting.clear();
@@ -171,8 +194,16 @@ export class Dispatcher {
     }
     this.timed.clear();
     this.timedCount = 0;
+    this.claimedByProject.clear();
     if (this.renewTimer) clearInterval(this.renewTimer);
-    if (this.inFlight === 0) return true;
+    if (await this.whenIdle(timeoutMs)) return true;
+    this.shutdown.abort();
+    await this.whenIdle(ABORT_RECORD_TIMEOUT_MS);
+    return false;
+  }
+
+  private whenIdle(timeoutMs: number): Promise<boolean> {
+    if (this.inFlight === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), timeoutMs);
       this.idle.push(() => {

@@ -8,7 +8,9 @@ export const RESPONSE_BODY_LIMIT = 4096;
 
 export type SendResult =
   | { kind: 'answered'; statusCode: number; responseBody: string; retryAfter: string | undefined; durationMs: number }
-  | { kind: 'timeout' | 'network_error'; error: string; durationMs: number };
+  | { kind: 'timeout' | 'network_error'; error: string; durationMs: number }
+  /** Cut short by `abort` (the instance is shutting down), not by the receiver. */
+  | { kind: 'aborted'; error: string; durationMs: number };
 
 class BlockedAddressError extends Error {
   readonly code = 'PUNCTUAL_BLOCKED_ADDRESS';
@@ -51,7 +53,7 @@ export class WebhookClient {
     });
   }
 
-  async send(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendResult> {
+  async send(url: string, headers: Record<string, string>, body: string, timeoutMs: number, abort?: AbortSignal): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     if (!this.options.allowPrivate) {
@@ -63,6 +65,8 @@ export class WebhookClient {
     }
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const onAbort = () => controller.abort();
+    abort?.addEventListener('abort', onAbort);
     try {
       const response = await request(url, {
         method: 'POST',
@@ -94,12 +98,14 @@ export class WebhookClient {
       };
     } catch (error) {
       const code = (error as { code?: string }).code;
+      if (abort?.aborted) return { kind: 'aborted', error: 'aborted: the instance shut down before the answer came', durationMs: elapsed() };
       if (controller.signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
         return { kind: 'timeout', error: `no complete answer within ${timeoutMs} ms`, durationMs: elapsed() };
       }
       return { kind: 'network_error', error: describe(error), durationMs: elapsed() };
     } finally {
       clearTimeout(timer);
+      abort?.removeEventListener('abort', onAbort);
     }
   }
 

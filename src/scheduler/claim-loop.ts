@@ -34,12 +34,14 @@ export class ClaimLoop {
   private again = false;
   /** True when due jobs were left unclaimed for want of delivery slots. */
   private starved = false;
+  /** True when the last claim skipped saturated projects: a freed slot may let their jobs through. */
+  private skippedProjects = false;
 
   constructor(
     private readonly deps: { store: Store; clock: Clock; dispatcher: Dispatcher; workerId: string; log: FastifyBaseLogger },
   ) {
     deps.dispatcher.onCapacity = () => {
-      if (this.starved) this.notifyDue(this.deps.clock.now());
+      if (this.starved || this.skippedProjects) this.notifyDue(this.deps.clock.now());
     };
   }
 
@@ -97,7 +99,10 @@ export class ClaimLoop {
           this.starved = limit <= 0;
           if (this.starved) return; // onCapacity wakes us
           const now = clock.now();
+          const excludeProjectIds = dispatcher.saturatedProjects();
+          this.skippedProjects = excludeProjectIds.length > 0;
           const claimed = await store.jobClaimDue({
+            excludeProjectIds,
             now,
             dueBy: now + CLAIM_LOOKAHEAD_MS,
             limit,

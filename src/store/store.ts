@@ -159,7 +159,9 @@ export interface ClaimedJob extends JobRow {
 export type AttemptNext =
   | { kind: 'complete' }
   | { kind: 'retry'; runAt: number }
-  | { kind: 'fail' };
+  | { kind: 'fail' }
+  /** The instance stopped before the answer came: queued again at once, without spending the retry budget. */
+  | { kind: 'release' };
 
 export interface AttemptResult {
   outcome: AttemptOutcome;
@@ -227,7 +229,15 @@ export interface Store {
    * QUEUED jobs due by `dueBy` (now, or a little ahead) become DISPATCHED, leased to `workerId`
    * until now + the project's delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
    */
-  jobClaimDue(params: { now: number; dueBy: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]>;
+  jobClaimDue(params: {
+    now: number;
+    dueBy: number;
+    limit: number;
+    workerId: string;
+    leaseExtraMs: number;
+    /** Projects whose delivery slots are all taken: their jobs stay QUEUED (cancellable) for now. */
+    excludeProjectIds: string[];
+  }): Promise<ClaimedJob[]>;
   /** The earliest runAt of a QUEUED job, or null when none waits. */
   jobNextDueAt(): Promise<number | null>;
   /**

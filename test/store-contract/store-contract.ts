@@ -195,7 +195,8 @@ export function describeStoreContract(name: string, makeStore: () => Promise<{ s
     describe('delivery', () => {
       const success = { outcome: 'success' as const, statusCode: 200, durationMs: 5, error: null, responseBody: 'ok' };
       const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 5, error: 'HTTP 500', responseBody: 'no' };
-      const claim = (now: number, limit = 10, workerId = 'wrk_a', dueBy = now) => store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000 });
+      const claim = (now: number, limit = 10, workerId = 'wrk_a', dueBy = now, excludeProjectIds: string[] = []) =>
+        store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000, excludeProjectIds });
 
       it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
         const project = await makeProject();
@@ -213,6 +214,27 @@ export function describeStoreContract(name: string, makeStore: () => Promise<{ s
         expect(await claim(T0 + 10)).toEqual([]);
         expect(await store.jobNextDueAt()).toBe(T0 + 86_400_000 * 30);
         expect((await store.jobCountByStatus()).DISPATCHED).toBe(3);
+      });
+
+      it('skips the projects it is told to', async () => {
+        const busy = await makeProject();
+        const idle = await makeProject();
+        await create(busy, [job('job_busy', { runAt: T0 })]);
+        await create(idle, [job('job_idle', { runAt: T0 + 1 })]);
+        expect((await claim(T0 + 5, 10, 'wrk_a', T0 + 5, [busy.id])).map((j) => j.id)).toEqual(['job_idle']);
+        expect((await claim(T0 + 5)).map((j) => j.id)).toEqual(['job_busy']);
+      });
+
+      it('a released attempt queues the job at once without spending its retry budget', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_rel', { maxRetries: 0 })]);
+        await claim(T0);
+        await store.attemptStart({ jobId: 'job_rel', attemptId: 'att_rel1', workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 1000 });
+        const aborted = { outcome: 'network_error' as const, statusCode: null, durationMs: 9, error: 'aborted', responseBody: null };
+        expect(await store.attemptFinish({ jobId: 'job_rel', attemptId: 'att_rel1', workerId: 'wrk_a', now: T0 + 9, result: aborted, next: { kind: 'release' } })).toBe(true);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_rel' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 9, attemptCount: 1 });
+        await claim(T0 + 9);
+        expect(await store.attemptStart({ jobId: 'job_rel', attemptId: 'att_rel2', workerId: 'wrk_a', now: T0 + 9, leaseExpiresAt: T0 + 1000 })).toEqual({ attemptNumber: 1 });
       });
 
       it('claims ahead up to dueBy, leasing from now', async () => {

@@ -85,7 +85,8 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
 export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
   lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
   updated_at = @now
-  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @dueBy ORDER BY run_at LIMIT @limit)
+  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @dueBy
+    AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED'`;
 export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = @attemptId,
@@ -96,6 +97,7 @@ export const AttemptInsert = `INSERT INTO attempts (id, job_id, attempt_number, 
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const JobFinishAttempt = `UPDATE jobs SET status = @status,
   run_at = COALESCE(@runAt, run_at), queued_at = CASE WHEN @status = 'QUEUED' THEN @now ELSE queued_at END,
+  round_start_attempt_count = round_start_attempt_count + @releasedAttempts,
   lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
   last_error = COALESCE(@lastError, last_error), updated_at = @now,
   completed_at = CASE WHEN @status = 'COMPLETED' THEN @now ELSE completed_at END,

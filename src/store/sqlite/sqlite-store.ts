@@ -316,9 +316,16 @@ export class SqliteStore implements Store {
     });
   }
 
-  jobClaimDue(params: { now: number; dueBy: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedJob[]> {
+  jobClaimDue(params: {
+    now: number;
+    dueBy: number;
+    limit: number;
+    workerId: string;
+    leaseExtraMs: number;
+    excludeProjectIds: string[];
+  }): Promise<ClaimedJob[]> {
     return this.writer.run(() => {
-      const claimed = this.sql(q.JobClaimDue).all(params) as ClaimedJob[];
+      const claimed = this.sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
       // RETURNING gives no order; deliveries start earliest-due first.
       return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
     });
@@ -339,14 +346,15 @@ export class SqliteStore implements Store {
 
   private finishAttempt(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): boolean {
     const { next, result } = params;
-    const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'retry' ? 'QUEUED' : 'FAILED';
+    const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED';
     const changed = this.sql(q.JobFinishAttempt).run({
       jobId: params.jobId,
       workerId: params.workerId,
       attemptId: params.attemptId,
       now: params.now,
       status,
-      runAt: next.kind === 'retry' ? next.runAt : null,
+      runAt: next.kind === 'retry' ? next.runAt : next.kind === 'release' ? params.now : null,
+      releasedAttempts: next.kind === 'release' ? 1 : 0,
       lastError: result.outcome === 'success' ? null : (result.error ?? result.outcome),
     }).changes;
     if (changed === 0) return false;
