@@ -14,9 +14,24 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** 22 base62 characters carry 130 random bits, over the 96 the contract asks of a jobId. */
-export const newJobId = (): string => `job_${randomBase62(22)}`;
-export const newAttemptId = (): string => `att_${randomBase62(22)}`;
+/** Digits, then upper, then lower case: base62 in ASCII order, so fixed-width numbers sort as text. */
+const SORTABLE_BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** The millisecond as 8 sortable base62 characters (good until the year 8888). */
+function timePrefix(ms: number): string {
+  let out = '';
+  for (let n = ms; out.length < 8; n = Math.floor(n / 62)) out = SORTABLE_BASE62[n % 62] + out;
+  return out;
+}
+
+/**
+ * A time prefix then 22 random base62 characters (130 random bits, over the 96 the contract asks
+ * of a jobId). Ids created close together share index pages, so inserting one writes a page
+ * already in cache instead of a random one: the benchmark measured WAL bytes per job falling by
+ * about half (BENCHMARKS.md). The cost: an id tells when its job was created, as createdAt does.
+ */
+export const newJobId = (now: number = Date.now()): string => `job_${timePrefix(now)}${randomBase62(22)}`;
+export const newAttemptId = (now: number = Date.now()): string => `att_${timePrefix(now)}${randomBase62(22)}`;
 export const newTeamId = (): string => `team_${randomBase62(16)}`;
 export const newProjectId = (): string => `prj_${randomBase62(16)}`;
 export const newKeyId = (): string => `key_${randomBase62(16)}`;

@@ -69,7 +69,7 @@ export async function deliverAttempt(
   shutdown?: AbortSignal,
 ): Promise<void> {
   const { store, clock, metrics, workerId } = deps;
-  const attemptId = newAttemptId();
+  const attemptId = newAttemptId(clock.now());
   const startedAt = clock.now();
   const started = await store.attemptStart({
     jobId: job.id,

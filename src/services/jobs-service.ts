@@ -90,7 +90,7 @@ export class JobsService {
 
   private newJob(input: DispatchInput, ctx: JobRequestContext, now: number): NewJob {
     return {
-      id: newJobId(),
+      id: newJobId(now),
       payload: input.payload,
       scheduledFor: input.scheduledFor,
       // A time in the past means "at once"; the asked time is still kept as scheduledFor.
