@@ -17,9 +17,13 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     dir.remove();
   });
 
-  async function boot(dbName: string, logLevel = 'warn'): Promise<{ server: RunningServer; base: string; key: string; env: Record<string, string> }> {
+  async function boot(
+    dbName: string,
+    logLevel = 'warn',
+    extraEnv: Record<string, string> = {},
+  ): Promise<{ server: RunningServer; base: string; key: string; env: Record<string, string> }> {
     const port = await freePort();
-    const env = { DATABASE_URL: `sqlite:${join(dir.path, dbName)}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logLevel };
+    const env = { DATABASE_URL: `sqlite:${join(dir.path, dbName)}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logLevel, ...extraEnv };
     const server = startServer(env);
     const key = (await server.waitForOutput(/API key\s+(pk_[A-Za-z0-9]+)/))[1]!;
     const admin = (await server.waitForOutput(/Admin token\s+(adm_[A-Za-z0-9]+)/))[1]!;
@@ -109,5 +113,36 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
       db.close();
     }
     for (const id of ids) expect(receiver.forJob(id)).toHaveLength(1);
+  });
+
+  it('at the drain deadline, aborts the attempts still running and queues them again without spending a retry', async () => {
+    receiver.answer({ hang: true });
+    const before = receiver.requests.length;
+    const { server, base, key, env } = await boot('abort.db', 'info', { PUNCTUAL_SHUTDOWN_DRAIN_MS: '500' });
+    const [jobId] = await dispatchBatch(base, key, [{ payload: { slow: true }, maxRetries: 0 }]);
+    await receiver.waitFor(() => receiver.requests.length > before, 10_000, 'the delivery in flight');
+    const started = Date.now();
+    expect(await server.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(server.output()).toMatch(/"drained":false/);
+    const db = new Database(join(dir.path, 'abort.db'), { readonly: true });
+    try {
+      expect(db.prepare('SELECT status, attempt_count AS n FROM jobs WHERE id = ?').get(jobId)).toEqual({ status: 'QUEUED', n: 1 });
+      expect(db.prepare('SELECT outcome, error FROM attempts WHERE job_id = ?').get(jobId)).toEqual({
+        outcome: 'network_error',
+        error: 'aborted: the instance shut down before the answer came',
+      });
+    } finally {
+      db.close();
+    }
+    // Restarted with a receiver that answers, the job (maxRetries 0) still gets its one real attempt.
+    receiver.answer({ status: 200 });
+    const again = startServer(env);
+    try {
+      await receiver.waitFor(() => receiver.forJob(jobId!).length === 2, 10_000, 'the released job to be delivered again');
+      expect(receiver.forJob(jobId!).map((r) => r.json.attemptNumber)).toEqual([1, 1]);
+    } finally {
+      await again.stop();
+    }
   });
 });
