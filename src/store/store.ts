@@ -171,6 +171,41 @@ export interface AttemptResult {
   responseBody: string | null;
 }
 
+export interface JobClaimParams {
+  now: number;
+  dueBy: number;
+  limit: number;
+  workerId: string;
+  leaseExtraMs: number;
+  /** Projects whose delivery slots are all taken: their jobs stay QUEUED (cancellable) for now. */
+  excludeProjectIds: string[];
+}
+
+export interface AttemptStartParams {
+  jobId: string;
+  attemptId: string;
+  workerId: string;
+  now: number;
+  leaseExpiresAt: number;
+}
+
+export interface AttemptFinishParams {
+  jobId: string;
+  attemptId: string;
+  workerId: string;
+  now: number;
+  result: AttemptResult;
+  next: AttemptNext;
+}
+
+export interface JobRescueParams {
+  now: number;
+  /** Leases that end before this instant are rescued (now, or later to take over a dead process's leases at start). */
+  expiredBefore: number;
+  limit: number;
+  retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null;
+}
+
 /** A lease that ran out, as the rescuer sees it; `attemptNumber` is set when an attempt was STARTED. */
 export interface ExpiredLease {
   job: JobRow;
@@ -229,37 +264,23 @@ export interface Store {
    * QUEUED jobs due by `dueBy` (now, or a little ahead) become DISPATCHED, leased to `workerId`
    * until now + the project's delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
    */
-  jobClaimDue(params: {
-    now: number;
-    dueBy: number;
-    limit: number;
-    workerId: string;
-    leaseExtraMs: number;
-    /** Projects whose delivery slots are all taken: their jobs stay QUEUED (cancellable) for now. */
-    excludeProjectIds: string[];
-  }): Promise<ClaimedJob[]>;
+  jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]>;
   /** The earliest runAt of a QUEUED job, or null when none waits. */
   jobNextDueAt(): Promise<number | null>;
   /**
    * DISPATCHED → STARTED for the lease holder, recording the attempt before its request leaves.
    * Null when the lease was lost (the job is no longer this worker's to send).
    */
-  attemptStart(params: { jobId: string; attemptId: string; workerId: string; now: number; leaseExpiresAt: number }): Promise<{ attemptNumber: number } | null>;
+  attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null>;
   /** Records the attempt's result and moves the job on, only if this worker still holds that attempt's lease. */
-  attemptFinish(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): Promise<boolean>;
+  attemptFinish(params: AttemptFinishParams): Promise<boolean>;
   /** Extends the leases this worker holds on these jobs. */
   jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void>;
   /**
    * Jobs whose lease expired at `now`: a DISPATCHED one returns to QUEUED due at once; a STARTED
    * one has its attempt recorded as lease_expired and is retried (runAt from `retryAt`) or FAILED.
    */
-  jobRescueExpiredLeases(params: {
-    now: number;
-    /** Leases that end before this instant are rescued (now, or later to take over a dead process's leases at start). */
-    expiredBefore: number;
-    limit: number;
-    retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null;
-  }): Promise<ExpiredLease[]>;
+  jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]>;
   /** On shutdown: this worker's DISPATCHED jobs (never sent) return to QUEUED, due at once. */
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number>;
   jobCountByStatus(): Promise<Record<JobStatus, number>>;

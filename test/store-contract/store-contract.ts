@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
 import type { JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
 
 /**
@@ -28,13 +29,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<{ s
         teamId,
         name: 'P',
         webhookUrl: 'http://127.0.0.1:1/x',
-        retryMaxRetries: null,
-        retryInitialDelayMs: 30_000,
-        retryFactor: 4,
-        retryMaxDelayMs: 3_600_000,
-        deliveryTimeoutMs: 30_000,
-        deliveryConcurrency: 100,
-        acceptAny2xx: false,
+        ...PROJECT_DEFAULTS,
         createdAt: T0,
       };
       await store.projectInsert({ project, secret: { id: `whs_c${seq}`, projectId: project.id, ciphertext: 'sealed-1', createdAt: T0, expiresAt: null } });

@@ -16,14 +16,16 @@ import Database from 'better-sqlite3';
 import type {
   ApiKeyPrincipal,
   ApiKeyRow,
-  AttemptNext,
-  AttemptResult,
+  AttemptFinishParams,
   AttemptRow,
+  AttemptStartParams,
   ClaimedJob,
   ExpiredLease,
+  JobClaimParams,
   JobCreateParams,
   JobCreateResult,
   JobListParams,
+  JobRescueParams,
   JobRow,
   JobStatus,
   JobTransitionResult,
@@ -318,14 +320,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  jobClaimDue(params: {
-    now: number;
-    dueBy: number;
-    limit: number;
-    workerId: string;
-    leaseExtraMs: number;
-    excludeProjectIds: string[];
-  }): Promise<ClaimedJob[]> {
+  jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
     return this.writer.run(() => {
       const claimed = this.sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
       // RETURNING gives no order; deliveries start earliest-due first.
@@ -337,7 +332,7 @@ export class SqliteStore implements Store {
     return (this.sql(q.JobNextDueAt).get() as { runAt: number | null }).runAt;
   }
 
-  attemptStart(params: { jobId: string; attemptId: string; workerId: string; now: number; leaseExpiresAt: number }): Promise<{ attemptNumber: number } | null> {
+  attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
     return this.writer.run(() => {
       const started = this.sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
       if (!started) return null;
@@ -346,7 +341,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  private finishAttempt(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): boolean {
+  private finishAttempt(params: AttemptFinishParams): boolean {
     const { next, result } = params;
     const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED';
     const changed = this.sql(q.JobFinishAttempt).run({
@@ -364,7 +359,7 @@ export class SqliteStore implements Store {
     return true;
   }
 
-  attemptFinish(params: { jobId: string; attemptId: string; workerId: string; now: number; result: AttemptResult; next: AttemptNext }): Promise<boolean> {
+  attemptFinish(params: AttemptFinishParams): Promise<boolean> {
     return this.writer.run(() => this.finishAttempt(params));
   }
 
@@ -375,12 +370,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  jobRescueExpiredLeases(params: {
-    now: number;
-    expiredBefore: number;
-    limit: number;
-    retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null;
-  }): Promise<ExpiredLease[]> {
+  jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
     return this.writer.run(() => {
       const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as (JobRow & {
         leaseOwner: string;
