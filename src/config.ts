@@ -5,7 +5,9 @@ import { loadPlans, type Plans } from './plans.js';
 export interface Config {
   nodeEnv: string;
   production: boolean;
-  database: { kind: 'sqlite'; path: string; synchronous: 'FULL' | 'NORMAL' } | { kind: 'postgres'; url: string };
+  database:
+    | { kind: 'sqlite'; path: string; synchronous: 'FULL' | 'NORMAL' }
+    | { kind: 'postgres'; url: string; poolSize: number; connectTimeoutMs: number; statementTimeoutMs: number };
   redisUrl: string | null;
   host: string;
   port: number;
@@ -52,7 +54,15 @@ function parseDatabase(env: NodeJS.ProcessEnv): Config['database'] {
     if (!path) throw new ConfigError('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/punctual.db');
     return { kind: 'sqlite', path: resolve(path), synchronous };
   }
-  if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', url };
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    return {
+      kind: 'postgres',
+      url,
+      poolSize: parseIntegerIn('PUNCTUAL_PG_POOL_SIZE', env.PUNCTUAL_PG_POOL_SIZE, 10, 1, 1_000),
+      connectTimeoutMs: parseIntegerIn('PUNCTUAL_PG_CONNECT_TIMEOUT_MS', env.PUNCTUAL_PG_CONNECT_TIMEOUT_MS, 5_000, 100, 60_000),
+      statementTimeoutMs: parseIntegerIn('PUNCTUAL_PG_STATEMENT_TIMEOUT_MS', env.PUNCTUAL_PG_STATEMENT_TIMEOUT_MS, 10_000, 100, 600_000),
+    };
+  }
   throw new ConfigError('DATABASE_URL must be sqlite:<path> or postgres://…');
 }
 

@@ -1,12 +1,22 @@
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testDatabase } from './support/make-app.js';
 import { runCli } from './support/spawn-punctual.js';
 import { makeTempDir } from './support/temp-dir.js';
 
 describe('punctual CLI', () => {
   const dir = makeTempDir();
-  const env = { DATABASE_URL: `sqlite:${join(dir.path, 'cli.db')}` };
-  afterAll(() => dir.remove());
+  const env: Record<string, string> = { PUNCTUAL_SECRET_KEY: 'cli-test-secret-key-0123456789abcdef' };
+  let drop = async () => {};
+  beforeAll(async () => {
+    const database = await testDatabase(join(dir.path, 'cli.db'));
+    env.DATABASE_URL = database.url;
+    drop = database.drop;
+  });
+  afterAll(async () => {
+    await drop();
+    dir.remove();
+  });
   const json = (args: string[]) => {
     const result = runCli(args, env);
     expect(result.status, result.stderr).toBe(0);

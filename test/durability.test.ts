@@ -1,6 +1,7 @@
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { queryRows } from './support/job-fixtures.js';
+import { testDatabase } from './support/make-app.js';
 import { freePort, startServer } from './support/spawn-punctual.js';
 import { makeTempDir } from './support/temp-dir.js';
 
@@ -10,8 +11,8 @@ describe('durability (real process, kill -9)', () => {
 
   it('keeps every job whose 201 was sent when the process is killed right after', async () => {
     const port = await freePort();
-    const dbPath = join(dir.path, 'punctual.db');
-    const server = startServer({ DATABASE_URL: `sqlite:${dbPath}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+    const database = await testDatabase(join(dir.path, 'punctual.db'));
+    const server = startServer({ DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', PUNCTUAL_SECRET_KEY: 'durability-test-secret-key-0123456789' });
     const acknowledged: string[] = [];
     try {
       const key = (await server.waitForOutput(/API key\s+(pk_[A-Za-z0-9]+)/))[1]!;
@@ -34,13 +35,12 @@ describe('durability (real process, kill -9)', () => {
       await server.stop('SIGKILL');
     }
     expect(acknowledged.length).toBeGreaterThanOrEqual(475);
-    const db = new Database(dbPath, { readonly: true });
     try {
-      const stored = new Set((db.prepare('SELECT id FROM jobs').all() as { id: string }[]).map((r) => r.id));
+      const stored = new Set((await queryRows<{ id: string }>(database.url, 'SELECT id FROM jobs')).map((r) => r.id));
       const lost = acknowledged.filter((id) => !stored.has(id));
       expect(lost).toEqual([]);
     } finally {
-      db.close();
+      await database.drop();
     }
   });
 });

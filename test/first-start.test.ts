@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { testDatabase } from './support/make-app.js';
 import { freePort, startServer } from './support/spawn-punctual.js';
 import { makeTempDir } from './support/temp-dir.js';
 
@@ -9,7 +10,8 @@ describe('first start on an empty database (real process)', () => {
 
   it('creates a team, project and key, prints them once with a curl command that works, and restarts quietly', async () => {
     const port = await freePort();
-    const env = { DATABASE_URL: `sqlite:${join(dir.path, 'data', 'punctual.db')}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    const database = await testDatabase(join(dir.path, 'data', 'punctual.db'));
+    const env = { DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', PUNCTUAL_SECRET_KEY: 'first-start-test-secret-key-0123456789' };
     const server = startServer(env);
     try {
       await server.waitForOutput(/API docs:/);
@@ -67,6 +69,7 @@ describe('first start on an empty database (real process)', () => {
       expect(again.output()).not.toMatch(/Admin token/);
     } finally {
       await again.stop();
+      await database.drop();
     }
   });
 });

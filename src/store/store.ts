@@ -216,6 +216,11 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
 
   migrate(): Promise<void>;
+  /**
+   * Hints from other instances that a job became due (PostgreSQL LISTEN/NOTIFY). A store serving
+   * a single process (SQLite) has no other instances and does not implement it.
+   */
+  listenJobDue?(listener: (runAt: number) => void): Promise<void>;
   /** Resolves when the storage answers; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

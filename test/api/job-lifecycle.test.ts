@@ -116,7 +116,7 @@ describe('job status, cancel, reschedule, retry, attempts', () => {
     expect(notFailed.statusCode).toBe(409);
     expect(notFailed.json()).toMatchObject({ error: 'JOB_NOT_FAILED', data: { status: 'QUEUED' } });
 
-    setJobState(t.dbPath, jobId, { status: 'FAILED', attemptCount: 4, lastError: 'HTTP 500', failedAt: t.clock.now() });
+    await setJobState(t.databaseUrl, jobId, { status: 'FAILED', attemptCount: 4, lastError: 'HTTP 500', failedAt: t.clock.now() });
     t.clock.advance(5000);
     const res = await t.api(p.key, { method: 'POST', url: `/api/jobs/${jobId}/retry` });
     expect(res.statusCode).toBe(200);
@@ -131,7 +131,7 @@ describe('job status, cancel, reschedule, retry, attempts', () => {
 
   it('cancel of a job that is not QUEUED reports its status', async () => {
     const jobId = await dispatch();
-    setJobState(t.dbPath, jobId, { status: 'STARTED' });
+    await setJobState(t.databaseUrl, jobId, { status: 'STARTED' });
     const res = await cancel(jobId);
     expect(res.statusCode).toBe(409);
     expect(res.json()).toMatchObject({ error: 'JOB_NOT_QUEUED', data: { status: 'STARTED' } });

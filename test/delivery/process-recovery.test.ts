@@ -1,6 +1,7 @@
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../support/job-fixtures.js';
+import { testDatabase } from '../support/make-app.js';
 import { freePort, startServer, type RunningServer } from '../support/spawn-punctual.js';
 import { TestReceiver } from '../support/receiver.js';
 import { makeTempDir } from '../support/temp-dir.js';
@@ -12,8 +13,11 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
   beforeAll(async () => {
     receiver = await new TestReceiver().start();
   });
+  const databases = new Map<string, string>();
+  const drops: (() => Promise<void>)[] = [];
   afterAll(async () => {
     await receiver.close();
+    for (const drop of drops) await drop();
     dir.remove();
   });
 
@@ -21,9 +25,20 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     dbName: string,
     logLevel = 'warn',
     extraEnv: Record<string, string> = {},
+    settings: Record<string, unknown> = {},
   ): Promise<{ server: RunningServer; base: string; key: string; env: Record<string, string> }> {
     const port = await freePort();
-    const env = { DATABASE_URL: `sqlite:${join(dir.path, dbName)}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logLevel, ...extraEnv };
+    const database = await testDatabase(join(dir.path, dbName));
+    databases.set(dbName, database.url);
+    drops.push(database.drop);
+    const env = {
+      DATABASE_URL: database.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: logLevel,
+      PUNCTUAL_SECRET_KEY: 'process-test-secret-key-0123456789abc',
+      ...extraEnv,
+    };
     const server = startServer(env);
     const key = (await server.waitForOutput(/API key\s+(pk_[A-Za-z0-9]+)/))[1]!;
     const admin = (await server.waitForOutput(/Admin token\s+(adm_[A-Za-z0-9]+)/))[1]!;
@@ -32,7 +47,7 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     const patched = await fetch(`${base}/manage/v1/projects/${projectId}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ webhookUrl: receiver.url, deliveryConcurrency: 200, retryPolicy: { initialDelayMs: 100 } }),
+      body: JSON.stringify({ webhookUrl: receiver.url, deliveryConcurrency: 200, retryPolicy: { initialDelayMs: 100 }, ...settings }),
     });
     expect(patched.status).toBe(200);
     return { server, base, key, env };
@@ -49,9 +64,12 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     return body.jobs.map((j) => j.jobId);
   }
 
-  it('kill -9 with deliveries in flight: every acknowledged job is delivered, duplicates only for attempts under way', async () => {
+  // The embedded store takes over a dead process's leases at start; PostgreSQL (other instances
+  // may be alive) waits for them to expire: the lease margin is 30 s.
+  it('kill -9 with deliveries in flight: every acknowledged job is delivered, duplicates only for attempts under way', { timeout: 90_000 }, async () => {
     receiver.answer({ status: 200, delayMs: 300 });
-    const { server, base, key, env } = await boot('crash.db');
+    // A 1 s timeout keeps leases short (1 s + 30 s): on PostgreSQL a restart waits for them to expire.
+    const { server, base, key, env } = await boot('crash.db', 'warn', {}, { deliveryTimeoutMs: 1000 });
     const acknowledged: string[] = [];
     const start = Date.now();
     for (let batch = 0; batch < 4; batch++) {
@@ -67,7 +85,7 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     try {
       await receiver.waitFor(
         () => acknowledged.every((id) => receiver.forJob(id).length > 0),
-        30_000,
+        60_000,
         'every acknowledged job to arrive after the restart',
       );
       const counts = new Map<string, number>();
@@ -79,9 +97,8 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
       // And everything ends COMPLETED.
       const deadline = Date.now() + 15_000;
       for (;;) {
-        const db = new Database(join(dir.path, 'crash.db'), { readonly: true });
-        const left = (db.prepare("SELECT count(*) AS n FROM jobs WHERE status <> 'COMPLETED'").get() as { n: number }).n;
-        db.close();
+        const [row] = await queryRows<{ n: number }>(databases.get('crash.db')!, "SELECT count(*) AS n FROM jobs WHERE status <> 'COMPLETED'");
+        const left = Number(row!.n);
         if (left === 0) break;
         if (Date.now() > deadline) throw new Error(`${left} jobs not COMPLETED`);
         await new Promise((r) => setTimeout(r, 50));
@@ -105,13 +122,8 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     );
     expect([503, 'connection refused']).toContain(refused);
     expect(await stopping).toBe(0);
-    const db = new Database(join(dir.path, 'shutdown.db'), { readonly: true });
-    try {
-      const rows = db.prepare(`SELECT id, status FROM jobs`).all() as { id: string; status: string }[];
-      expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'COMPLETED'));
-    } finally {
-      db.close();
-    }
+    const rows = await queryRows<{ id: string; status: string }>(databases.get('shutdown.db')!, 'SELECT id, status FROM jobs');
+    expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'COMPLETED'));
     for (const id of ids) expect(receiver.forJob(id)).toHaveLength(1);
   });
 
@@ -125,16 +137,11 @@ describe('crash recovery and graceful shutdown (real processes)', () => {
     expect(await server.stop('SIGTERM')).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(server.output()).toMatch(/"drained":false/);
-    const db = new Database(join(dir.path, 'abort.db'), { readonly: true });
-    try {
-      expect(db.prepare('SELECT status, attempt_count AS n FROM jobs WHERE id = ?').get(jobId)).toEqual({ status: 'QUEUED', n: 1 });
-      expect(db.prepare('SELECT outcome, error FROM attempts WHERE job_id = ?').get(jobId)).toEqual({
-        outcome: 'network_error',
-        error: 'aborted: the instance shut down before the answer came',
-      });
-    } finally {
-      db.close();
-    }
+    const url = databases.get('abort.db')!;
+    expect(await queryRows(url, 'SELECT status, attempt_count AS n FROM jobs WHERE id = $1', [jobId])).toEqual([{ status: 'QUEUED', n: 1 }]);
+    expect(await queryRows(url, 'SELECT outcome, error FROM attempts WHERE job_id = $1', [jobId])).toEqual([
+      { outcome: 'network_error', error: 'aborted: the instance shut down before the answer came' },
+    ]);
     // Restarted with a receiver that answers, the job (maxRetries 0) still gets its one real attempt.
     receiver.answer({ status: 200 });
     const again = startServer(env);

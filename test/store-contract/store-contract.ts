@@ -6,8 +6,12 @@ import type { JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store
  * The behaviour every store must have, whatever its engine. A store's test file calls
  * describeStoreContract with a factory for a fresh, migrated store; a behaviour change starts here.
  */
-export function describeStoreContract(name: string, makeStore: () => Promise<{ store: Store; cleanup: () => Promise<void> }>): void {
-  describe(`store contract: ${name}`, () => {
+export function describeStoreContract(
+  name: string,
+  makeStore: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
+  enabled = true,
+): void {
+  describe.runIf(enabled)(`store contract: ${name}`, () => {
     let store: Store;
     let cleanup: () => Promise<void>;
     let seq = 0;

@@ -8,7 +8,22 @@ import type { Plans } from '../../src/plans.js';
 import { createDeliveryEngine, openRuntime, type Runtime } from '../../src/runtime.js';
 import type { Services } from '../../src/services/services.js';
 import type { Store } from '../../src/store/store.js';
+import { makeSchema, PG_TEST_URL } from './postgres.js';
 import { makeTempDir } from './temp-dir.js';
+
+/** Which store the API and delivery suites run on: vitest's "postgres" project sets PUNCTUAL_TEST_STORE. */
+export const TEST_STORE = process.env.PUNCTUAL_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * A fresh database for one app: a SQLite file, or a PostgreSQL schema chosen through the URL
+ * (so a spawned `punctual serve` given the same DATABASE_URL uses it too).
+ */
+export async function testDatabase(sqlitePath: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (TEST_STORE === 'sqlite') return { url: `sqlite:${sqlitePath}`, drop: async () => {} };
+  const schema = await makeSchema();
+  const separator = PG_TEST_URL.includes('?') ? '&' : '?';
+  return { url: `${PG_TEST_URL}${separator}options=${encodeURIComponent(`-c search_path=${schema.name}`)}`, drop: schema.drop };
+}
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -26,6 +41,8 @@ export interface TestApp<C extends Clock = TestClock> {
   clock: C;
   services: Services;
   dbPath: string;
+  /** The DATABASE_URL this app runs on (sqlite: or postgres:). */
+  databaseUrl: string;
   /** Present when made with { delivery: true }: started, and stopped by close(). */
   engine: DeliveryEngine | null;
   /** A team on `plan` with a project (webhook set) and a key. */
@@ -53,8 +70,9 @@ export async function makeTestApp(options: TestAppOptions & { clock: Clock }): P
 export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp<Clock>> {
   const dir = makeTempDir();
   const dbPath = join(dir.path, 'punctual.db');
+  const database = await testDatabase(dbPath);
   const config = loadConfig({
-    DATABASE_URL: `sqlite:${dbPath}`,
+    DATABASE_URL: database.url,
     PUNCTUAL_ADMIN_TOKEN: ADMIN_TOKEN,
     PUNCTUAL_SECRET_KEY: 'test-secret-key-0123456789abcdef0123456789',
     PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: String(options.allowPrivateWebhooks ?? true),
@@ -84,6 +102,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
     clock,
     services,
     dbPath,
+    databaseUrl: database.url,
     engine,
     async makeProject({ plan = 'unlimited', webhookUrl = 'http://127.0.0.1:9/hook', settings } = {}) {
       const team = await services.manage.createTeam({ name: 'team', plan });
@@ -102,6 +121,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
       if (engine) await engine.stop(5_000);
       await app.close();
       await runtime.close();
+      await database.drop();
       dir.remove();
     },
   };

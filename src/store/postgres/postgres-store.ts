@@ -1,0 +1,571 @@
+/**
+ * The PostgreSQL store: any number of Punctual instances share one database.
+ *
+ * How it differs from the embedded store: many writers. Claims pick rows with
+ * `FOR UPDATE SKIP LOCKED` in one statement, so instances never wait on each other's claims and no
+ * transaction stays open during a webhook request. Guarded transitions (`… WHERE status =
+ * 'QUEUED'`) are single statements, so a cancel and a claim of one job serialise on its row lock
+ * and exactly one wins. Instances wake each other with NOTIFY as a hint; the next-due timer of
+ * each instance stays behind it, and the instance that made a job due always wakes itself.
+ *
+ * A database that cannot be reached surfaces as UnavailableError (503, Retry-After) within the
+ * connect or statement timeout, never as a hang or a 500.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { UnavailableError } from '../../errors.js';
+import {
+  JOB_STATUSES,
+  type ApiKeyPrincipal,
+  type ApiKeyRow,
+  type AttemptFinishParams,
+  type AttemptRow,
+  type AttemptStartParams,
+  type ClaimedJob,
+  type ExpiredLease,
+  type JobClaimParams,
+  type JobCreateParams,
+  type JobCreateResult,
+  type JobListParams,
+  type JobRescueParams,
+  type JobRow,
+  type JobStatus,
+  type JobTransitionResult,
+  type ProjectPatch,
+  type ProjectRow,
+  type Store,
+  type TeamRow,
+  type WebhookSecretRow,
+} from '../store.js';
+import * as q from './queries.js';
+
+export interface PostgresStoreOptions {
+  url: string;
+  /** Connections per instance. */
+  poolSize?: number;
+  connectTimeoutMs?: number;
+  statementTimeoutMs?: number;
+  /** Tests run each file in a schema of its own. */
+  schema?: string;
+  /** Called when the LISTEN connection is lost or comes back (for logs). */
+  onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void;
+}
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+/** Any constant shared by all instances: migrations run under this advisory lock. */
+const MIGRATION_LOCK_KEY = 7_353_911;
+const NOTIFY_CHANNEL = 'punctual_job_due';
+/** Jobs due further ahead than this are left to other instances' next-due timers (they look at least every 30 s). */
+const NOTIFY_HORIZON_MS = 30_000;
+const LISTEN_RETRY_MS = 1_000;
+
+/** bigint columns hold epoch milliseconds, well inside Number's exact range: read them as numbers. */
+const types = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** Errors that mean "the database is not reachable right now", as opposed to a bug. */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
+  '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006',
+]);
+
+function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|connection is closed/i.test(
+    e.message ?? '',
+  );
+}
+
+function translate(error: unknown): unknown {
+  return isUnavailable(error) ? new UnavailableError('The database is unreachable; retry shortly', {}, { 'retry-after': '1' }) : error;
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  private readonly pool: pg.Pool;
+  private listener: pg.Client | null = null;
+  private closed = false;
+
+  constructor(private readonly options: PostgresStoreOptions) {
+    const statementTimeout = options.statementTimeoutMs ?? 10_000;
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+      idleTimeoutMillis: 30_000,
+      // The server cancels a statement past this; the client gives up a little later if the server is gone.
+      statement_timeout: statementTimeout,
+      query_timeout: statementTimeout + 1_000,
+      application_name: 'punctual',
+      types,
+      ...(options.schema && { options: `-c search_path=${options.schema}` }),
+    });
+    // An idle client losing its connection must not crash the process; the next query reconnects.
+    this.pool.on('error', () => {});
+  }
+
+  private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client: Queryable = this.pool): Promise<pg.QueryResult<R>> {
+    try {
+      return await client.query<R>(text, values);
+    } catch (error) {
+      throw translate(error);
+    }
+  }
+
+  private async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client?: Queryable): Promise<R[]> {
+    return (await this.query<R>(text, values, client)).rows;
+  }
+
+  /** A short transaction on one connection; never held across anything but its own statements. */
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw translate(error);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      broken = isUnavailable(error);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      throw translate(error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async notifyDue(runAt: number, now: number, client?: Queryable): Promise<void> {
+    if (runAt - now > NOTIFY_HORIZON_MS) return;
+    await this.query(q.NotifyDue, [String(runAt)], client);
+  }
+
+  async migrate(): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw translate(error);
+    }
+    try {
+      // Instances starting together take turns; the second finds everything applied.
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
+      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+      for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort()) {
+        const version = Number(file.slice(0, 4));
+        if (applied.has(version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, file, Date.now()]);
+          await client.query(readFileSync(MIGRATIONS_DIR + file, 'utf8'));
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw new Error(`Migration ${file} failed: ${(error as Error).message}`);
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+      client.release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT 1');
+  }
+
+  /** Due-job hints from other instances. Reconnects by itself; a lost hint only costs the timer's wait. */
+  async listenJobDue(listener: (runAt: number) => void): Promise<void> {
+    const connect = async (): Promise<void> => {
+      if (this.closed) return;
+      const client = new pg.Client({
+        connectionString: this.options.url,
+        connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
+        ...(this.options.schema && { options: `-c search_path=${this.options.schema}` }),
+      });
+      const retry = (error?: unknown) => {
+        if (this.listener !== client) return;
+        this.listener = null;
+        client.removeAllListeners();
+        client.on('error', () => {});
+        void client.end().catch(() => {});
+        this.options.onListenerState?.('lost', error);
+        if (!this.closed) setTimeout(() => void connect(), LISTEN_RETRY_MS).unref();
+      };
+      this.listener = client;
+      client.on('error', retry);
+      client.on('end', () => retry());
+      client.on('notification', (message) => {
+        const runAt = Number(message.payload);
+        if (Number.isFinite(runAt)) listener(runAt);
+      });
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        this.options.onListenerState?.('connected');
+      } catch (error) {
+        retry(error);
+      }
+    };
+    await connect();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const listener = this.listener;
+    this.listener = null;
+    if (listener) {
+      listener.removeAllListeners();
+      listener.on('error', () => {});
+      await listener.end().catch(() => {});
+    }
+    await this.pool.end();
+  }
+
+  async settingGet(key: string): Promise<string | null> {
+    return (await this.rows<{ value: string }>(q.SettingGet, [key]))[0]?.value ?? null;
+  }
+
+  async settingInsertIfAbsent(key: string, value: string): Promise<string> {
+    const stored = (await this.rows<{ value: string }>(q.SettingInsertIfAbsent, [key, value]))[0]?.value;
+    // Inserted by another instance while this statement ran: visible to the next statement.
+    return stored ?? (await this.settingGet(key))!;
+  }
+
+  async teamInsert(team: TeamRow): Promise<void> {
+    await this.query(q.TeamInsert, [team.id, team.name, team.plan, team.createdAt]);
+  }
+
+  async teamGet(teamId: string): Promise<TeamRow | null> {
+    return (await this.rows<TeamRow>(q.TeamGet, [teamId]))[0] ?? null;
+  }
+
+  async teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
+    return (await this.rows<TeamRow>(q.TeamUpdate, [params.teamId, params.name ?? null, params.plan ?? null]))[0] ?? null;
+  }
+
+  async teamCount(): Promise<number> {
+    return (await this.rows<{ n: number }>(q.TeamCount))[0]!.n;
+  }
+
+  private static projectValues(p: ProjectRow): unknown[] {
+    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx];
+  }
+
+  async projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
+    const { project: p, secret: s } = params;
+    await this.transaction(async (client) => {
+      await this.query(
+        q.ProjectInsert,
+        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.createdAt],
+        client,
+      );
+      await this.query(q.WebhookSecretInsert, [s.id, s.projectId, s.ciphertext, s.createdAt, s.expiresAt], client);
+    });
+  }
+
+  async projectGet(projectId: string): Promise<ProjectRow | null> {
+    return (await this.rows<ProjectRow>(q.ProjectGet, [projectId]))[0] ?? null;
+  }
+
+  async projectGetMany(projectIds: string[]): Promise<ProjectRow[]> {
+    return this.rows<ProjectRow>(q.ProjectGetMany, [projectIds]);
+  }
+
+  async projectListByTeam(teamId: string): Promise<ProjectRow[]> {
+    return this.rows<ProjectRow>(q.ProjectListByTeam, [teamId]);
+  }
+
+  projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
+    // Read and write under the row lock so two partial PATCHes of different fields both hold.
+    return this.transaction(async (client) => {
+      const current = (await this.rows<ProjectRow>(q.ProjectGetForUpdate, [params.projectId], client))[0];
+      if (!current) return null;
+      const updated: ProjectRow = { ...current, ...params.patch };
+      await this.query(q.ProjectUpdate, PostgresStore.projectValues(updated), client);
+      return updated;
+    });
+  }
+
+  async apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void> {
+    await this.query(q.ApiKeyInsert, [key.id, key.projectId, key.name, key.hash, key.prefix, key.createdAt, key.lastUsedAt, key.revokedAt]);
+  }
+
+  async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+    const row = (await this.rows<Record<string, unknown>>(q.ApiKeyFindByHash, [hash]))[0];
+    if (!row) return null;
+    return {
+      key: {
+        id: row.keyId as string,
+        projectId: row.keyProjectId as string,
+        name: row.keyName as string,
+        hash: row.keyHash as Buffer,
+        prefix: row.keyPrefix as string,
+        createdAt: row.keyCreatedAt as number,
+        lastUsedAt: row.keyLastUsedAt as number | null,
+        revokedAt: row.keyRevokedAt as number | null,
+      },
+      project: {
+        id: row.id as string,
+        teamId: row.teamId as string,
+        name: row.name as string,
+        webhookUrl: row.webhookUrl as string | null,
+        retryMaxRetries: row.retryMaxRetries as number | null,
+        retryInitialDelayMs: row.retryInitialDelayMs as number,
+        retryFactor: row.retryFactor as number,
+        retryMaxDelayMs: row.retryMaxDelayMs as number,
+        deliveryTimeoutMs: row.deliveryTimeoutMs as number,
+        deliveryConcurrency: row.deliveryConcurrency as number,
+        acceptAny2xx: row.acceptAny2xx as boolean,
+        createdAt: row.createdAt as number,
+      },
+      team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },
+    };
+  }
+
+  async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
+    return (await this.rows<ApiKeyRow>(q.ApiKeyGet, [keyId]))[0] ?? null;
+  }
+
+  async apiKeyListByProject(projectId: string): Promise<ApiKeyRow[]> {
+    return this.rows<ApiKeyRow>(q.ApiKeyListByProject, [projectId]);
+  }
+
+  async apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
+    return (await this.rows<ApiKeyRow>(q.ApiKeyRevoke, [params.keyId, params.now]))[0] ?? null;
+  }
+
+  async apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
+    await this.query(q.ApiKeyTouch, [params.keyId, params.now]);
+  }
+
+  async webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]> {
+    return this.rows<WebhookSecretRow>(q.WebhookSecretListActive, [params.projectId, params.now]);
+  }
+
+  async webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
+    const s = params.secret;
+    await this.transaction(async (client) => {
+      await this.query(q.ProjectLock, [params.projectId], client);
+      await this.query(q.WebhookSecretDeleteExpiring, [params.projectId], client);
+      await this.query(q.WebhookSecretExpireNewest, [params.projectId, params.now + params.overlapMs], client);
+      await this.query(q.WebhookSecretInsert, [s.id, s.projectId, s.ciphertext, s.createdAt, s.expiresAt], client);
+    });
+  }
+
+  jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
+    return this.transaction(async (client): Promise<JobCreateResult> => {
+      const { idempotency, quota } = params;
+      if (idempotency) {
+        const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
+        const claimed = await this.rows(q.IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
+        if (claimed.length === 0) {
+          const previous = (await this.rows<{ requestHash: string; statusCode: number; body: string }>(q.IdempotencyKeyGet, keyArgs, client))[0];
+          if (previous) {
+            if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
+            return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
+          }
+        }
+      }
+      let usedBefore = 0;
+      if (quota) {
+        await this.query(q.TeamLock, [params.teamId], client);
+        usedBefore = (await this.rows<{ n: number }>(q.UsageSum, [params.teamId, quota.monthStartDay, quota.monthEndDay], client))[0]!.n;
+      }
+      const room = quota ? Math.max(0, quota.limit - usedBefore) : params.jobs.length;
+      const created = params.jobs.map((_, i) => i < room);
+      const jobs = params.jobs.slice(0, room);
+      if (jobs.length > 0) {
+        await this.query(
+          q.JobInsertMany,
+          [
+            params.projectId,
+            params.now,
+            jobs.map((j) => j.id),
+            jobs.map((j) => j.payload),
+            jobs.map((j) => j.scheduledFor),
+            jobs.map((j) => j.runAt),
+            jobs.map((j) => j.maxRetries),
+          ],
+          client,
+        );
+        await this.query(q.UsageAdd, [params.teamId, new Date(params.now).toISOString().slice(0, 10), jobs.length], client);
+        await this.notifyDue(Math.min(...jobs.map((j) => j.runAt)), params.now, client);
+      }
+      const response = params.renderResponse(created, usedBefore);
+      if (idempotency) {
+        const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
+        if (response) await this.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
+        else await this.query(q.IdempotencyKeyDelete, keyArgs, client);
+      }
+      return { kind: 'created', created, usedBefore, response };
+    });
+  }
+
+  async jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null> {
+    return (await this.rows<JobRow>(q.JobGet, [params.jobId, params.projectId]))[0] ?? null;
+  }
+
+  async jobList(params: JobListParams): Promise<JobRow[]> {
+    const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
+    if (params.status === null) return this.rows<JobRow>(q.JobList, args);
+    return this.rows<JobRow>(q.JobListByStatus, [...args, params.status]);
+  }
+
+  /** Runs a guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */
+  private async transition(statement: string, params: { projectId: string; jobId: string }, extra: unknown[]): Promise<JobTransitionResult> {
+    const job = (await this.rows<JobRow>(statement, [params.jobId, params.projectId, ...extra]))[0];
+    if (job) return { ok: true, job };
+    const current = (await this.rows<{ status: JobStatus }>(q.JobStatusGet, [params.jobId, params.projectId]))[0];
+    return { ok: false, status: current?.status ?? null };
+  }
+
+  jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
+    return this.transition(q.JobCancelIfQueued, params, [params.now]);
+  }
+
+  async jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult> {
+    const result = await this.transition(q.JobRescheduleIfQueued, params, [params.now, params.scheduledFor]);
+    if (result.ok) await this.notifyDue(result.job.runAt, params.now);
+    return result;
+  }
+
+  async jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
+    const result = await this.transition(q.JobRetryIfFailed, params, [params.now]);
+    if (result.ok) await this.notifyDue(result.job.runAt, params.now);
+    return result;
+  }
+
+  async jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
+    const claimed = await this.rows<ClaimedJob>(q.JobClaimDue, [
+      params.now,
+      params.dueBy,
+      params.limit,
+      params.workerId,
+      params.leaseExtraMs,
+      params.excludeProjectIds,
+    ]);
+    return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
+  }
+
+  async jobNextDueAt(): Promise<number | null> {
+    return (await this.rows<{ runAt: number | null }>(q.JobNextDueAt))[0]!.runAt;
+  }
+
+  async attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
+    const row = (
+      await this.rows<{ attemptNumber: number }>(q.AttemptStart, [params.jobId, params.attemptId, params.workerId, params.now, params.leaseExpiresAt])
+    )[0];
+    return row ?? null;
+  }
+
+  private finishAttempt(params: AttemptFinishParams, client?: Queryable): Promise<boolean> {
+    const { next, result } = params;
+    const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED';
+    return this.rows<{ n: number }>(
+      q.AttemptFinish,
+      [
+        params.jobId,
+        params.attemptId,
+        params.workerId,
+        params.now,
+        status,
+        next.kind === 'retry' ? next.runAt : next.kind === 'release' ? params.now : null,
+        next.kind === 'release' ? 1 : 0,
+        result.outcome === 'success' ? null : (result.error ?? result.outcome),
+        result.outcome,
+        result.statusCode,
+        result.durationMs,
+        result.error,
+        result.responseBody,
+      ],
+      client,
+    ).then((rows) => rows[0]!.n === 1);
+  }
+
+  async attemptFinish(params: AttemptFinishParams): Promise<boolean> {
+    const applied = await this.finishAttempt(params);
+    const { next } = params;
+    if (applied && (next.kind === 'retry' || next.kind === 'release')) {
+      await this.notifyDue(next.kind === 'retry' ? next.runAt : params.now, params.now);
+    }
+    return applied;
+  }
+
+  async jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {
+    await this.query(q.JobLeaseRenew, [params.workerId, params.leases.map((l) => l.jobId), params.leases.map((l) => l.leaseExpiresAt)]);
+  }
+
+  jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
+    return this.transaction(async (client) => {
+      const expired = await this.rows<JobRow & { leaseOwner: string; leaseAttemptId: string | null }>(
+        q.JobListExpiredLeases,
+        [params.expiredBefore, params.limit],
+        client,
+      );
+      const rescued: ExpiredLease[] = [];
+      for (const { leaseOwner, leaseAttemptId, ...job } of expired) {
+        if (job.status === 'DISPATCHED' || leaseAttemptId === null) {
+          await this.query(q.JobRequeueExpired, [job.id, params.now, params.expiredBefore], client);
+          rescued.push({ job, attemptNumber: null });
+          continue;
+        }
+        const lease: ExpiredLease = { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount };
+        const project = (await this.rows<ProjectRow>(q.ProjectGet, [job.projectId], client))[0]!;
+        const runAt = params.retryAt(lease, project);
+        await this.finishAttempt(
+          {
+            jobId: job.id,
+            attemptId: leaseAttemptId,
+            workerId: leaseOwner,
+            now: params.now,
+            result: {
+              outcome: 'lease_expired',
+              statusCode: null,
+              durationMs: params.now - job.updatedAt,
+              error: 'lease expired: the worker stopped before the attempt finished',
+              responseBody: null,
+            },
+            next: runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt },
+          },
+          client,
+        );
+        rescued.push(lease);
+      }
+      if (rescued.length > 0) await this.notifyDue(params.now, params.now, client);
+      return rescued;
+    });
+  }
+
+  async jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
+    const released = (await this.query(q.JobReleaseDispatched, [params.workerId, params.now])).rowCount ?? 0;
+    if (released > 0) await this.notifyDue(params.now, params.now);
+    return released;
+  }
+
+  async jobCountByStatus(): Promise<Record<JobStatus, number>> {
+    const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
+    for (const row of await this.rows<{ status: JobStatus; n: number }>(q.JobCountByStatus)) counts[row.status] = row.n;
+    return counts;
+  }
+
+  async attemptListByJob(jobId: string): Promise<AttemptRow[]> {
+    return this.rows<AttemptRow>(q.AttemptListByJob, [jobId]);
+  }
+
+  async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {
+    return this.rows<{ day: string; jobsCreated: number }>(q.UsageDaily, [params.teamId, params.fromDay, params.toDay]);
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
+ * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
+ */
+
+const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
+const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
+  retry_initial_delay_ms AS "retryInitialDelayMs", retry_factor AS "retryFactor", retry_max_delay_ms AS "retryMaxDelayMs",
+  delivery_timeout_ms AS "deliveryTimeoutMs", delivery_concurrency AS "deliveryConcurrency", accept_any_2xx AS "acceptAny2xx",
+  created_at AS "createdAt"`;
+const API_KEY_COLUMNS = `id, project_id AS "projectId", name, prefix, created_at AS "createdAt", last_used_at AS "lastUsedAt",
+  revoked_at AS "revokedAt"`;
+const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
+  ${t}.scheduled_for AS "scheduledFor", ${t}.run_at AS "runAt", ${t}.queued_at AS "queuedAt", ${t}.max_retries AS "maxRetries",
+  ${t}.attempt_count AS "attemptCount", ${t}.round_start_attempt_count AS "roundStartAttemptCount", ${t}.last_error AS "lastError",
+  ${t}.created_at AS "createdAt", ${t}.updated_at AS "updatedAt", ${t}.completed_at AS "completedAt", ${t}.failed_at AS "failedAt",
+  ${t}.cancelled_at AS "cancelledAt"`;
+const JOB_COLUMNS = jobColumns();
+const ATTEMPT_COLUMNS = `id, job_id AS "jobId", attempt_number AS "attemptNumber", started_at AS "startedAt",
+  finished_at AS "finishedAt", outcome, status_code AS "statusCode", duration_ms AS "durationMs", error,
+  response_body AS "responseBody"`;
+
+export const SettingGet = 'SELECT value FROM settings WHERE key = $1';
+export const SettingInsertIfAbsent = `WITH ins AS (INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value)
+  SELECT value FROM ins UNION ALL SELECT value FROM settings WHERE key = $1 LIMIT 1`;
+
+export const TeamInsert = 'INSERT INTO teams (id, name, plan, created_at) VALUES ($1, $2, $3, $4)';
+export const TeamGet = `SELECT ${TEAM_COLUMNS} FROM teams WHERE id = $1`;
+export const TeamUpdate = `UPDATE teams SET name = COALESCE($2, name), plan = COALESCE($3, plan) WHERE id = $1 RETURNING ${TEAM_COLUMNS}`;
+export const TeamCount = 'SELECT count(*)::int AS n FROM teams';
+
+export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
+  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
+export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1`;
+export const ProjectGetForUpdate = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1 FOR UPDATE`;
+export const ProjectGetMany = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ANY($1::text[])`;
+export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = $1 ORDER BY created_at, id`;
+export const ProjectUpdate = `UPDATE projects SET name = $2, webhook_url = $3, retry_max_retries = $4, retry_initial_delay_ms = $5,
+  retry_factor = $6, retry_max_delay_ms = $7, delivery_timeout_ms = $8, delivery_concurrency = $9, accept_any_2xx = $10
+  WHERE id = $1`;
+
+export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+/** One indexed lookup by hash brings the key, its project and its team. */
+export const ApiKeyFindByHash = `SELECT k.id AS "keyId", k.project_id AS "keyProjectId", k.name AS "keyName", k.key_hash AS "keyHash",
+  k.prefix AS "keyPrefix", k.created_at AS "keyCreatedAt", k.last_used_at AS "keyLastUsedAt", k.revoked_at AS "keyRevokedAt",
+  t.name AS "teamName", t.plan AS "teamPlan", t.created_at AS "teamCreatedAt",
+  p.id, p.team_id AS "teamId", p.name, p.webhook_url AS "webhookUrl", p.retry_max_retries AS "retryMaxRetries",
+  p.retry_initial_delay_ms AS "retryInitialDelayMs", p.retry_factor AS "retryFactor", p.retry_max_delay_ms AS "retryMaxDelayMs",
+  p.delivery_timeout_ms AS "deliveryTimeoutMs", p.delivery_concurrency AS "deliveryConcurrency",
+  p.accept_any_2xx AS "acceptAny2xx", p.created_at AS "createdAt"
+  FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
+  WHERE k.key_hash = $1`;
+export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`;
+export const ApiKeyListByProject = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE project_id = $1 ORDER BY created_at, id`;
+export const ApiKeyRevoke = `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING ${API_KEY_COLUMNS}`;
+export const ApiKeyTouch = 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)';
+
+export const WebhookSecretInsert = `INSERT INTO webhook_secrets (id, project_id, secret_ciphertext, created_at, expires_at)
+  VALUES ($1, $2, $3, $4, $5)`;
+export const WebhookSecretListActive = `SELECT id, project_id AS "projectId", secret_ciphertext AS ciphertext, created_at AS "createdAt",
+  expires_at AS "expiresAt" FROM webhook_secrets WHERE project_id = $1 AND (expires_at IS NULL OR expires_at > $2)
+  ORDER BY created_at DESC, expires_at IS NULL DESC`;
+/** A rotation drops every secret that was already on its way out, so at most two ever sign. */
+export const WebhookSecretDeleteExpiring = 'DELETE FROM webhook_secrets WHERE project_id = $1 AND expires_at IS NOT NULL';
+export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at = $2 WHERE project_id = $1 AND expires_at IS NULL';
+/** Rotations of one project take turns, so two at once cannot leave three secrets signing. */
+export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
+
+/** All jobs of one request in one statement, from parallel arrays. */
+export const JobInsertMany = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
+  created_at, updated_at)
+  SELECT j.id, $1, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $2, j.max_retries, $2, $2
+  FROM unnest($3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[]) AS j(id, payload, scheduled_for, run_at, max_retries)`;
+export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
+export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
+export const JobList = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
+export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = $4 AND seq < $2
+  ORDER BY seq DESC LIMIT $3`;
+export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3
+  WHERE id = $1 AND project_id = $2 AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
+export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = $4,
+  run_at = GREATEST(COALESCE($4::bigint, queued_at), queued_at), updated_at = $3
+  WHERE id = $1 AND project_id = $2 AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
+export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3, queued_at = $3,
+  round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = $3
+  WHERE id = $1 AND project_id = $2 AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
+
+/**
+ * One statement: pick due jobs through the partial index, skipping rows another instance is
+ * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it.
+ */
+export const JobClaimDue = `WITH due AS (
+    SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
+    ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
+  )
+  UPDATE jobs SET status = 'DISPATCHED', lease_owner = $4, lease_expires_at = $1::bigint + $5::bigint + p.delivery_timeout_ms,
+    updated_at = $1::bigint
+  FROM due, projects p WHERE jobs.seq = due.seq AND p.id = jobs.project_id
+  RETURNING ${JOB_COLUMNS}, jobs.lease_expires_at AS "leaseExpiresAt"`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED'`;
+/** STARTED and the attempt row in one statement, guarded by the lease. */
+export const AttemptStart = `WITH started AS (
+    UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = $2, lease_expires_at = $5, updated_at = $4
+    WHERE id = $1 AND status = 'DISPATCHED' AND lease_owner = $3
+    RETURNING attempt_count - round_start_attempt_count AS n
+  )
+  INSERT INTO attempts (id, job_id, attempt_number, started_at) SELECT $2, $1, n, $4 FROM started
+  RETURNING attempt_number AS "attemptNumber"`;
+/** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
+export const AttemptFinish = `WITH job AS (
+    UPDATE jobs SET status = $5::text,
+      run_at = COALESCE($6::bigint, run_at), queued_at = CASE WHEN $5::text = 'QUEUED' THEN $4::bigint ELSE queued_at END,
+      round_start_attempt_count = round_start_attempt_count + $7::int,
+      lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
+      last_error = COALESCE($8::text, last_error), updated_at = $4::bigint,
+      completed_at = CASE WHEN $5::text = 'COMPLETED' THEN $4::bigint ELSE completed_at END,
+      failed_at = CASE WHEN $5::text = 'FAILED' THEN $4::bigint ELSE failed_at END
+    WHERE id = $1 AND status = 'STARTED' AND lease_owner = $3 AND lease_attempt_id = $2
+    RETURNING id
+  ), attempt AS (
+    UPDATE attempts SET finished_at = $4, outcome = $9, status_code = $10, duration_ms = $11, error = $12, response_body = $13
+    WHERE id = $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM job)
+  )
+  SELECT count(*)::int AS n FROM job`;
+export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
+  FROM unnest($2::text[], $3::bigint[]) AS v(id, expires_at)
+  WHERE jobs.id = v.id AND jobs.lease_owner = $1 AND jobs.status IN ('DISPATCHED', 'STARTED')`;
+export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS "leaseOwner", lease_attempt_id AS "leaseAttemptId" FROM jobs
+  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < $1 ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, lease_owner = NULL,
+  lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = $2
+  WHERE id = $1 AND status = 'DISPATCHED' AND lease_expires_at < $3`;
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, lease_owner = NULL,
+  lease_expires_at = NULL, updated_at = $2 WHERE lease_owner = $1 AND status = 'DISPATCHED'`;
+export const JobCountByStatus = 'SELECT status, count(*)::int AS n FROM jobs GROUP BY status';
+
+export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = $1 ORDER BY started_at, attempt_number`;
+
+/**
+ * Takes the key for this request, or finds it taken. A concurrent request with the same key
+ * waits on the unique index until this transaction ends, then finds the key stored (replay) or
+ * gone (this one failed and deleted it) and goes on.
+ */
+export const IdempotencyKeyClaim = `INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body, created_at)
+  VALUES ($1, $2, $3, $4, 0, '', $5)
+  ON CONFLICT (project_id, endpoint, key) DO UPDATE SET request_hash = excluded.request_hash, response_status = 0,
+    response_body = '', created_at = excluded.created_at
+  WHERE idempotency_keys.created_at <= $6
+  RETURNING 1`;
+export const IdempotencyKeyGet = `SELECT request_hash AS "requestHash", response_status AS "statusCode", response_body AS body
+  FROM idempotency_keys WHERE project_id = $1 AND endpoint = $2 AND key = $3`;
+export const IdempotencyKeyStore = `UPDATE idempotency_keys SET response_status = $4, response_body = $5
+  WHERE project_id = $1 AND endpoint = $2 AND key = $3`;
+export const IdempotencyKeyDelete = 'DELETE FROM idempotency_keys WHERE project_id = $1 AND endpoint = $2 AND key = $3';
+
+/** Jobs of a team with a quota are created one transaction at a time, so the count cannot be overtaken. */
+export const TeamLock = 'SELECT 1 FROM teams WHERE id = $1 FOR UPDATE';
+export const UsageAdd = `INSERT INTO usage_daily (team_id, day, jobs_created) VALUES ($1, $2, $3)
+  ON CONFLICT (team_id, day) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created`;
+export const UsageSum = `SELECT COALESCE(SUM(jobs_created), 0)::bigint AS n FROM usage_daily WHERE team_id = $1 AND day >= $2 AND day < $3`;
+export const UsageDaily = `SELECT day, jobs_created AS "jobsCreated" FROM usage_daily WHERE team_id = $1 AND day >= $2 AND day < $3
+  ORDER BY day`;
+
+/** Wakes the schedulers of every instance; the payload is the due time in ms. */
+export const NotifyDue = `SELECT pg_notify('punctual_job_due', $1::text)`;
