@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { newAttemptId } from '../crypto/random-ids.js';
+import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
@@ -18,6 +19,19 @@ export interface DeliveryDeps {
   /** A failed attempt queued the job again for `runAt`: the scheduler must wake for it. */
   onRequeued: (runAt: number) => void;
   random?: () => number;
+}
+
+const RECORD_RETRY_MS = 500;
+
+async function retryWhileUnavailable<T>(fn: () => Promise<T>, mayRetry: () => boolean): Promise<T> {
+  for (let wait = RECORD_RETRY_MS; ; wait = Math.min(wait * 2, 5_000)) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!(error instanceof UnavailableError) || !mayRetry()) throw error;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 /** The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as accepted. */
@@ -106,7 +120,13 @@ export async function deliverAttempt(
     finishedAt,
     deps.random,
   );
-  const applied = await store.attemptFinish({ jobId: job.id, attemptId, workerId, now: finishedAt, result, next });
+  // The answer is in hand: keep trying to record it while the database is briefly away, rather than
+  // let the lease expire and deliver the job again. Past the lease the rescuer takes over.
+  const recordBy = startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS;
+  const applied = await retryWhileUnavailable(
+    () => store.attemptFinish({ jobId: job.id, attemptId, workerId, now: finishedAt, result, next }),
+    () => clock.now() < recordBy,
+  );
   metrics.attempts.inc({ outcome: result.outcome });
   metrics.deliveryDuration.observe(result.durationMs / 1000);
   if (applied && next.kind === 'retry') deps.onRequeued(next.runAt);

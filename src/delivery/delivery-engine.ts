@@ -46,8 +46,10 @@ export class DeliveryEngine {
   }
 
   async start(): Promise<void> {
+    // Other instances' dispatches wake this one too (a hint: the next-due timer stays behind it).
+    await this.options.store.listenJobDue?.((runAt) => this.claimLoop.notifyDue(runAt));
     if (this.options.takeOverLeasesAtStart) await this.rescuer.tick(Number.MAX_SAFE_INTEGER);
-    else await this.rescuer.tick();
+    else await this.rescuer.tick().catch((error: unknown) => this.options.log.error({ err: error }, 'lease rescue failed'));
     this.rescuer.start();
     this.dispatcher.start();
     this.claimLoop.start();

@@ -62,6 +62,8 @@ export interface TestAppOptions {
   delivery?: boolean;
   random?: () => number;
   env?: Record<string, string>;
+  /** Rewrites the database URL the app connects to (a proxy in between, say); setup still uses the real one. */
+  rewriteDatabaseUrl?: (url: string) => string;
 }
 
 /** The real app, assembled as the server assembles it, on a real SQLite file in a temp folder. */
@@ -72,7 +74,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
   const dbPath = join(dir.path, 'punctual.db');
   const database = await testDatabase(dbPath);
   const config = loadConfig({
-    DATABASE_URL: database.url,
+    DATABASE_URL: options.rewriteDatabaseUrl ? options.rewriteDatabaseUrl(database.url) : database.url,
     PUNCTUAL_ADMIN_TOKEN: ADMIN_TOKEN,
     PUNCTUAL_SECRET_KEY: 'test-secret-key-0123456789abcdef0123456789',
     PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: String(options.allowPrivateWebhooks ?? true),
