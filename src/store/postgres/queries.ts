@@ -73,6 +73,25 @@ export const JobInsertMany = `INSERT INTO jobs (id, project_id, status, payload,
   created_at, updated_at)
   SELECT j.id, $1, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $2, j.max_retries, $2, $2
   FROM unnest($3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[]) AS j(id, payload, scheduled_for, run_at, max_retries)`;
+/**
+ * The common dispatch (no Idempotency-Key, no quota) for every request of one event-loop turn, in
+ * one statement: all their jobs, the usage of each team, and one wake-up hint. One round trip and
+ * one commit for the group, and each team's usage row is updated once per group, not per request.
+ */
+export const JobInsertGroup = `WITH inserted AS (
+    INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at)
+    SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $1::bigint, j.max_retries, $1::bigint, $1::bigint
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[])
+      AS j(id, project_id, payload, scheduled_for, run_at, max_retries)
+    RETURNING 1
+  ), usage AS (
+    INSERT INTO usage_daily (team_id, day, jobs_created)
+    SELECT u.team_id, $8::text, u.n FROM unnest($9::text[], $10::bigint[]) AS u(team_id, n)
+    ON CONFLICT (team_id, day) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created
+  ), hint AS (
+    SELECT pg_notify('punctual_job_due', $11::text) WHERE $11::text IS NOT NULL
+  )
+  SELECT (SELECT count(*)::int FROM inserted) AS n, (SELECT count(*)::int FROM hint) AS notified`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
 export const JobList = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
