@@ -1,8 +1,10 @@
 import { buildApp } from './api/build-app.js';
-import { systemClock } from './clock.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js';
+import type { Store } from './store/store.js';
 
 /**
  * SIGTERM must end the process within 30 s: in-flight deliveries get PUNCTUAL_SHUTDOWN_DRAIN_MS
@@ -10,6 +12,19 @@ import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js'
  * process exits anyway (what is still leased is rescued by the next start or another instance).
  */
 const EXIT_DEADLINE_MS = 28_000;
+
+/** Instances agree on due times through the database: a drifting clock makes one early or late. */
+const CLOCK_SKEW_WARN_MS = 1_000;
+
+async function warnOnClockSkew(store: Store, clock: Clock, log: FastifyBaseLogger): Promise<void> {
+  if (!store.databaseNow) return;
+  const before = clock.now();
+  const database = await store.databaseNow();
+  const skew = database - (before + clock.now()) / 2;
+  if (Math.abs(skew) > CLOCK_SKEW_WARN_MS) {
+    log.warn({ skewMs: Math.round(skew) }, "this machine's clock differs from the database server's by more than a second: keep clocks in sync (NTP)");
+  }
+}
 
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
@@ -47,6 +62,7 @@ export async function serve(config: Config): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 
+  await warnOnClockSkew(runtime.store, clock, app.log);
   await app.listen({ host: config.host, port: config.port });
   await engine.start();
 

@@ -221,6 +221,8 @@ export interface Store {
    * a single process (SQLite) has no other instances and does not implement it.
    */
   listenJobDue?(listener: (runAt: number) => void): Promise<void>;
+  /** The database server's clock (epoch ms), where there is a server to drift from. */
+  databaseNow?(): Promise<number>;
   /** Resolves when the storage answers; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

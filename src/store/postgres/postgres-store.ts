@@ -183,6 +183,10 @@ export class PostgresStore implements Store {
     }
   }
 
+  async databaseNow(): Promise<number> {
+    return (await this.rows<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now;
+  }
+
   async ping(): Promise<void> {
     await this.query('SELECT 1');
   }
