@@ -1,13 +1,13 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDatabase, TEST_STORE } from '../support/make-app.js';
-import { TestReceiver } from '../support/receiver.js';
+import { ReceiverProcess } from '../support/receiver-process.js';
 import { freePort, runCli, startServer, type RunningServer } from '../support/spawn-punctual.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 const INSTANCES = Number(process.env.SCALE_INSTANCES ?? 3);
 const JOBS = 5_000;
-const SPREAD_MS = Number(process.env.SCALE_SPREAD_MS ?? 5_000);
+const SPREAD_MS = Number(process.env.SCALE_SPREAD_MS ?? 10_000);
 
 /**
  * Three `punctual serve` processes on one PostgreSQL database, jobs dispatched through all of
@@ -17,17 +17,17 @@ const SPREAD_MS = Number(process.env.SCALE_SPREAD_MS ?? 5_000);
  */
 describe.runIf(TEST_STORE === 'postgres')('several instances on one database', () => {
   const dir = makeTempDir();
-  let receiver: TestReceiver;
+  let receiver: ReceiverProcess;
   let database: { url: string; drop: () => Promise<void> };
   const servers: RunningServer[] = [];
 
   beforeAll(async () => {
-    receiver = await new TestReceiver().start();
+    receiver = await new ReceiverProcess().start();
     database = await testDatabase(join(dir.path, 'unused.db'));
   });
   afterAll(async () => {
     for (const server of servers) await server.stop();
-    await receiver.close();
+    await receiver.stop();
     await database.drop();
     dir.remove();
   });
@@ -76,16 +76,21 @@ describe.runIf(TEST_STORE === 'postgres')('several instances on one database', (
     }
     expect(Date.now()).toBeLessThan(start); // every job was acknowledged before its time
 
-    await receiver.waitFor(() => receiver.requests.length >= JOBS, 60_000, `all ${JOBS} deliveries`);
+    const deadline = Date.now() + 60_000;
+    while ((await receiver.arrivals()).length < JOBS) {
+      if (Date.now() > deadline) throw new Error(`only ${(await receiver.arrivals()).length} of ${JOBS} deliveries arrived`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
     // Give any duplicate time to show up before counting.
     await new Promise((r) => setTimeout(r, 1_000));
+    const arrivals = await receiver.arrivals();
     const counts = new Map<string, number>();
-    for (const r of receiver.requests) counts.set(r.json.jobId as string, (counts.get(r.json.jobId as string) ?? 0) + 1);
+    for (const a of arrivals) counts.set(a.jobId, (counts.get(a.jobId) ?? 0) + 1);
     expect(counts.size).toBe(JOBS);
     expect([...counts.values()].filter((n) => n !== 1)).toEqual([]);
     expect([...due.keys()].every((id) => counts.get(id) === 1)).toBe(true);
 
-    const lateness = receiver.requests.map((r) => r.arrivedAt - due.get(r.json.jobId as string)!).sort((a, b) => a - b);
+    const lateness = arrivals.map((a) => a.arrivedAt - due.get(a.jobId)!).sort((a, b) => a - b);
     const at = (q: number) => lateness[Math.min(lateness.length - 1, Math.floor(q * lateness.length))]!;
     console.log(`scale-out: ${INSTANCES} instances, ${JOBS} jobs: lateness p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${lateness.at(-1)} ms`);
     expect(lateness[0]).toBeGreaterThanOrEqual(0); // never early

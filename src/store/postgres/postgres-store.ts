@@ -39,6 +39,7 @@ import {
   type WebhookSecretRow,
 } from '../store.js';
 import * as q from './queries.js';
+import { TickBatcher } from './tick-batcher.js';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -511,12 +512,47 @@ export class PostgresStore implements Store {
     return (await this.rows<{ runAt: number | null }>(q.JobNextDueAt))[0]!.runAt;
   }
 
-  async attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
-    const row = (
-      await this.rows<{ attemptNumber: number }>(q.AttemptStart, [params.jobId, params.attemptId, params.workerId, params.now, params.leaseExpiresAt])
-    )[0];
-    return row ?? null;
+  attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
+    return this.starts.run(params);
   }
+
+  /** Attempts starting in the same event-loop turn (jobs due at the same moment) share one statement. */
+  private readonly starts = new TickBatcher<AttemptStartParams, { attemptNumber: number } | null>(async (batch) => {
+    const rows = await this.rows<{ jobId: string; attemptNumber: number }>(q.AttemptStartMany, [
+      batch.map((b) => b.jobId),
+      batch.map((b) => b.attemptId),
+      batch.map((b) => b.workerId),
+      batch.map((b) => b.now),
+      batch.map((b) => b.leaseExpiresAt),
+    ]);
+    const started = new Map(rows.map((row) => [row.jobId, row.attemptNumber]));
+    return batch.map((b) => (started.has(b.jobId) ? { attemptNumber: started.get(b.jobId)! } : null));
+  });
+
+  /** Results arriving in the same event-loop turn share one statement (and one commit). */
+  private readonly finishes = new TickBatcher<AttemptFinishParams, boolean>(async (batch) => {
+    const rows = await this.rows<{ jobId: string }>(q.AttemptFinishMany, [
+      batch.map((b) => b.jobId),
+      batch.map((b) => b.attemptId),
+      batch.map((b) => b.workerId),
+      batch.map((b) => b.now),
+      batch.map((b) => (b.next.kind === 'complete' ? 'COMPLETED' : b.next.kind === 'fail' ? 'FAILED' : 'QUEUED')),
+      batch.map((b) => (b.next.kind === 'retry' ? b.next.runAt : b.next.kind === 'release' ? b.now : null)),
+      batch.map((b) => (b.next.kind === 'release' ? 1 : 0)),
+      batch.map((b) => (b.result.outcome === 'success' ? null : (b.result.error ?? b.result.outcome))),
+      batch.map((b) => b.result.outcome),
+      batch.map((b) => b.result.statusCode),
+      batch.map((b) => b.result.durationMs),
+      batch.map((b) => b.result.error),
+      batch.map((b) => b.result.responseBody),
+    ]);
+    const applied = new Set(rows.map((row) => row.jobId));
+    const requeuedAt = batch
+      .filter((b) => applied.has(b.jobId) && (b.next.kind === 'retry' || b.next.kind === 'release'))
+      .map((b) => (b.next.kind === 'retry' ? b.next.runAt : b.now));
+    if (requeuedAt.length > 0) await this.notifyDue(Math.min(...requeuedAt), Math.min(...batch.map((b) => b.now)));
+    return batch.map((b) => applied.has(b.jobId));
+  });
 
   private finishAttempt(params: AttemptFinishParams, client?: Queryable): Promise<boolean> {
     const { next, result } = params;
@@ -542,13 +578,8 @@ export class PostgresStore implements Store {
     ).then((rows) => rows[0]!.n === 1);
   }
 
-  async attemptFinish(params: AttemptFinishParams): Promise<boolean> {
-    const applied = await this.finishAttempt(params);
-    const { next } = params;
-    if (applied && (next.kind === 'retry' || next.kind === 'release')) {
-      await this.notifyDue(next.kind === 'retry' ? next.runAt : params.now, params.now);
-    }
-    return applied;
+  attemptFinish(params: AttemptFinishParams): Promise<boolean> {
+    return this.finishes.run(params);
   }
 
   async jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {

@@ -119,14 +119,39 @@ export const JobClaimDue = `WITH due AS (
   FROM due, projects p WHERE jobs.seq = due.seq AND p.id = jobs.project_id
   RETURNING ${JOB_COLUMNS}, jobs.lease_expires_at AS "leaseExpiresAt"`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED'`;
-/** STARTED and the attempt row in one statement, guarded by the lease. */
-export const AttemptStart = `WITH started AS (
-    UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = $2, lease_expires_at = $5, updated_at = $4
-    WHERE id = $1 AND status = 'DISPATCHED' AND lease_owner = $3
-    RETURNING attempt_count - round_start_attempt_count AS n
+/** Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. */
+export const AttemptStartMany = `WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
+  ), started AS (
+    UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = i.attempt_id,
+      lease_expires_at = i.lease_expires_at, updated_at = i.now
+    FROM input i WHERE jobs.id = i.job_id AND jobs.status = 'DISPATCHED' AND jobs.lease_owner = i.worker_id
+    RETURNING jobs.id AS job_id, i.attempt_id, i.now, jobs.attempt_count - jobs.round_start_attempt_count AS n
   )
-  INSERT INTO attempts (id, job_id, attempt_number, started_at) SELECT $2, $1, n, $4 FROM started
-  RETURNING attempt_number AS "attemptNumber"`;
+  INSERT INTO attempts (id, job_id, attempt_number, started_at) SELECT attempt_id, job_id, n, now FROM started
+  RETURNING job_id AS "jobId", attempt_number AS "attemptNumber"`;
+/** Many attempts' results in one statement, each guarded by its lease and attempt. Returns the jobs it applied to. */
+export const AttemptFinishMany = `WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::int[], $8::text[],
+      $9::text[], $10::int[], $11::int[], $12::text[], $13::text[])
+      AS i(job_id, attempt_id, worker_id, now, status, run_at, released, last_error, outcome, status_code, duration_ms, error, response_body)
+  ), job AS (
+    UPDATE jobs SET status = i.status,
+      run_at = COALESCE(i.run_at, jobs.run_at), queued_at = CASE WHEN i.status = 'QUEUED' THEN i.now ELSE jobs.queued_at END,
+      round_start_attempt_count = jobs.round_start_attempt_count + i.released,
+      lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
+      last_error = COALESCE(i.last_error, jobs.last_error), updated_at = i.now,
+      completed_at = CASE WHEN i.status = 'COMPLETED' THEN i.now ELSE jobs.completed_at END,
+      failed_at = CASE WHEN i.status = 'FAILED' THEN i.now ELSE jobs.failed_at END
+    FROM input i
+    WHERE jobs.id = i.job_id AND jobs.status = 'STARTED' AND jobs.lease_owner = i.worker_id AND jobs.lease_attempt_id = i.attempt_id
+    RETURNING jobs.id
+  ), attempt AS (
+    UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = i.status_code, duration_ms = i.duration_ms,
+      error = i.error, response_body = i.response_body
+    FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
+  )
+  SELECT id AS "jobId" FROM job`;
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const AttemptFinish = `WITH job AS (
     UPDATE jobs SET status = $5::text,
