@@ -4,6 +4,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js';
+import { acquireServeLock } from './store/sqlite/serve-lock.js';
 import type { Store } from './store/store.js';
 
 /**
@@ -28,6 +29,7 @@ async function warnOnClockSkew(store: Store, clock: Clock, log: FastifyBaseLogge
 
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
+  const releaseLock = config.database.kind === 'sqlite' ? acquireServeLock(config.database.path) : () => {};
   let log: { error: (obj: unknown, msg: string) => void } = { error: (obj, msg) => console.error(msg, obj) };
   const runtime = await openRuntime(config, clock, {
     generateAdminToken: true,
@@ -53,6 +55,7 @@ export async function serve(config: Config): Promise<void> {
       app.log.info({ drained, released }, 'delivery stopped');
       await app.close();
       await runtime.close();
+      releaseLock();
       process.exit(0);
     } catch (error) {
       app.log.error({ err: error }, 'shutdown failed');

@@ -26,6 +26,8 @@ export interface RunningServer {
   output: () => string;
   waitForOutput: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  /** The exit code, once the process ends by itself. */
+  exited: Promise<number | null>;
 }
 
 export function startServer(env: Record<string, string>): RunningServer {
@@ -36,6 +38,7 @@ export function startServer(env: Record<string, string>): RunningServer {
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
     child,
+    exited,
     output: () => output,
     async waitForOutput(pattern, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
