@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.js';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
+import { SecretBox } from './crypto/secret-box.js';
 import { loadOrCreateSecretKey } from './crypto/secret-key-file.js';
 import { DeliveryEngine } from './delivery/delivery-engine.js';
 import { WebhookClient } from './delivery/webhook-client.js';
@@ -25,6 +26,28 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+const SECRET_KEY_CHECK_SETTING = 'secret_key_check';
+const SECRET_KEY_CHECK_TEXT = 'punctual secret key check';
+
+/**
+ * A value sealed with the key on first start and opened at every start: a PUNCTUAL_SECRET_KEY that
+ * differs from the one the webhook secrets were sealed with stops the start, instead of every
+ * delivery failing later.
+ */
+async function checkSecretKey(store: Store, secretKey: string): Promise<void> {
+  const box = new SecretBox(secretKey);
+  const sealed = await store.settingInsertIfAbsent(SECRET_KEY_CHECK_SETTING, box.seal(SECRET_KEY_CHECK_TEXT));
+  let opened: string | null = null;
+  try {
+    opened = box.open(sealed);
+  } catch {
+    // a different key: authentication of the ciphertext fails
+  }
+  if (opened !== SECRET_KEY_CHECK_TEXT) {
+    throw new ConfigError('PUNCTUAL_SECRET_KEY is not the key this database\'s webhook secrets were encrypted with (every instance needs the same key)');
+  }
+}
+
 /** Opens the store (migrated) and builds the service layer from configuration: shared by `serve`, the CLI and tests. */
 export async function openRuntime(
   config: Config,
@@ -35,6 +58,7 @@ export async function openRuntime(
   try {
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateSecretKey(config.database.path) : null);
     if (!secretKey) throw new Error('PUNCTUAL_SECRET_KEY is required');
+    await checkSecretKey(store, secretKey);
     const admin = await resolveAdminToken(store, config.adminToken, options.generateAdminToken);
     const metrics = new Metrics(() => store.jobCountByStatus());
     const webhookClient = new WebhookClient({ allowPrivate: config.allowPrivateWebhooks, userAgent: USER_AGENT });

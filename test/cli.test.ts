@@ -62,6 +62,12 @@ describe('punctual CLI', () => {
     expect(runCli(['--help'], env).stdout).toContain('Usage: punctual');
   });
 
+  it('refuses to start with a PUNCTUAL_SECRET_KEY other than the one the database was set up with', () => {
+    const result = runCli(['usage', '--team', 'x'], { ...env, PUNCTUAL_SECRET_KEY: 'a-different-secret-key-0123456789abcdef' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/Configuration error: PUNCTUAL_SECRET_KEY is not the key this database's webhook secrets were encrypted with/);
+  });
+
   it('refuses a bad PUNCTUAL_PLANS file at start with exit code 1', () => {
     const result = runCli(['usage', '--team', 'x'], { ...env, PUNCTUAL_PLANS: join(dir.path, 'missing.json') });
     expect(result.status).toBe(1);

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { PunctualError } from '../errors.js';
+import { PunctualError, UnavailableError } from '../errors.js';
 import { PlanFileError } from '../plans.js';
 import { openRuntime } from '../runtime.js';
 import { serve } from '../server.js';
@@ -145,7 +145,9 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof PunctualError) {
+    if (error instanceof UnavailableError && error.cause) {
+      console.error(`Database unavailable: ${(error.cause as Error).message ?? String(error.cause)}`);
+    } else if (error instanceof PunctualError) {
       console.error(JSON.stringify(error.toBody(), null, 2));
     } else if (error instanceof ConfigError || error instanceof PlanFileError) {
       console.error(`Configuration error: ${error.message}`);

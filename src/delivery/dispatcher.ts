@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedJob, ProjectRow } from '../store/store.js';
 import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-attempt.js';
@@ -43,7 +44,10 @@ export class Dispatcher {
       signingSecrets: (projectId: string) => Promise<string[]>;
       log: FastifyBaseLogger;
     },
-  ) {}
+  ) {
+    // Every attempt in flight listens on the one shutdown signal: hundreds of listeners is expected.
+    setMaxListeners(0, this.shutdown.signal);
+  }
 
   freeSlots(): number {
     return this.deps.globalConcurrency - this.inFlight - this.waitingCount - this.timedCount;

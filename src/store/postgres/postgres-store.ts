@@ -71,6 +71,8 @@ const types = {
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
   '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006',
+  // read_only_sql_transaction: connected to a replica or a demoted primary, as during a failover.
+  '25006',
 ]);
 
 function isUnavailable(error: unknown): boolean {
@@ -82,7 +84,11 @@ function isUnavailable(error: unknown): boolean {
 }
 
 function translate(error: unknown): unknown {
-  return isUnavailable(error) ? new UnavailableError('The database is unreachable; retry shortly', {}, { 'retry-after': '1' }) : error;
+  if (!isUnavailable(error)) return error;
+  const unavailable = new UnavailableError('The database is unreachable; retry shortly', {}, { 'retry-after': '1' });
+  // Kept for logs and start-up errors; never sent to clients.
+  unavailable.cause = error;
+  return unavailable;
 }
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -160,6 +166,8 @@ export class PostgresStore implements Store {
       throw translate(error);
     }
     try {
+      // Waiting for another instance's migration, or a long migration, is not a stuck statement.
+      await client.query('SET statement_timeout = 0');
       // Instances starting together take turns; the second finds everything applied.
       await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -180,6 +188,7 @@ export class PostgresStore implements Store {
       }
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+      await client.query('RESET statement_timeout').catch(() => {});
       client.release();
     }
   }
@@ -188,8 +197,12 @@ export class PostgresStore implements Store {
     return (await this.rows<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now;
   }
 
+  /** Ready means reachable and writable: a replica or a demoted primary is not ready. */
   async ping(): Promise<void> {
-    await this.query('SELECT 1');
+    const [row] = await this.rows<{ writable: boolean }>(
+      "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable",
+    );
+    if (!row?.writable) throw new UnavailableError('The database is read-only (a replica?)', {}, { 'retry-after': '1' });
   }
 
   /** Due-job hints from other instances. Reconnects by itself; a lost hint only costs the timer's wait. */
@@ -199,6 +212,7 @@ export class PostgresStore implements Store {
       const client = new pg.Client({
         connectionString: this.options.url,
         connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
+        application_name: 'punctual-listen',
         ...(this.options.schema && { options: `-c search_path=${this.options.schema}` }),
       });
       const retry = (error?: unknown) => {
