@@ -79,7 +79,11 @@ async function insertBacklog(system: System, phase: string): Promise<number> {
     firstFailure ??= result.firstFailure;
     done += jobs;
     const seconds = (Date.now() - started) / 1000;
-    console.log(`  ${system.name}: ${done} backlog jobs in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)} jobs/s), RSS ${memoryOf(system.child.pid!).rssMb.toFixed(0)} MB`);
+    const memory = memoryOf(system.child.pid!);
+    console.log(
+      `  ${system.name}: ${done} backlog jobs in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)} jobs/s), ` +
+        `RSS ${memory.rssMb.toFixed(0)} MB (${memory.anonMb.toFixed(0)} anonymous), peak ${memory.peakMb.toFixed(0)} MB`,
+    );
   }
   if (failures > 0) throw new Error(`${system.name}: ${failures} batch requests failed, first: ${firstFailure}`);
   return backlog / ((Date.now() - started) / 1000);
@@ -88,7 +92,7 @@ async function insertBacklog(system: System, phase: string): Promise<number> {
 function memoryLine(step: string, systems: System[]): void {
   const parts = systems.map((s) => {
     const m = memoryOf(s.child.pid!);
-    return `${s.name} peak ${m.peakMb.toFixed(0)} MB (now ${m.rssMb.toFixed(0)} MB)`;
+    return `${s.name} peak ${m.peakMb.toFixed(0)} MB (now ${m.rssMb.toFixed(0)} MB: ${m.anonMb.toFixed(0)} anonymous, ${m.fileMb.toFixed(0)} file and shared)`;
   });
   console.log(`memory ${step}: ${parts.join(', ')}`);
 }

@@ -324,11 +324,11 @@ export async function startAll(): Promise<{
   }
 }
 
-/** VmHWM (peak) and VmRSS of a process, in MB, from /proc. */
-export function memoryOf(pid: number): { peakMb: number; rssMb: number } {
+/** VmHWM (peak RSS) and VmRSS of a process, with the anonymous and file-backed parts of the latter, in MB, from /proc. */
+export function memoryOf(pid: number): { peakMb: number; rssMb: number; anonMb: number; fileMb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { peakMb: kb('VmHWM') / 1024, rssMb: kb('VmRSS') / 1024 };
+  const mb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
+  return { peakMb: mb('VmHWM'), rssMb: mb('VmRSS'), anonMb: mb('RssAnon'), fileMb: mb('RssFile') + mb('RssShmem') };
 }
 
 /** Job counts by status and the number of attempts, read from the SQLite file (read-only, beside the server). */
@@ -471,7 +471,9 @@ export function printLatenessTable(runs: LatenessRun[]): void {
       console.log(`WARNING: ${run.system} ${run.phase}: dispatching took ${run.dispatchMs} ms, longer than the ${run.leadMs} ms lead`);
     }
     if (run.load.failures > 0) console.log(`FAIL: ${run.system} ${run.phase}: ${run.load.failures} dispatches failed, first: ${run.load.firstFailure}`);
-    if (Math.abs(run.stats.clockDrift) > 0.5) console.log(`WARNING: the receiver's clock anchor moved ${run.stats.clockDrift.toFixed(2)} ms`);
+    if (Math.abs(run.stats.clockDrift) > 0.5) {
+      console.log(`note: by the end of ${run.system} ${run.phase}, the receiver's clock anchor had moved ${run.stats.clockDrift.toFixed(2)} ms since start`);
+    }
   }
   for (const run of runs) if (run.cpu) console.log(cpuLine(`${run.system} ${run.phase}`, run.cpu));
 }

@@ -8,8 +8,10 @@
  * the benchmark's payload carries `k` ("<phase>:<index>", unique per job of a run) and `ref` (ms
  * since the epoch: the moment the dispatch request was sent, or the job's scheduledFor). For each
  * delivery it records arrival − ref, where arrival is the moment the request's headers were
- * parsed, on the wall clock with sub-millisecond resolution (performance.now() anchored to
- * Date.now() at start; the anchor is checked again at every report).
+ * parsed, on the wall clock with sub-millisecond resolution: performance.now() plus an anchor
+ * measured at start, kept within [Date.now(), Date.now() + 1) read at the same arrival (so the
+ * figure never disagrees with the millisecond clock the servers use; an arrival that needed the
+ * anchor moved counts in `clockAdjusted`, and the total move is reported).
  *
  * The parent talks to it over the IPC channel: {id, type: 'count' | 'stats' | 'dump', phase}, answered
  * with {id, ...}; 'dump' writes every delivery of the phase, `jobId key arrival` per line, to `path`. Deliveries are grouped by phase (the part of `k` before the colon).
@@ -45,8 +47,10 @@ export interface PhaseStats {
   mean: number;
   /** First deliveries that arrived before their ref (for lateness: before scheduledFor). */
   early: number;
-  /** How far the wall-clock anchor moved since start, ms (a clock step would show here). */
+  /** How far the wall-clock anchor moved since start, ms (NTP slewing or a clock step shows here). */
   clockDrift: number;
+  /** Arrivals (all phases) at which the anchor had to move to agree with Date.now(). */
+  clockAdjusted: number;
 }
 
 /**
@@ -65,7 +69,23 @@ function wallOffset(): number {
   return best;
 }
 
-const offset = wallOffset();
+const initialOffset = wallOffset();
+let offset = initialOffset;
+let clockAdjusted = 0;
+
+/** Now on the wall clock, sub-millisecond, never outside the millisecond Date.now() gives. */
+function wallNow(): number {
+  const precise = performance.now();
+  const whole = Date.now();
+  if (offset + precise < whole) {
+    offset = whole - precise;
+    clockAdjusted += 1;
+  } else if (offset + precise >= whole + 1) {
+    offset = whole + 0.999 - precise;
+    clockAdjusted += 1;
+  }
+  return offset + precise;
+}
 const phases = new Map<string, Phase>();
 let malformed = 0;
 
@@ -140,12 +160,13 @@ function stats(name: string): PhaseStats {
     min: values.length > 0 ? values[0]! : Number.NaN,
     mean: values.reduce((sum, v) => sum + v, 0) / values.length,
     early: values.filter((v) => v < 0).length,
-    clockDrift: wallOffset() - offset,
+    clockDrift: offset - initialOffset,
+    clockAdjusted,
   };
 }
 
 const server = createServer((request, response) => {
-  const arrival = offset + performance.now();
+  const arrival = wallNow();
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {
