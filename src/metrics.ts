@@ -32,6 +32,13 @@ export class Metrics {
     buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30],
     registers: [this.registry],
   });
+  readonly rateLimited = new Counter({ name: 'punctual_requests_rate_limited_total', help: 'Requests refused with RATE_LIMITED', registers: [this.registry] });
+  readonly quotaRejections = new Counter({ name: 'punctual_quota_rejections_total', help: 'Jobs refused with QUOTA_EXCEEDED', registers: [this.registry] });
+  readonly rateLimitStoreErrors = new Counter({
+    name: 'punctual_rate_limit_redis_errors_total',
+    help: 'Rate-limit checks Redis could not answer (the instance then limits alone)',
+    registers: [this.registry],
+  });
   readonly inFlight = new Gauge({ name: 'punctual_attempts_in_flight', help: 'Delivery attempts under way', registers: [this.registry] });
 
   constructor(countByStatus: () => Promise<Record<JobStatus, number>>) {

@@ -5,6 +5,8 @@ import { SecretBox } from './crypto/secret-box.js';
 import { loadOrCreateSecretKey } from './crypto/secret-key-file.js';
 import { DeliveryEngine } from './delivery/delivery-engine.js';
 import { WebhookClient } from './delivery/webhook-client.js';
+import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
+import { MemoryRateLimiter, type RateLimiter } from './limits/token-bucket.js';
 import { Metrics } from './metrics.js';
 import { resolveAdminToken } from './services/bootstrap.js';
 import { createServices, type Services } from './services/services.js';
@@ -52,7 +54,12 @@ async function checkSecretKey(store: Store, secretKey: string): Promise<void> {
 export async function openRuntime(
   config: Config,
   clock: Clock,
-  options: { generateAdminToken: boolean; onBackgroundError: (error: unknown) => void },
+  options: {
+    generateAdminToken: boolean;
+    onBackgroundError: (error: unknown) => void;
+    /** Redis did not answer a rate-limit check (at most one call every 10 s). */
+    onRateLimitWarning?: (error: unknown) => void;
+  },
 ): Promise<Runtime> {
   const store = await openStore(config.database);
   try {
@@ -62,12 +69,24 @@ export async function openRuntime(
     const admin = await resolveAdminToken(store, config.adminToken, options.generateAdminToken);
     const metrics = new Metrics(() => store.jobCountByStatus());
     const webhookClient = new WebhookClient({ allowPrivate: config.allowPrivateWebhooks, userAgent: USER_AGENT });
+    const rateLimiter: RateLimiter = config.redisUrl
+      ? new RedisRateLimiter(config.redisUrl, {
+          onError: (error, warn) => {
+            metrics.rateLimitStoreErrors.inc();
+            if (warn) options.onRateLimitWarning?.(error);
+          },
+        })
+      : new MemoryRateLimiter();
+    if (rateLimiter instanceof RedisRateLimiter && !(await rateLimiter.ready())) {
+      options.onRateLimitWarning?.(new Error(`Redis at REDIS_URL did not answer at start; limiting per instance until it does`));
+    }
     let jobDue: (runAt: number) => void = () => {};
     const services = createServices({
       store,
       clock,
       metrics,
       webhookClient,
+      rateLimiter,
       onJobDue: (runAt) => jobDue(runAt),
       plans: config.plans,
       secretKey,
@@ -87,6 +106,7 @@ export async function openRuntime(
         jobDue = listener;
       },
       async close() {
+        await rateLimiter.close();
         await webhookClient.close();
         await store.close();
       },

@@ -30,10 +30,12 @@ async function warnOnClockSkew(store: Store, clock: Clock, log: FastifyBaseLogge
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
   const releaseLock = config.database.kind === 'sqlite' ? acquireServeLock(config.database.path) : () => {};
-  let log: { error: (obj: unknown, msg: string) => void } = { error: (obj, msg) => console.error(msg, obj) };
+  let log: Pick<FastifyBaseLogger, 'error' | 'warn'> = console as unknown as Pick<FastifyBaseLogger, 'error' | 'warn'>;
   const runtime = await openRuntime(config, clock, {
     generateAdminToken: true,
     onBackgroundError: (error) => log.error({ err: error }, 'background write failed'),
+    onRateLimitWarning: (error) =>
+      log.warn({ err: error }, 'Redis did not answer a rate-limit check: limiting per instance until it does'),
   });
   const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
   log = app.log;

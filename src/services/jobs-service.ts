@@ -157,7 +157,10 @@ export class JobsService {
       created[0] ? { statusCode: 201, body: answer } : null,
     );
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
-    if (!result.created[0]) throw this.quotaError(ctx, result.usedBefore, now);
+    if (!result.created[0]) {
+      this.deps.metrics.quotaRejections.inc();
+      throw this.quotaError(ctx, result.usedBefore, now);
+    }
     this.created([job], result.created);
     return { statusCode: 201, body: answer, replayed: false };
   }
@@ -194,6 +197,8 @@ export class JobsService {
     const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, render);
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
     this.created(jobs, result.created);
+    const refused = result.created.filter((created) => !created).length;
+    if (refused > 0) this.deps.metrics.quotaRejections.inc(refused);
     return { statusCode: 200, body: result.response!.body, replayed: false };
   }
 

@@ -7,16 +7,20 @@ import type { Store } from '../store/store.js';
 import { AuthService } from './auth-service.js';
 import { JobsService } from './jobs-service.js';
 import { ManageService } from './manage-service.js';
+import { RateLimitService } from './rate-limit-service.js';
+import type { RateLimiter } from '../limits/token-bucket.js';
 
 /** The service layer: the HTTP API, the CLI and (later) the dashboard all go through these. */
 export interface Services {
   jobs: JobsService;
+  rateLimits: RateLimitService;
   manage: ManageService;
   auth: AuthService;
 }
 
 export interface ServiceDeps {
   store: Store;
+  rateLimiter: RateLimiter;
   metrics: Metrics;
   webhookClient: WebhookClient;
   /** Set by the server once its delivery engine exists; the CLI has none. */
@@ -40,6 +44,7 @@ export function createServices(deps: ServiceDeps): Services {
   });
   return {
     manage,
+    rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
     jobs: new JobsService({ store: deps.store, clock: deps.clock, metrics: deps.metrics, onJobDue: (runAt) => deps.onJobDue(runAt) }),
     auth: new AuthService({
       store: deps.store,

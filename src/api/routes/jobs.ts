@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services/services.js';
 import type { JobRequestContext, RenderedAnswer } from '../../services/jobs-service.js';
+import { rateLimitHeaders } from '../../services/rate-limit-service.js';
 import { validateIdempotencyKey } from '../../services/validate-job-input.js';
 import { BATCH_BODY_LIMIT } from '../limits.js';
 import * as s from '../schemas.js';
@@ -10,10 +11,13 @@ const tags = ['jobs'];
 
 /** Authentication comes first under /api/, before body size, parsing and validation, on every path. */
 export function authenticateApiRequests(app: FastifyInstance, services: Services): void {
-  app.addHook('onRequest', async (request) => {
-    if (request.url.startsWith('/api/')) {
-      request.principal = await services.auth.authenticateApiKey(request.headers.authorization);
-    }
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/api/')) return;
+    const principal = await services.auth.authenticateApiKey(request.headers.authorization);
+    request.principal = principal;
+    // Second in SPEC's order, before the body is even read: a refused request costs no parsing.
+    const decision = await services.rateLimits.check(principal.team.id, principal.plan, request.receivedAt);
+    if (decision) reply.headers(rateLimitHeaders(decision));
   });
 }
 

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_PLANS } from '../../src/plans.js';
+import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+
+/** SPEC section 6 with an injected clock: a bucket of 5, refilled at 2 per second. */
+describe('rate limits', () => {
+  let t: TestApp;
+  let p: TestProject;
+  const plans = { ...DEFAULT_PLANS, small: { requestsPerSecond: 2, burst: 5, jobsPerMonth: null, maxRetriesCap: 3 } };
+  const list = (key = p.key) => t.api(key, { method: 'GET', url: '/api/jobs' });
+
+  beforeAll(async () => {
+    t = await makeTestApp({ plans });
+    p = await t.makeProject({ plan: 'small' });
+  });
+  afterAll(() => t.close());
+
+  it('accepts exactly the burst at once, then answers 429 with Retry-After; refills at the plan rate', async () => {
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await list());
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200, 200]);
+    expect(answers.map((a) => a.headers['ratelimit-remaining'])).toEqual(['4', '3', '2', '1', '0']);
+    expect(answers[0]!.headers['ratelimit-limit']).toBe('5');
+    expect(answers[0]!.headers['ratelimit-reset']).toBe('1'); // 1 token missing at 2/s: 0.5 s, rounded up
+    expect(answers[4]!.headers['ratelimit-reset']).toBe('3'); // 5 missing: 2.5 s
+
+    const refused = await list();
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toMatchObject({ error: 'RATE_LIMITED', data: { message: expect.any(String) } });
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['ratelimit-remaining']).toBe('0');
+
+    t.clock.advance(499);
+    expect((await list()).statusCode).toBe(429);
+    t.clock.advance(1);
+    const refilled = await list();
+    expect(refilled.statusCode).toBe(200);
+    expect(refilled.headers['ratelimit-remaining']).toBe('0');
+    expect((await list()).statusCode).toBe(429);
+
+    t.clock.advance(10_000);
+    expect((await list()).headers['ratelimit-remaining']).toBe('4');
+  });
+
+  it('is checked before the body is read, and is shared by every key of the team', async () => {
+    t.clock.advance(10_000);
+    const other = await t.services.manage.createKey(p.projectId, { name: 'second' });
+    for (let i = 0; i < 5; i++) expect((await list(i % 2 ? other.key : p.key)).statusCode).toBe(200);
+    const malformed = await t.api(other.key, { method: 'POST', url: '/api/jobs/dispatch', payload: '{"payload":', headers: { 'content-type': 'application/json' } });
+    expect(malformed.statusCode).toBe(429);
+    expect(malformed.json().error).toBe('RATE_LIMITED');
+  });
+
+  it('counts a batch as one request', async () => {
+    t.clock.advance(10_000);
+    const batch = await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch/batch', payload: { jobs: Array.from({ length: 50 }, () => ({ payload: {} })) } });
+    expect(batch.statusCode).toBe(200);
+    expect(batch.headers['ratelimit-remaining']).toBe('4');
+  });
+
+  it('sends no rate-limit headers on a plan without a limit, and a plan change applies at once', async () => {
+    t.clock.advance(10_000);
+    for (let i = 0; i < 5; i++) await list();
+    expect((await list()).statusCode).toBe(429);
+    await t.services.manage.updateTeam(p.teamId, { plan: 'unlimited' });
+    const free = await list();
+    expect(free.statusCode).toBe(200);
+    expect(free.headers['ratelimit-limit']).toBeUndefined();
+    await t.services.manage.updateTeam(p.teamId, { plan: 'small' });
+  });
+
+  it('counts refusals in /metrics', async () => {
+    const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/punctual_requests_rate_limited_total [1-9]/);
+  });
+});
