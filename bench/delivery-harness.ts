@@ -286,6 +286,11 @@ export function stopSystem(system: System): Promise<void> {
 /** Set by startAll when BENCH_DUMP_DIR is: where the receiver's dumps go. */
 let keptDir: string | null = null;
 
+/** With BENCH_DUMP_DIR: writes the phase's deliveries to <kept directory>/<phase>.log. */
+export async function dumpPhase(receiver: Receiver, phase: string): Promise<void> {
+  if (keptDir) await receiver.dump(phase, join(keptDir, `${phase}.log`));
+}
+
 /**
  * The three children and a temporary directory, removed by close(); with BENCH_DUMP_DIR, the
  * directory is made there and kept (Punctual's SQLite file, and the receiver's dumps).
@@ -435,7 +440,7 @@ export async function latenessRun(
   const unique = await receiver.waitFor(options.phase, options.jobs, { idleMs: 10_000, notBefore: lastDue });
   const cpu = stopMeter?.() ?? null;
   const stats = await receiver.stats(options.phase);
-  if (keptDir) await receiver.dump(options.phase, join(keptDir, `${options.phase}.log`));
+  await dumpPhase(receiver, options.phase);
   return {
     cpu,
     system: system.name,

@@ -18,6 +18,7 @@
 import {
   cpuLine,
   created,
+  dumpPhase,
   load,
   machineLine,
   ms,
@@ -65,6 +66,7 @@ async function run(receiver: Receiver, system: System, phase: string, count: num
   const unique = await receiver.waitFor(phase, count, { idleMs: 15_000 });
   const cpu = stopMeter();
   const stats = await receiver.stats(phase);
+  await dumpPhase(receiver, phase);
   return {
     system: system.name,
     jobs: count,
