@@ -77,6 +77,18 @@ export class WebhookClient {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
+      const retryAfter = response.headers['retry-after'];
+      const length = Number(response.headers['content-length']);
+      if (length <= RESPONSE_BODY_LIMIT) {
+        // The usual small answer, read in one go.
+        return {
+          kind: 'answered',
+          statusCode: response.statusCode,
+          responseBody: await response.body.text(),
+          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+          durationMs: elapsed(),
+        };
+      }
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of response.body) {
@@ -88,7 +100,6 @@ export class WebhookClient {
           break;
         }
       }
-      const retryAfter = response.headers['retry-after'];
       return {
         kind: 'answered',
         statusCode: response.statusCode,

@@ -1,6 +1,8 @@
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { openStore } from '../../src/store/open-store.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 
 /** Every answer must be the contract's error shape: never Fastify's default body, never a stack. */
@@ -39,6 +41,19 @@ describe('HTTP-level errors in the contract shape', () => {
       expectContractError(await t.app.inject({ method: 'GET', url: '/api/no-such-route' }), 401, 'UNAUTHORIZED');
       const huge = await t.app.inject({ method: 'POST', url: '/api/jobs/dispatch', payload: 'x'.repeat(100_000), headers: { 'content-type': 'text/plain' } });
       expectContractError(huge, 401, 'UNAUTHORIZED');
+    });
+
+    it('refuses a key revoked through another connection (the CLI) at once', async () => {
+      const key = await t.services.manage.createKey(p.projectId, { name: 'elsewhere' });
+      expect((await t.api(key.key, { method: 'GET', url: '/api/jobs' })).statusCode).toBe(200);
+      const config = loadConfig({ DATABASE_URL: t.databaseUrl, PUNCTUAL_SECRET_KEY: 'unused-here-0123456789abcdef0123456789' });
+      const other = await openStore(config.database);
+      try {
+        await other.apiKeyRevoke({ keyId: key.keyId, now: t.clock.now() });
+      } finally {
+        await other.close();
+      }
+      expectContractError(await t.api(key.key, { method: 'GET', url: '/api/jobs' }), 401, 'UNAUTHORIZED');
     });
 
     it('refuses a revoked key from the moment it is revoked', async () => {

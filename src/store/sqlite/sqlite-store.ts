@@ -60,6 +60,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly writer: GroupCommit;
   private readonly statements = new Map<string, Statement>();
+  private readonly principals = new Map<string, ApiKeyPrincipal>();
+  private principalsVersion = -1;
 
   constructor(options: SqliteStoreOptions) {
     mkdirSync(dirname(options.path), { recursive: true });
@@ -120,12 +122,12 @@ export class SqliteStore implements Store {
   }
 
   teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
-    return this.writer.run(
+    return this.afterCommit(this.writer.run(
       () =>
         (this.sql(q.TeamUpdate).get({ teamId: params.teamId, name: params.name ?? null, plan: params.plan ?? null }) as
           | TeamRow
           | undefined) ?? null,
-    );
+    ));
   }
 
   async teamCount(): Promise<number> {
@@ -150,13 +152,13 @@ export class SqliteStore implements Store {
 
   projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
     // Read and write in one transaction so two partial PATCHes of different fields both hold.
-    return this.writer.run(() => {
+    return this.afterCommit(this.writer.run(() => {
       const row = this.sql(q.ProjectGet).get(params.projectId);
       if (!row) return null;
       const updated: ProjectRow = { ...toProject(row), ...params.patch };
       this.sql(q.ProjectUpdate).run(projectParams(updated));
       return updated;
-    });
+    }));
   }
 
   apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void> {
@@ -165,7 +167,34 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** Drops cached principals once a write that can change them has committed. */
+  private afterCommit<T>(write: Promise<T>): Promise<T> {
+    return write.then((result) => {
+      this.principals.clear();
+      return result;
+    });
+  }
+
+  /**
+   * Every API request looks its key up, so principals are cached, exactly: the cache is dropped
+   * when this connection changes a key, project or team, and whenever PRAGMA data_version shows
+   * another connection (the CLI) committed anything.
+   */
   async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+    const version = (this.sql('PRAGMA data_version').get() as { data_version: number }).data_version;
+    if (version !== this.principalsVersion) {
+      this.principals.clear();
+      this.principalsVersion = version;
+    }
+    const cacheKey = hash.toString('latin1');
+    const cached = this.principals.get(cacheKey);
+    if (cached) return cached;
+    const principal = this.readPrincipal(hash);
+    if (principal) this.principals.set(cacheKey, principal);
+    return principal;
+  }
+
+  private readPrincipal(hash: Buffer): ApiKeyPrincipal | null {
     const row = this.sql(q.ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
     if (!row) return null;
     const project = toProject(row);
@@ -207,13 +236,16 @@ export class SqliteStore implements Store {
   }
 
   apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
-    return this.writer.run(() => {
+    return this.afterCommit(this.writer.run(() => {
       this.sql(q.ApiKeyRevoke).run(params);
       return (this.sql(q.ApiKeyGet).get(params.keyId) as ApiKeyRow | undefined) ?? null;
-    });
+    }));
   }
 
   apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
+    for (const principal of this.principals.values()) {
+      if (principal.key.id === params.keyId) principal.key.lastUsedAt = Math.max(principal.key.lastUsedAt ?? 0, params.now);
+    }
     return this.writer.run(() => {
       this.sql(q.ApiKeyTouch).run(params);
     });
