@@ -9,6 +9,7 @@ import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
 import { MemoryRateLimiter, type RateLimiter } from './limits/token-bucket.js';
 import { Metrics } from './metrics.js';
 import { resolveAdminToken } from './services/bootstrap.js';
+import type { ImmediateDelivery } from './services/jobs-service.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
@@ -25,6 +26,8 @@ export interface Runtime {
   generatedAdminToken: string | null;
   /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
   setJobDueListener(listener: (runAt: number) => void): void;
+  /** The delivery engine that takes jobs due at once without a claim (the CLI has none). */
+  setImmediateDelivery(delivery: ImmediateDelivery): void;
   close(): Promise<void>;
 }
 
@@ -81,6 +84,7 @@ export async function openRuntime(
       options.onRateLimitWarning?.(new Error(`Redis at REDIS_URL did not answer at start; limiting per instance until it does`));
     }
     let jobDue: (runAt: number) => void = () => {};
+    let immediate: ImmediateDelivery | null = null;
     const services = createServices({
       store,
       clock,
@@ -88,6 +92,7 @@ export async function openRuntime(
       webhookClient,
       rateLimiter,
       onJobDue: (runAt) => jobDue(runAt),
+      immediateDelivery: () => immediate,
       plans: config.plans,
       secretKey,
       adminTokenHash: admin.hash,
@@ -104,6 +109,9 @@ export async function openRuntime(
       generatedAdminToken: admin.generated,
       setJobDueListener: (listener) => {
         jobDue = listener;
+      },
+      setImmediateDelivery: (delivery) => {
+        immediate = delivery;
       },
       async close() {
         await rateLimiter.close();
@@ -131,5 +139,6 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     ...(random && { random }),
   });
   runtime.setJobDueListener((runAt) => engine.notifyDue(runAt));
+  runtime.setImmediateDelivery(engine.immediateDelivery());
   return engine;
 }

@@ -5,6 +5,8 @@ import type { Metrics } from '../metrics.js';
 import { ClaimLoop } from '../scheduler/claim-loop.js';
 import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
 import type { Store } from '../store/store.js';
+import type { ImmediateDelivery } from '../services/jobs-service.js';
+import { LEASE_MARGIN_MS } from './deliver-attempt.js';
 import { Dispatcher } from './dispatcher.js';
 import type { WebhookClient } from './webhook-client.js';
 
@@ -45,7 +47,10 @@ export class DeliveryEngine {
     this.rescuer = new LeaseRescuer({ ...deps, onRequeued: (runAt) => this.claimLoop.notifyDue(runAt) });
   }
 
+  private running = false;
+
   async start(): Promise<void> {
+    this.running = true;
     // Other instances' dispatches wake this one too (a hint: the next-due timer stays behind it).
     await this.options.store.listenJobDue?.((runAt) => this.claimLoop.notifyDue(runAt));
     if (this.options.takeOverLeasesAtStart) await this.rescuer.tick(Number.MAX_SAFE_INTEGER);
@@ -55,6 +60,25 @@ export class DeliveryEngine {
     this.claimLoop.start();
   }
 
+  /**
+   * Jobs due at once, created already claimed for this instance when it has room (the job
+   * service asks before inserting), go straight to the dispatcher: no claim, no scheduler wake-up.
+   */
+  immediateDelivery(): ImmediateDelivery {
+    return {
+      reserve: (project, wanted) => {
+        if (!this.running) return null;
+        const limit = Math.min(wanted, this.dispatcher.freeSlots(), this.dispatcher.projectRoom(project));
+        if (limit <= 0) return null;
+        return { workerId: this.workerId, leaseExpiresAt: this.options.clock.now() + project.deliveryTimeoutMs + LEASE_MARGIN_MS, limit };
+      },
+      submit: (jobs) => {
+        // Already claimed in the database: if this fails they are rescued when their lease expires.
+        this.dispatcher.submit(jobs).catch((error: unknown) => this.options.log.error({ err: error }, 'handing claimed jobs to the dispatcher failed'));
+      },
+    };
+  }
+
   /** A job is due at `runAt` (dispatch, reschedule, retry). */
   notifyDue(runAt: number): void {
     this.claimLoop.notifyDue(runAt);
@@ -62,6 +86,7 @@ export class DeliveryEngine {
 
   /** Stops claiming, lets in-flight attempts finish within `deadlineMs`, and returns unsent jobs to the queue. */
   async stop(deadlineMs: number): Promise<{ drained: boolean; released: number }> {
+    this.running = false;
     await this.claimLoop.stop();
     this.rescuer.stop();
     const drained = await this.dispatcher.drain(deadlineMs);

@@ -62,6 +62,11 @@ export class Dispatcher {
     return [...this.claimedByProject].filter(([, c]) => c.count >= c.limit).map(([projectId]) => projectId);
   }
 
+  /** How many more of this project's jobs this worker may hold now. */
+  projectRoom(project: ProjectRow): number {
+    return project.deliveryConcurrency - (this.claimedByProject.get(project.id)?.count ?? 0);
+  }
+
   private countClaimed(project: ProjectRow, delta: number): void {
     const current = this.claimedByProject.get(project.id);
     const count = (current?.count ?? 0) + delta;

@@ -14,7 +14,7 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
-import { JOB_STATUSES, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, type ClaimedJob, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
@@ -65,22 +65,32 @@ export interface JobsServiceDeps {
   metrics: Metrics;
   /** Tells the scheduler a job is due at this instant (after dispatch, reschedule or retry). */
   onJobDue: (runAt: number) => void;
+  /** This instance's dispatcher, when it delivers: jobs due at once go to it without a claim. */
+  immediateDelivery: () => ImmediateDelivery | null;
+}
+
+/** Room for jobs due at once, and where to hand them once created already claimed. */
+export interface ImmediateDelivery {
+  reserve(project: ProjectRow, wanted: number): { workerId: string; leaseExpiresAt: number; limit: number } | null;
+  submit(jobs: ClaimedJob[]): void;
 }
 
 export class JobsService {
   constructor(private readonly deps: JobsServiceDeps) {}
 
-  private created(jobs: NewJob[], created: boolean[]): void {
+  private created(jobs: NewJob[], created: boolean[], claimed: ClaimedJob[], immediate: ImmediateDelivery | null): void {
+    const handed = new Set(claimed.map((job) => job.id));
     let earliest = Number.POSITIVE_INFINITY;
     let count = 0;
     jobs.forEach((job, i) => {
       if (!created[i]) return;
       count += 1;
-      earliest = Math.min(earliest, job.runAt);
+      if (!handed.has(job.id)) earliest = Math.min(earliest, job.runAt);
     });
     if (count === 0) return;
     this.deps.metrics.jobsCreated.inc(count);
-    this.deps.onJobDue(earliest);
+    if (claimed.length > 0) immediate?.submit(claimed);
+    if (Number.isFinite(earliest)) this.deps.onJobDue(earliest);
   }
 
   /** The job's own maxRetries, else the project's default, else the plan's cap; never above the cap. */
@@ -123,6 +133,9 @@ export class JobsService {
     now: number,
     render: JobCreateParams['renderResponse'],
   ) {
+    const immediate = this.deps.immediateDelivery();
+    const dueNow = jobs.filter((job) => job.runAt <= now).length;
+    const claimDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
     const result = await this.deps.store.jobCreate({
       projectId: ctx.project.id,
       teamId: ctx.team.id,
@@ -133,12 +146,14 @@ export class JobsService {
         ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_WINDOW_MS }
         : null,
       renderResponse: render,
+      ...(claimDueNow && { claimDueNow }),
     });
     if (result.kind === 'idempotency_conflict') {
       throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request body in the last 24 hours', {
         field: 'Idempotency-Key',
       });
     }
+    if (result.kind === 'created') this.created(jobs, result.created, result.claimed, immediate);
     return result;
   }
 
@@ -161,7 +176,6 @@ export class JobsService {
       this.deps.metrics.quotaRejections.inc();
       throw this.quotaError(ctx, result.usedBefore, now);
     }
-    this.created([job], result.created);
     return { statusCode: 201, body: answer, replayed: false };
   }
 
@@ -196,7 +210,6 @@ export class JobsService {
     };
     const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, render);
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
-    this.created(jobs, result.created);
     const refused = result.created.filter((created) => !created).length;
     if (refused > 0) this.deps.metrics.quotaRejections.inc(refused);
     return { statusCode: 200, body: result.response!.body, replayed: false };

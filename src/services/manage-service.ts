@@ -256,10 +256,22 @@ export class ManageService {
     };
   }
 
+  /** Decrypted secrets by ciphertext: a ciphertext never changes meaning, so this never goes stale. */
+  private readonly opened = new Map<string, string>();
+
   /** The secrets that sign a delivery now, in clear, newest first (the newest goes in Authorization). */
   async signingSecrets(projectId: string): Promise<string[]> {
     const rows = await this.deps.store.webhookSecretListActive({ projectId, now: this.deps.clock.now() });
-    return rows.map((row) => this.deps.secretBox.open(row.ciphertext));
+    return rows.map((row) => {
+      let secret = this.opened.get(row.ciphertext);
+      if (secret === undefined) {
+        secret = this.deps.secretBox.open(row.ciphertext);
+        // Bounded: a rotation adds one entry per project; start over rather than grow without end.
+        if (this.opened.size >= 10_000) this.opened.clear();
+        this.opened.set(row.ciphertext, secret);
+      }
+      return secret;
+    });
   }
 
   /** A real, signed delivery of a sample payload to the project's webhook; no job is created. */

@@ -5,7 +5,7 @@ import type { WebhookClient } from '../delivery/webhook-client.js';
 import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 import { AuthService } from './auth-service.js';
-import { JobsService } from './jobs-service.js';
+import { JobsService, type ImmediateDelivery } from './jobs-service.js';
 import { ManageService } from './manage-service.js';
 import { RateLimitService } from './rate-limit-service.js';
 import type { RateLimiter } from '../limits/token-bucket.js';
@@ -25,6 +25,7 @@ export interface ServiceDeps {
   webhookClient: WebhookClient;
   /** Set by the server once its delivery engine exists; the CLI has none. */
   onJobDue: (runAt: number) => void;
+  immediateDelivery: () => ImmediateDelivery | null;
   clock: Clock;
   plans: Plans;
   secretKey: string;
@@ -45,7 +46,13 @@ export function createServices(deps: ServiceDeps): Services {
   return {
     manage,
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
-    jobs: new JobsService({ store: deps.store, clock: deps.clock, metrics: deps.metrics, onJobDue: (runAt) => deps.onJobDue(runAt) }),
+    jobs: new JobsService({
+      store: deps.store,
+      clock: deps.clock,
+      metrics: deps.metrics,
+      onJobDue: (runAt) => deps.onJobDue(runAt),
+      immediateDelivery: deps.immediateDelivery,
+    }),
     auth: new AuthService({
       store: deps.store,
       clock: deps.clock,

@@ -130,10 +130,16 @@ export interface JobCreateParams {
    * stores no Idempotency-Key.
    */
   renderResponse: (created: boolean[], usedBefore: number) => StoredResponse | null;
+  /**
+   * Jobs due at once may be created already DISPATCHED, leased to this worker (up to `limit`):
+   * the caller hands them straight to its dispatcher, with no claim. A store may ignore this
+   * (then they are created QUEUED and claimed as usual).
+   */
+  claimDueNow?: { workerId: string; leaseExpiresAt: number; limit: number };
 }
 
 export type JobCreateResult =
-  | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null }
+  | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null; claimed: ClaimedJob[] }
   | { kind: 'replayed'; response: StoredResponse }
   | { kind: 'idempotency_conflict' };
 

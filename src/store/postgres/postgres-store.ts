@@ -431,7 +431,7 @@ export class PostgresStore implements Store {
         if (response) await this.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
         else await this.query(q.IdempotencyKeyDelete, keyArgs, client);
       }
-      return { kind: 'created', created, usedBefore, response };
+      return { kind: 'created', created, usedBefore, response, claimed: [] };
     });
   }
 
@@ -472,7 +472,7 @@ export class PostgresStore implements Store {
     }
     for (const { params, resolve } of group) {
       const created = params.jobs.map(() => true);
-      resolve({ kind: 'created', created, usedBefore: 0, response: params.renderResponse(created, 0) });
+      resolve({ kind: 'created', created, usedBefore: 0, response: params.renderResponse(created, 0), claimed: [] });
     }
   }
 

@@ -66,6 +66,10 @@ export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at 
 
 export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
   created_at, updated_at) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now, @maxRetries, @now, @now)`;
+/** A job due at once, created already claimed by the instance that accepted it. */
+export const JobInsertClaimed = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
+  lease_owner, lease_expires_at, created_at, updated_at) VALUES (@id, @projectId, 'DISPATCHED', @payload, @scheduledFor, @runAt, @now,
+  @maxRetries, @workerId, @leaseExpiresAt, @now, @now)`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 export const JobList = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND seq < @beforeSeq

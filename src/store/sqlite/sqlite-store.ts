@@ -29,6 +29,7 @@ import type {
   JobRow,
   JobStatus,
   JobTransitionResult,
+  NewJob,
   ProjectPatch,
   ProjectRow,
   Store,
@@ -51,6 +52,29 @@ type Statement = Database.Statement<unknown[], unknown>;
 function toProject(row: unknown): ProjectRow {
   const project = row as Omit<ProjectRow, 'acceptAny2xx'> & { acceptAny2xx: number };
   return { ...project, acceptAny2xx: project.acceptAny2xx === 1 };
+}
+
+function claimedJob(seq: number, row: NewJob & { projectId: string; now: number; leaseExpiresAt: number }): ClaimedJob {
+  return {
+    seq,
+    id: row.id,
+    projectId: row.projectId,
+    status: 'DISPATCHED',
+    payload: row.payload,
+    scheduledFor: row.scheduledFor,
+    runAt: row.runAt,
+    queuedAt: row.now,
+    maxRetries: row.maxRetries,
+    attemptCount: 0,
+    roundStartAttemptCount: 0,
+    lastError: null,
+    createdAt: row.now,
+    updatedAt: row.now,
+    completedAt: null,
+    failedAt: null,
+    cancelledAt: null,
+    leaseExpiresAt: row.leaseExpiresAt,
+  };
 }
 
 const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0 });
@@ -281,9 +305,17 @@ export class SqliteStore implements Store {
         : 0;
       let used = usedBefore;
       const insert = this.sql(q.JobInsert);
+      const claim = params.claimDueNow;
+      const claimed: ClaimedJob[] = [];
       const created = params.jobs.map((job) => {
         if (quota && used >= quota.limit) return false;
-        insert.run({ ...job, projectId: params.projectId, now: params.now });
+        if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
+          const row = { ...job, projectId: params.projectId, now: params.now, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
+          const seq = Number(this.sql(q.JobInsertClaimed).run(row).lastInsertRowid);
+          claimed.push(claimedJob(seq, row));
+        } else {
+          insert.run({ ...job, projectId: params.projectId, now: params.now });
+        }
         used += 1;
         return true;
       });
@@ -300,7 +332,7 @@ export class SqliteStore implements Store {
           now: params.now,
         });
       }
-      return { kind: 'created', created, usedBefore, response };
+      return { kind: 'created', created, usedBefore, response, claimed };
     });
   }
 
