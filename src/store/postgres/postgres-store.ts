@@ -38,6 +38,7 @@ import {
   type TeamRow,
   type WebhookSecretRow,
 } from '../store.js';
+import { principalFromRow } from '../principal-row.js';
 import * as q from './queries.js';
 import { TickBatcher } from './tick-batcher.js';
 
@@ -325,34 +326,7 @@ export class PostgresStore implements Store {
 
   async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
     const row = (await this.rows<Record<string, unknown>>(q.ApiKeyFindByHash, [hash]))[0];
-    if (!row) return null;
-    return {
-      key: {
-        id: row.keyId as string,
-        projectId: row.keyProjectId as string,
-        name: row.keyName as string,
-        hash: row.keyHash as Buffer,
-        prefix: row.keyPrefix as string,
-        createdAt: row.keyCreatedAt as number,
-        lastUsedAt: row.keyLastUsedAt as number | null,
-        revokedAt: row.keyRevokedAt as number | null,
-      },
-      project: {
-        id: row.id as string,
-        teamId: row.teamId as string,
-        name: row.name as string,
-        webhookUrl: row.webhookUrl as string | null,
-        retryMaxRetries: row.retryMaxRetries as number | null,
-        retryInitialDelayMs: row.retryInitialDelayMs as number,
-        retryFactor: row.retryFactor as number,
-        retryMaxDelayMs: row.retryMaxDelayMs as number,
-        deliveryTimeoutMs: row.deliveryTimeoutMs as number,
-        deliveryConcurrency: row.deliveryConcurrency as number,
-        acceptAny2xx: row.acceptAny2xx as boolean,
-        createdAt: row.createdAt as number,
-      },
-      team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },
-    };
+    return row ? principalFromRow(row) : null;
   }
 
   async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {

@@ -39,6 +39,7 @@ import type {
 import { JOB_STATUSES } from '../store.js';
 import { GroupCommit } from './group-commit.js';
 import { migrateSqlite } from './migrate.js';
+import { principalFromRow } from '../principal-row.js';
 import * as q from './queries.js';
 
 export interface SqliteStoreOptions {
@@ -220,35 +221,7 @@ export class SqliteStore implements Store {
 
   private readPrincipal(hash: Buffer): ApiKeyPrincipal | null {
     const row = this.sql(q.ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
-    if (!row) return null;
-    const project = toProject(row);
-    return {
-      key: {
-        id: row.keyId as string,
-        projectId: row.keyProjectId as string,
-        name: row.keyName as string,
-        hash: row.keyHash as Buffer,
-        prefix: row.keyPrefix as string,
-        createdAt: row.keyCreatedAt as number,
-        lastUsedAt: row.keyLastUsedAt as number | null,
-        revokedAt: row.keyRevokedAt as number | null,
-      },
-      project: {
-        id: project.id,
-        teamId: project.teamId,
-        name: project.name,
-        webhookUrl: project.webhookUrl,
-        retryMaxRetries: project.retryMaxRetries,
-        retryInitialDelayMs: project.retryInitialDelayMs,
-        retryFactor: project.retryFactor,
-        retryMaxDelayMs: project.retryMaxDelayMs,
-        deliveryTimeoutMs: project.deliveryTimeoutMs,
-        deliveryConcurrency: project.deliveryConcurrency,
-        acceptAny2xx: project.acceptAny2xx,
-        createdAt: project.createdAt,
-      },
-      team: { id: project.teamId, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },
-    };
+    return row ? principalFromRow(row) : null;
   }
 
   async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
