@@ -12,4 +12,9 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  {
+    // The dashboard's progressive-enhancement script runs in browsers.
+    files: ['src/dashboard/assets/*.js'],
+    languageOptions: { globals: { document: 'readonly', navigator: 'readonly', setTimeout: 'readonly' } },
+  },
 );

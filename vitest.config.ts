@@ -3,8 +3,11 @@ import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config
 
 const PG_URL = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '') ? process.env.DATABASE_URL! : 'postgres://postgres@127.0.0.1:5432/test';
 
-/** The API, delivery and process suites run once per store; store-specific tests run once. */
-async function postgresProject(): Promise<TestProjectInlineConfiguration[]> {
+/**
+ * The "postgres" project over `include`, or none (with the reason printed) when PostgreSQL is
+ * unreachable outside CI. Shared with vitest.faults.config.ts.
+ */
+export async function postgresProject(include: string[]): Promise<TestProjectInlineConfiguration[]> {
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
   try {
     await client.connect();
@@ -19,19 +22,28 @@ async function postgresProject(): Promise<TestProjectInlineConfiguration[]> {
       extends: true,
       test: {
         name: 'postgres',
-        include: ['test/api/**/*.test.ts', 'test/delivery/**/*.test.ts', 'test/first-start.test.ts', 'test/durability.test.ts', 'test/cli.test.ts'],
+        include,
         env: { PUNCTUAL_TEST_STORE: 'postgres' },
       },
     },
   ];
 }
 
-const sqliteProject: TestProjectInlineConfiguration = { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } };
+// test/faults is a suite of its own (npm run test:faults, vitest.faults.config.ts), kept out of the
+// default run so that the main suite's time does not grow with it.
+const sqliteProject: TestProjectInlineConfiguration = {
+  extends: true,
+  test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', '**/node_modules/**'] },
+};
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    projects: [sqliteProject, ...(await postgresProject())],
+    // The API, delivery and process suites run once per store; store-specific tests run once.
+    projects: [
+      sqliteProject,
+      ...(await postgresProject(['test/api/**/*.test.ts', 'test/delivery/**/*.test.ts', 'test/first-start.test.ts', 'test/durability.test.ts', 'test/cli.test.ts'])),
+    ],
   },
 });

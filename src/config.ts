@@ -14,6 +14,8 @@ export interface Config {
   /** Base URL printed in the quickstart and used for the development receiver. */
   publicUrl: string;
   adminToken: string | null;
+  /** The login of the first dashboard user, created on first start (PUNCTUAL_ADMIN_EMAIL). */
+  adminEmail: string;
   secretKey: string | null;
   allowPrivateWebhooks: boolean;
   plans: Plans;
@@ -96,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     publicUrl,
     adminToken,
+    adminEmail: env.PUNCTUAL_ADMIN_EMAIL?.trim() || 'admin@localhost',
     secretKey,
     allowPrivateWebhooks: parseBoolean('PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS', env.PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS, !production),
     plans: loadPlans(env.PUNCTUAL_PLANS?.trim() || undefined),

@@ -39,6 +39,11 @@ export class Metrics {
     help: 'Rate-limit checks Redis could not answer (the instance then limits alone)',
     registers: [this.registry],
   });
+  readonly rateLimitStoreCalls = new Counter({
+    name: 'punctual_rate_limit_redis_calls_total',
+    help: 'Token takes sent to Redis (one per lease of tokens; about one per request at low rates)',
+    registers: [this.registry],
+  });
   readonly inFlight = new Gauge({ name: 'punctual_attempts_in_flight', help: 'Delivery attempts under way', registers: [this.registry] });
 
   constructor(countByStatus: () => Promise<Record<JobStatus, number>>) {

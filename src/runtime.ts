@@ -78,6 +78,7 @@ export async function openRuntime(
             metrics.rateLimitStoreErrors.inc();
             if (warn) options.onRateLimitWarning?.(error);
           },
+          onRoundTrip: () => metrics.rateLimitStoreCalls.inc(),
         })
       : new MemoryRateLimiter();
     if (rateLimiter instanceof RedisRateLimiter && !(await rateLimiter.ready())) {

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { createDeliveryEngine, openRuntime } from './runtime.js';
-import { bootstrapFirstStart, firstStartMessage } from './services/bootstrap.js';
+import { bootstrapFirstStart, createFirstUser, firstStartMessage, firstUserMessage } from './services/bootstrap.js';
 import { acquireServeLock } from './store/sqlite/serve-lock.js';
 import type { Store } from './store/store.js';
 
@@ -72,11 +72,14 @@ export async function serve(config: Config): Promise<void> {
   await engine.start();
 
   const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
-  const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
+  const firstUser = { users: runtime.services.users, email: config.adminEmail };
+  const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl, firstUser });
   if (first) {
     // Printed to stdout once, deliberately outside the logger: these values never go to logs.
     console.log(firstStartMessage(first, { publicUrl: config.publicUrl, adminToken: runtime.generatedAdminToken }));
-  } else if (runtime.generatedAdminToken) {
-    console.log(`Admin token (shown once, for the /manage/v1 API): ${runtime.generatedAdminToken}`);
+  } else {
+    if (runtime.generatedAdminToken) console.log(`Admin token (shown once, for the /manage/v1 API): ${runtime.generatedAdminToken}`);
+    const upgraded = await createFirstUser(runtime.store, runtime.services.users, { email: config.adminEmail, teamIds: [] });
+    if (upgraded) console.log(firstUserMessage(upgraded, config.publicUrl));
   }
 }

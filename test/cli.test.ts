@@ -43,6 +43,31 @@ describe('punctual CLI', () => {
     expect(usage).toMatchObject({ plan: 'pro', jobsCreated: 0, quota: 100000, rateLimit: { requestsPerSecond: 100, burst: 200 } });
   });
 
+  it('creates dashboard users (a generated password printed once), adds them to teams and resets passwords', () => {
+    const team = json(['teams', 'create', '--name', 'Users']);
+    const user = json(['users', 'create', '--email', 'Dev@Example.com', '--team', team.teamId]);
+    expect(user).toEqual({
+      userId: expect.stringMatching(/^usr_/),
+      email: 'dev@example.com',
+      operator: false,
+      teams: [team.teamId],
+      createdAt: expect.any(String),
+      password: expect.stringMatching(/^[A-Za-z0-9]{20}$/),
+    });
+    const chosen = json(['users', 'create', '--email', 'ops@example.com', '--operator', '--password', 'chosen password 1']);
+    expect(chosen).toMatchObject({ operator: true, teams: [] });
+    expect(chosen.password).toBeUndefined();
+    const other = json(['teams', 'create', '--name', 'Other']);
+    expect(json(['users', 'add-team', '--email', 'dev@example.com', '--team', other.teamId]).teams).toEqual([team.teamId, other.teamId]);
+    expect(json(['users', 'list']).users.map((u: { email: string }) => u.email)).toEqual(expect.arrayContaining(['dev@example.com', 'ops@example.com']));
+    expect(json(['users', 'reset-password', '--email', 'dev@example.com']).password).toMatch(/^[A-Za-z0-9]{20}$/);
+    const taken = runCli(['users', 'create', '--email', 'dev@example.com'], env);
+    expect(taken.status).toBe(1);
+    expect(JSON.parse(taken.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'email' } });
+    const short = runCli(['users', 'create', '--email', 'x@example.com', '--password', 'short'], env);
+    expect(JSON.parse(short.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'password' } });
+  });
+
   it('prints errors in the API shape and exits 1', () => {
     const result = runCli(['usage', '--team', 'team_nope'], env);
     expect(result.status).toBe(1);

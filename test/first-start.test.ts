@@ -20,6 +20,8 @@ describe('first start on an empty database (real process)', () => {
       expect(out).toMatch(/Webhook secret\s+whsec_[A-Za-z0-9+/]{43}=/);
       const adminToken = out.match(/Admin token\s+(adm_[A-Za-z0-9]+)/)![1]!;
       expect(out).toContain(`Webhook URL      http://localhost:${port}/dev/receiver`);
+      expect(out).toContain(`Dashboard        http://localhost:${port}/   log in as admin@localhost`);
+      const password = out.match(/Password\s+([A-Za-z0-9]{20})/)![1]!;
       expect(out).toContain(`curl -X POST http://localhost:${port}/api/jobs/dispatch`);
       expect(out).toContain(`-H "Authorization: Bearer ${key}"`);
 
@@ -40,8 +42,15 @@ describe('first start on an empty database (real process)', () => {
         if (Date.now() > deadline) throw new Error('the first job never reached the dev receiver');
         await new Promise((r) => setTimeout(r, 20));
       }
-      const status = await fetch(`${base}/api/jobs/${jobId}`, { headers: { authorization: `Bearer ${key}` } });
-      expect(((await status.json()) as { status: string }).status).toBe('COMPLETED');
+      // The receiver has the request before Punctual has its answer and commits the outcome
+      // (PostgreSQL groups finishes per turn), so the status follows a moment later.
+      let status = '';
+      while (status !== 'COMPLETED' && Date.now() < deadline) {
+        const res = await fetch(`${base}/api/jobs/${jobId}`, { headers: { authorization: `Bearer ${key}` } });
+        status = ((await res.json()) as { status: string }).status;
+        if (status !== 'COMPLETED') await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(status).toBe('COMPLETED');
       const teamId = out.match(/Team\s+(team_[A-Za-z0-9]+)/)![1]!;
       const team = await fetch(`${base}/manage/v1/teams/${teamId}`, { headers: { authorization: `Bearer ${adminToken}` } });
       expect(await team.json()).toMatchObject({ teamId, plan: 'unlimited' });
@@ -50,8 +59,20 @@ describe('first start on an empty database (real process)', () => {
       const openapi = await (await fetch(`${base}/openapi.json`)).json();
       expect(Object.keys(openapi.paths)).toContain('/api/jobs/dispatch');
       expect((await fetch(`${base}/docs/`)).status).toBe(200);
+      // The printed login works: the first user is an operator and sees the default team.
+      const login = await fetch(`${base}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ email: 'admin@localhost', password, next: '/' }),
+      });
+      expect(login.status).toBe(303);
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      const home = await fetch(`${base}/`, { redirect: 'manual', headers: { cookie } });
+      expect(home.headers.get('location')).toBe(`/teams/${teamId}`);
       // The logs carry no secrets.
       expect(out.split('Punctual is set up')[0]).not.toContain(key);
+      expect(out.split('Punctual is set up')[0]).not.toContain(password);
     } finally {
       expect(await server.stop('SIGTERM')).toBe(0);
     }

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { InvalidRequestError, UnavailableError } from '../errors.js';
+import { InvalidRequestError, NotFoundError, UnavailableError } from '../errors.js';
+import type { Viewer } from '../services/access-service.js';
 import type { AuthenticatedKey } from '../services/auth-service.js';
+import { dashboardRoutes } from '../dashboard/dashboard-plugin.js';
 import type { Metrics } from '../metrics.js';
 import type { Services } from '../services/services.js';
 import type { Store } from '../store/store.js';
@@ -24,6 +27,8 @@ declare module 'fastify' {
     receivedAt: number;
     /** The API key's project, team and plan, on /api/ routes. */
     principal: AuthenticatedKey | null;
+    /** Who is managing, on /manage/v1 and dashboard routes: the admin token or a signed-in user. */
+    viewer: Viewer | null;
   }
 }
 
@@ -60,6 +65,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // One log line per request, written in onResponse below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
+    // Node answers an HTTP/1.1 request without Host with a bare 400 of its own, before Fastify sees
+    // it; let it through so that it gets the contract's answer (401 first under /api/) like any other.
+    http: { requireHostHeader: false },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     // Malformed HTTP and bad URLs get the contract's error shape too, never Fastify's default body.
     frameworkErrors: (error, _request, reply) => {
@@ -79,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('principal', null);
+  app.decorateRequest('viewer', null);
   app.decorate('startDraining', () => {
     draining = true;
   });
@@ -100,6 +109,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     );
   });
 
+  // Parses cookies for /manage/v1 (dashboard sessions) and the dashboard; registered first so its hook runs first.
+  await app.register(fastifyCookie);
+
+  // No id contains U+0000, and PostgreSQL refuses it in a query parameter: such an id is simply
+  // unknown, the same 404 on both stores (checked after authentication, which runs onRequest).
+  app.addHook('preValidation', async (request) => {
+    const params = request.params as Record<string, unknown> | undefined;
+    if (params && Object.values(params).some((value) => typeof value === 'string' && value.includes('\u0000'))) {
+      throw new NotFoundError('No such job, team, project or key');
+    }
+  });
+
   authenticateApiRequests(app, deps.services);
   authenticateManageRequests(app, deps.services);
 
@@ -114,6 +135,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'A project API key: pk_…' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'PUNCTUAL_ADMIN_TOKEN' },
+          dashboardSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'punctual_session',
+            description: "A dashboard session, scoped to the user's teams; state-changing requests also send X-CSRF-Token",
+          },
         },
       },
     },
@@ -126,5 +153,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(jobRoutes, { services: deps.services });
   await app.register(manageRoutes, { services: deps.services });
   if (!deps.config.production) await app.register(devReceiverRoutes);
+  await app.register(dashboardRoutes, { services: deps.services, clock: deps.clock, publicUrl: deps.config.publicUrl });
   return app;
 }

@@ -9,6 +9,30 @@ import { InvalidRequestError, UnsupportedMediaTypeError } from '../errors.js';
  */
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i;
 
+/**
+ * Deeper JSON is refused before it is parsed: serialising, hashing (idempotency) and validating a
+ * value are recursive, and a 64 KiB body of brackets nests 32,000 levels, past the stack. A
+ * thousand levels leave room for any payload a client means to send.
+ */
+export const JSON_MAX_DEPTH = 1_000;
+
+/** Whether `text` opens more than `limit` arrays or objects at once (brackets in strings do not count). */
+export function jsonNestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--;
+  }
+  return false;
+}
+
 export function isJsonContentType(header: string): boolean {
   const [mediaType, ...params] = header.split(';').map((part) => part.trim());
   if (!mediaType || !JSON_MEDIA_TYPE.test(mediaType)) return false;
@@ -30,6 +54,10 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     const text = body as string;
     if (text.trim() === '') {
       done(null, undefined);
+      return;
+    }
+    if (jsonNestsDeeperThan(text, JSON_MAX_DEPTH)) {
+      done(new InvalidRequestError(`The request body nests arrays and objects more than ${JSON_MAX_DEPTH} levels deep`), undefined);
       return;
     }
     try {

@@ -31,6 +31,11 @@ const USAGE = `Usage: punctual <command> [options]
   secret list --project <projectId>
   secret rotate --project <projectId>
   usage --team <teamId>
+  users create --email <email> [--team <teamId>] [--operator] [--password <password>]
+                                                          a dashboard user; without --password one is generated and printed once
+  users list
+  users add-team --email <email> --team <teamId>
+  users reset-password --email <email> [--password <password>]   also ends the user's sessions
 
 The CLI works on the database directly (no admin token needed): run it where the database is.
 Configuration comes from the environment, as for the server (DATABASE_URL, PUNCTUAL_SECRET_KEY, …).`;
@@ -81,6 +86,16 @@ const COMMANDS: Record<string, Command> = {
   'secret list': (s, { values }) => s.manage.listWebhookSecrets(required(values, 'project')),
   'secret rotate': (s, { values }) => s.manage.rotateWebhookSecret(required(values, 'project')),
   usage: (s, { values }) => s.manage.usage(required(values, 'team')),
+  'users create': (s, { values }) =>
+    s.users.create({
+      email: required(values, 'email'),
+      ...(values.password !== undefined && { password: values.password }),
+      teamIds: values.team ? [values.team] : [],
+      operator: values.operator !== undefined,
+    }),
+  'users list': (s) => s.users.list(),
+  'users add-team': (s, { values }) => s.users.addToTeam(required(values, 'email'), required(values, 'team')),
+  'users reset-password': (s, { values }) => s.users.resetPassword(required(values, 'email'), values.password),
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -97,6 +112,9 @@ async function main(argv: string[]): Promise<number> {
       json: { type: 'string' },
       port: { type: 'string' },
       secret: { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      operator: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -1,15 +1,29 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/**
+ * CSPRNG bytes drawn 4 KB at a time and handed out once each, as crypto.randomUUID does with its
+ * cache: one call into OpenSSL per ~90 ids instead of one per id (it showed as 3% of the server's
+ * CPU in the end-to-end benchmark's profile).
+ */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomByte(): number {
+  if (poolOffset === pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++]!;
+}
 
 /** Unbiased base62 from the CSPRNG (rejection sampling: bytes >= 248 are dropped). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248) out += BASE62[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    if (byte < 248) out += BASE62[byte % 62];
   }
   return out;
 }
@@ -37,3 +51,4 @@ export const newProjectId = (): string => `prj_${randomBase62(16)}`;
 export const newKeyId = (): string => `key_${randomBase62(16)}`;
 export const newSecretId = (): string => `whs_${randomBase62(16)}`;
 export const newTestJobId = (): string => `job_test_${randomBase62(22)}`;
+export const newUserId = (): string => `usr_${randomBase62(16)}`;

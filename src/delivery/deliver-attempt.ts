@@ -34,6 +34,13 @@ async function retryWhileUnavailable<T>(fn: () => Promise<T>, mayRetry: () => bo
   }
 }
 
+/** Never send early: waits (on real timers, reading `clock`) until the job's due time, or until shutdown. */
+async function untilDue(clock: Clock, runAt: number, shutdown?: AbortSignal): Promise<void> {
+  for (let left = runAt - clock.now(); left > 0 && !shutdown?.aborted; left = runAt - clock.now()) {
+    await new Promise((resolve) => setTimeout(resolve, left));
+  }
+}
+
 /** The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as accepted. */
 export function webhookBody(jobId: string, attemptId: string, attemptNumber: number, payload: string): string {
   return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${JSON.stringify(attemptId)},"attemptNumber":${attemptNumber},"payload":${payload}}`;
@@ -84,7 +91,9 @@ export async function deliverAttempt(
 ): Promise<void> {
   const { store, clock, metrics, workerId } = deps;
   const attemptId = newAttemptId(clock.now());
-  const startedAt = clock.now();
+  // A held job is started a little ahead of its time (Dispatcher's START_AHEAD_MS); its attempt
+  // starts at the due time, when its request leaves.
+  const startedAt = Math.max(clock.now(), job.runAt);
   const started = await store.attemptStart({
     jobId: job.id,
     attemptId,
@@ -93,7 +102,8 @@ export async function deliverAttempt(
     leaseExpiresAt: startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
   });
   if (!started) return;
-  metrics.deliveryLateness.observe(Math.max(0, startedAt - job.runAt) / 1000);
+  await untilDue(clock, job.runAt, shutdown);
+  metrics.deliveryLateness.observe(Math.max(0, clock.now() - job.runAt) / 1000);
 
   let sent: SendResult;
   let body = '';

@@ -5,6 +5,13 @@ import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-at
 
 /** Held leases are renewed this often; far inside the shortest lease (1 s timeout + 30 s margin). */
 export const LEASE_RENEW_INTERVAL_MS = 10_000;
+/**
+ * A job claimed ahead of its time starts this long before it: its STARTED commit (about 1 ms on
+ * SQLite, a few on a busy PostgreSQL) then happens before the due time instead of delaying the
+ * request, which deliverAttempt still sends no earlier than the due time. Below the scheduler's
+ * claim lookahead (25 ms), so jobs are claimed early enough for it.
+ */
+export const START_AHEAD_MS = 10;
 /** After aborting at the shutdown deadline, how long recording those attempts may take. */
 const ABORT_RECORD_TIMEOUT_MS = 3_000;
 
@@ -111,7 +118,7 @@ export class Dispatcher {
     this.waitingCount += 1;
   }
 
-  /** A job claimed ahead of its time waits for it here: it is never sent early. */
+  /** A job claimed ahead of its time waits here until START_AHEAD_MS before it; it is never sent early. */
   private holdUntilDue(entry: Waiting, now: number): void {
     const runAt = entry.job.runAt;
     this.timedCount += 1;
@@ -120,16 +127,16 @@ export class Dispatcher {
       group.entries.push(entry);
       return;
     }
-    this.timed.set(runAt, { entries: [entry], timer: setTimeout(() => this.release(runAt), runAt - now) });
+    this.timed.set(runAt, { entries: [entry], timer: setTimeout(() => this.release(runAt), Math.max(0, runAt - START_AHEAD_MS - now)) });
   }
 
   private release(runAt: number): void {
     const group = this.timed.get(runAt);
     if (!group) return;
     const now = this.deps.clock.now();
-    // Timers run on a monotonic clock and may fire a hair before the wall clock reaches runAt.
-    if (now < runAt) {
-      group.timer = setTimeout(() => this.release(runAt), runAt - now);
+    // Timers run on a monotonic clock and may fire a hair before the wall clock says so.
+    if (now < runAt - START_AHEAD_MS) {
+      group.timer = setTimeout(() => this.release(runAt), runAt - START_AHEAD_MS - now);
       return;
     }
     this.timed.delete(runAt);

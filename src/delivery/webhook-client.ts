@@ -12,6 +12,12 @@ export type SendResult =
   /** Cut short by `abort` (the instance is shutting down), not by the receiver. */
   | { kind: 'aborted'; error: string; durationMs: number };
 
+/**
+ * A response body as both stores can keep it: invalid UTF-8 is already U+FFFD after decoding, and
+ * U+0000, which PostgreSQL text refuses (the attempt could then never be recorded), becomes U+FFFD too.
+ */
+const keepableText = (text: string): string => text.replaceAll('\u0000', '\ufffd');
+
 class BlockedAddressError extends Error {
   readonly code = 'PUNCTUAL_BLOCKED_ADDRESS';
 }
@@ -84,7 +90,7 @@ export class WebhookClient {
         return {
           kind: 'answered',
           statusCode: response.statusCode,
-          responseBody: await response.body.text(),
+          responseBody: keepableText(await response.body.text()),
           retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
           durationMs: elapsed(),
         };
@@ -103,7 +109,7 @@ export class WebhookClient {
       return {
         kind: 'answered',
         statusCode: response.statusCode,
-        responseBody: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8'),
+        responseBody: keepableText(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8')),
         retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
         durationMs: elapsed(),
       };

@@ -44,8 +44,17 @@ export function decision(tokens: number, allowed: boolean, rate: BucketRate): Ra
   };
 }
 
+/** The tokens a bucket holds at `now`, refilled but untouched (a full bucket when it was never used). */
+export function peekTokens(state: BucketState | undefined, rate: BucketRate, now: number): number {
+  if (!state) return rate.burst;
+  if (now <= state.updatedAt) return state.tokens;
+  return Math.min(rate.burst, state.tokens + ((now - state.updatedAt) * rate.requestsPerSecond) / 1000);
+}
+
 export interface RateLimiter {
   take(key: string, rate: BucketRate, now: number): Promise<RateDecision>;
+  /** Where the bucket stands, taking nothing (the dashboard's usage page). */
+  peek(key: string, rate: BucketRate, now: number): Promise<RateDecision>;
   close(): Promise<void>;
 }
 
@@ -55,6 +64,15 @@ export class MemoryRateLimiter implements RateLimiter {
 
   async take(key: string, rate: BucketRate, now: number): Promise<RateDecision> {
     return this.takeNow(key, rate, now);
+  }
+
+  async peek(key: string, rate: BucketRate, now: number): Promise<RateDecision> {
+    return this.peekNow(key, rate, now);
+  }
+
+  peekNow(key: string, rate: BucketRate, now: number): RateDecision {
+    const tokens = peekTokens(this.buckets.get(key), rate, now);
+    return decision(tokens, tokens >= 1, rate);
   }
 
   takeNow(key: string, rate: BucketRate, now: number): RateDecision {

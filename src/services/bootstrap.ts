@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { randomBase62 } from '../crypto/random-ids.js';
+import { InvalidRequestError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { sha256 } from './auth-service.js';
 import type { ManageService } from './manage-service.js';
+import type { UserService } from './user-service.js';
 
 const ADMIN_TOKEN_SETTING = 'admin_token_sha256';
 const BOOTSTRAP_SETTING = 'bootstrapped_at';
@@ -13,6 +15,29 @@ export interface FirstStart {
   apiKey: string;
   webhookSecret: string;
   webhookUrl: string | null;
+  /** The first dashboard user (an operator), with its generated password; null when none was made. */
+  user: FirstUser | null;
+}
+
+export interface FirstUser {
+  email: string;
+  password: string;
+}
+
+/**
+ * The first dashboard user, an operator (sees every team), with a generated password to print
+ * once. Only while there is no user at all: on an upgraded install this creates the first user
+ * too. When several instances start together, the unique email lets exactly one create it.
+ */
+export async function createFirstUser(store: Store, users: UserService, options: { email: string; teamIds: string[] }): Promise<FirstUser | null> {
+  if ((await store.userCount()) > 0) return null;
+  try {
+    const created = await users.create({ email: options.email, teamIds: options.teamIds, operator: true });
+    return { email: created.email, password: created.password! };
+  } catch (error) {
+    if (error instanceof InvalidRequestError && error.data.field === 'email') return null;
+    throw error;
+  }
 }
 
 /**
@@ -43,7 +68,7 @@ export async function resolveAdminToken(
 export async function bootstrapFirstStart(
   store: Store,
   manage: ManageService,
-  options: { now: number; devReceiverUrl: string | null },
+  options: { now: number; devReceiverUrl: string | null; firstUser?: { users: UserService; email: string } },
 ): Promise<FirstStart | null> {
   if ((await store.teamCount()) > 0) return null;
   const marker = String(options.now);
@@ -54,13 +79,27 @@ export async function bootstrapFirstStart(
     ...(options.devReceiverUrl !== null && { webhookUrl: options.devReceiverUrl }),
   });
   const key = await manage.createKey(project.projectId, { name: 'default' });
+  const user = options.firstUser ? await createFirstUser(store, options.firstUser.users, { email: options.firstUser.email, teamIds: [team.teamId] }) : null;
   return {
+    user,
     teamId: team.teamId,
     projectId: project.projectId,
     apiKey: key.key,
     webhookSecret: project.webhookSecret,
     webhookUrl: project.webhookUrl,
   };
+}
+
+function firstUserLines(user: FirstUser, publicUrl: string): string[] {
+  return [
+    `  Dashboard        ${publicUrl}/   log in as ${user.email}`,
+    `  Password         ${user.password}   (change it under Account)`,
+  ];
+}
+
+/** For an install that has teams but no dashboard user yet (an upgrade): how to log in, shown once. */
+export function firstUserMessage(user: FirstUser, publicUrl: string): string {
+  return ['A first dashboard user was created (shown once; an operator, seeing every team):', ...firstUserLines(user, publicUrl)].join('\n');
 }
 
 export function firstStartMessage(first: FirstStart, options: { publicUrl: string; adminToken: string | null }): string {
@@ -75,6 +114,7 @@ export function firstStartMessage(first: FirstStart, options: { publicUrl: strin
     '',
     `  API key          ${first.apiKey}`,
     `  Webhook secret   ${first.webhookSecret}`,
+    ...(first.user ? firstUserLines(first.user, options.publicUrl) : []),
     ...(options.adminToken ? [`  Admin token      ${options.adminToken}   (for the /manage/v1 API)`] : []),
     `  Team             ${first.teamId} (plan: unlimited)`,
     `  Project          ${first.projectId}`,

@@ -236,20 +236,30 @@ export class JobsService {
         throw new InvalidRequestError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, { field: 'limit' });
       }
     }
+    return this.listPage(ctx, { status: (status as JobStatus | undefined) ?? null, limit, cursor: (cursor as string | undefined) ?? null });
+  }
+
+  /** One page of the project's jobs, newest first; the dashboard adds a creation time range. */
+  async listPage(
+    ctx: JobRequestContext,
+    filter: { status: JobStatus | null; limit: number; cursor: string | null; createdFrom?: number | null; createdBefore?: number | null },
+  ): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
     let beforeSeq: number | null = null;
-    if (cursor !== undefined) {
-      beforeSeq = decodeCursor(cursor as string);
+    if (filter.cursor !== null) {
+      beforeSeq = decodeCursor(filter.cursor);
       if (beforeSeq === null) throw new InvalidRequestError('cursor is not one this API returned', { field: 'cursor' });
     }
     const rows = await this.deps.store.jobList({
       projectId: ctx.project.id,
-      status: (status as JobStatus | undefined) ?? null,
+      status: filter.status,
       beforeSeq,
-      limit: limit + 1,
+      limit: filter.limit + 1,
+      createdFrom: filter.createdFrom ?? null,
+      createdBefore: filter.createdBefore ?? null,
     });
-    const page = rows.slice(0, limit);
+    const page = rows.slice(0, filter.limit);
     const last = page[page.length - 1];
-    return { jobs: page.map(jobStatusView), nextCursor: rows.length > limit && last ? encodeCursor(last.seq) : null };
+    return { jobs: page.map(jobStatusView), nextCursor: rows.length > filter.limit && last ? encodeCursor(last.seq) : null };
   }
 
   async cancel(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'CANCELLED' }> {

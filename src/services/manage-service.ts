@@ -79,6 +79,11 @@ function readName(body: Record<string, unknown>, required: boolean): string | un
   if (typeof name !== 'string' || name.trim().length === 0 || name.length > NAME_MAX) {
     throw new InvalidRequestError(`name must be a non-empty string of at most ${NAME_MAX} characters`, { field: 'name' });
   }
+  // PostgreSQL text cannot hold U+0000, and a lone surrogate would be stored as U+FFFD: either way
+  // the name kept would not be the name sent, so both stores refuse them alike.
+  if (name.includes('\u0000') || /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(name)) {
+    throw new InvalidRequestError('name must not contain U+0000 or unpaired surrogates', { field: 'name' });
+  }
   return name.trim();
 }
 

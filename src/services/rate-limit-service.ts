@@ -7,6 +7,11 @@ import type { Plan } from '../plans.js';
 export class RateLimitService {
   constructor(private readonly deps: { limiter: RateLimiter; metrics: Metrics }) {}
 
+  /** The bucket as it stands now (see currentRateLimit). */
+  current(teamId: string, plan: Plan, now: number): Promise<RateDecision | null> {
+    return currentRateLimit(this.deps.limiter, teamId, plan, now);
+  }
+
   /** Null when the plan has no rate limit; throws RATE_LIMITED (with the headers) when over it. */
   async check(teamId: string, plan: Plan, now: number): Promise<RateDecision | null> {
     if (plan.requestsPerSecond === null || plan.burst === null) return null;
@@ -21,6 +26,17 @@ export class RateLimitService {
     }
     return decision;
   }
+}
+
+/** Where the team stands against its plan's rate limit, without spending a request; null when the plan has none. */
+export async function currentRateLimit(
+  limiter: RateLimiter,
+  teamId: string,
+  plan: Plan,
+  now: number,
+): Promise<RateDecision | null> {
+  if (plan.requestsPerSecond === null || plan.burst === null) return null;
+  return limiter.peek(`team:${teamId}`, { requestsPerSecond: plan.requestsPerSecond, burst: plan.burst }, now);
 }
 
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {

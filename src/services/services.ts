@@ -8,14 +8,21 @@ import { AuthService } from './auth-service.js';
 import { JobsService, type ImmediateDelivery } from './jobs-service.js';
 import { ManageService } from './manage-service.js';
 import { RateLimitService } from './rate-limit-service.js';
+import { AccessService } from './access-service.js';
+import { LoginThrottle } from './login-throttle.js';
+import { SessionService } from './session-service.js';
+import { UserService } from './user-service.js';
 import type { RateLimiter } from '../limits/token-bucket.js';
 
-/** The service layer: the HTTP API, the CLI and (later) the dashboard all go through these. */
+/** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
 export interface Services {
   jobs: JobsService;
   rateLimits: RateLimitService;
   manage: ManageService;
   auth: AuthService;
+  access: AccessService;
+  users: UserService;
+  sessions: SessionService;
 }
 
 export interface ServiceDeps {
@@ -45,6 +52,9 @@ export function createServices(deps: ServiceDeps): Services {
   });
   return {
     manage,
+    access: new AccessService({ store: deps.store, planOf: (team) => manage.planOf(team) }),
+    users: new UserService({ store: deps.store, clock: deps.clock, throttle: new LoginThrottle(deps.clock) }),
+    sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
     jobs: new JobsService({
       store: deps.store,

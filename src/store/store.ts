@@ -149,12 +149,40 @@ export type JobTransitionResult = { ok: true; job: JobRow } | { ok: false; statu
 export interface JobListParams {
   projectId: string;
   status: JobStatus | null;
+  /** Only jobs created in [createdFrom, createdBefore) when given (the dashboard's time range). */
+  createdFrom?: number | null;
+  createdBefore?: number | null;
   /** Only jobs with seq below this (the cursor); null from the newest. */
   beforeSeq: number | null;
   limit: number;
 }
 
 export type ProjectPatch = Partial<ProjectSettings>;
+
+/** A dashboard user (SPEC section 7). The password hash never leaves the service layer. */
+export interface UserRow {
+  id: string;
+  /** Lower-cased. */
+  email: string;
+  /** Sees and manages every team, as the admin token does. */
+  isOperator: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface UserWithPassword extends UserRow {
+  passwordHash: string;
+}
+
+export interface SessionRow {
+  /** SHA-256 of the cookie's token; the token itself is never stored. */
+  tokenHash: Buffer;
+  userId: string;
+  /** The synchronizer token every state-changing request of this session must carry. */
+  csrfToken: string;
+  createdAt: number;
+  expiresAt: number;
+}
 
 /** A job claimed for delivery (DISPATCHED, leased to one worker). */
 export interface ClaimedJob extends JobRow {
@@ -241,6 +269,30 @@ export interface Store {
   teamGet(teamId: string): Promise<TeamRow | null>;
   teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null>;
   teamCount(): Promise<number>;
+  /** Every team, oldest first (the operator's view). */
+  teamList(): Promise<TeamRow[]>;
+  /** The teams a user belongs to, oldest first. */
+  teamListByUser(userId: string): Promise<TeamRow[]>;
+
+  /** False (and nothing written) when the email is taken. */
+  userInsert(user: UserWithPassword): Promise<boolean>;
+  userGet(userId: string): Promise<UserRow | null>;
+  /** With the password hash, for logging in; `email` is matched lower-cased. */
+  userGetByEmail(email: string): Promise<UserWithPassword | null>;
+  userGetPasswordHash(userId: string): Promise<string | null>;
+  userList(): Promise<UserRow[]>;
+  userCount(): Promise<number>;
+  userUpdatePassword(params: { userId: string; passwordHash: string; now: number }): Promise<boolean>;
+  /** Adds a membership; adding one that exists changes nothing. */
+  teamMembershipInsert(params: { userId: string; teamId: string; now: number }): Promise<void>;
+
+  sessionInsert(session: SessionRow): Promise<void>;
+  /** The session and its user, unless it expired by `now` or does not exist. */
+  sessionGet(params: { tokenHash: Buffer; now: number }): Promise<{ session: SessionRow; user: UserRow } | null>;
+  sessionDelete(tokenHash: Buffer): Promise<void>;
+  /** Ends every session of a user but `keepTokenHash` (a password change logs the other browsers out). */
+  sessionDeleteByUser(params: { userId: string; keepTokenHash: Buffer | null }): Promise<void>;
+  sessionDeleteExpired(now: number): Promise<number>;
 
   projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void>;
   projectGet(projectId: string): Promise<ProjectRow | null>;

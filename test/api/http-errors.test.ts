@@ -1,20 +1,10 @@
 import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
+import { expectContractError } from '../support/contract-error.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
-
-/** Every answer must be the contract's error shape: never Fastify's default body, never a stack. */
-function expectContractError(res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code: string) {
-  expect(res.statusCode).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  const body = JSON.parse(res.body);
-  expect(Object.keys(body).sort()).toEqual(['data', 'error']);
-  expect(body.error).toBe(code);
-  expect(body.data.message).toEqual(expect.any(String));
-  expect(res.body).not.toMatch(/statusCode|stack|at .*\.js/);
-}
 
 describe('HTTP-level errors in the contract shape', () => {
   let t: TestApp;
@@ -83,6 +73,15 @@ describe('HTTP-level errors in the contract shape', () => {
     expectContractError(res, 400, 'INVALID_REQUEST');
   });
 
+  it('refuses JSON nested more than 1,000 levels deep with INVALID_REQUEST instead of overflowing the stack', async () => {
+    const nested = (depth: number) => `{"payload":{"a":${'['.repeat(depth - 2)}${']'.repeat(depth - 2)}}}`;
+    expect((await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: nested(1_000) })).statusCode).toBe(201);
+    expectContractError(await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: nested(1_001) }), 400, 'INVALID_REQUEST');
+    // Brackets inside strings are text, not nesting.
+    expect((await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: JSON.stringify({ payload: { a: '['.repeat(5_000) } }) })).statusCode).toBe(201);
+    expectContractError(await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch/batch', payload: `{"jobs":${'['.repeat(30_000)}` }), 400, 'INVALID_REQUEST');
+  });
+
   it.each([
     ['text/plain', 'text/plain'],
     ['a form', 'application/x-www-form-urlencoded'],
@@ -103,8 +102,23 @@ describe('HTTP-level errors in the contract shape', () => {
     expect(res.statusCode).toBe(201);
   });
 
+  it('answers a request without a Host header in the contract shape (over a real socket), not with Node\'s bare 400', async () => {
+    if (!t.app.server.listening) await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = t.app.server.address() as AddressInfo;
+    const answer = await new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('close', () => resolve(text));
+      socket.end('GET /api/jobs HTTP/1.1\r\nConnection: close\r\n\r\n');
+    });
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 401 .*content-type: application\/json/is);
+    expect(JSON.parse(body!)).toMatchObject({ error: 'UNAUTHORIZED', data: { message: expect.any(String) } });
+  });
+
   it('parses a body sent without Content-Type as JSON (over a real socket)', async () => {
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    if (!t.app.server.listening) await t.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = t.app.server.address() as AddressInfo;
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const body = '{"payload":{"raw":true}}';

@@ -27,6 +27,27 @@ describe('/manage/v1', () => {
     expect((await get('/manage/v1/teams/team_nope')).statusCode).toBe(404);
   });
 
+  it('refuses names PostgreSQL could not keep as sent (U+0000, lone surrogates) on both stores alike', async () => {
+    for (const name of ['a\u0000b', 'x\ud800', '\udfffy']) {
+      const res = await post('/manage/v1/teams', { name });
+      expect(res.statusCode, JSON.stringify(name)).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'name' } });
+    }
+    expect((await post('/manage/v1/teams', { name: 'emoji 😀 ok' })).statusCode).toBe(201);
+  });
+
+  it('answers 404, not 500, for an id holding U+0000 (PostgreSQL refuses it as a parameter)', async () => {
+    for (const url of ['/manage/v1/teams/team_%00', '/manage/v1/projects/%00/keys', '/manage/v1/projects/prj_%00']) {
+      const res = await get(url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json()).toMatchObject({ error: 'NOT_FOUND' });
+    }
+    const project = await t.makeProject();
+    const deleted = await t.api(project.key, { method: 'DELETE', url: '/api/jobs/job_%00' });
+    expect(deleted.statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'DELETE', url: '/api/jobs/job_%00' })).statusCode).toBe(401);
+  });
+
   it('creates a project with a webhook secret, reads it without the secret, and patches it', async () => {
     const team = (await post('/manage/v1/teams', { name: 'Proj', plan: 'free' })).json();
     const created = await post(`/manage/v1/teams/${team.teamId}/projects`, { name: 'Shop', webhookUrl: 'https://example.com/hook' });

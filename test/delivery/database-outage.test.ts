@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { CuttableProxy } from '../support/cuttable-proxy.js';
-import { makeTestApp, TEST_STORE, type TestApp } from '../support/make-app.js';
-import { PG_TEST_URL } from '../support/postgres.js';
+import { makeAppBehindProxy } from '../support/app-behind-proxy.js';
+import type { CuttableProxy } from '../support/cuttable-proxy.js';
+import { TEST_STORE, type TestApp } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
 
 /**
@@ -17,14 +17,7 @@ describe.runIf(TEST_STORE === 'postgres')('losing the database', () => {
 
   beforeAll(async () => {
     receiver = await new TestReceiver().start();
-    const target = new URL(PG_TEST_URL);
-    proxy = await new CuttableProxy({ host: target.hostname, port: Number(target.port || 5432) }).start();
-    t = await makeTestApp({
-      clock: systemClock,
-      delivery: true,
-      rewriteDatabaseUrl: (url) => url.replace(`${target.hostname}:${target.port || 5432}`, `127.0.0.1:${proxy.port}`),
-      env: { PUNCTUAL_PG_CONNECT_TIMEOUT_MS: '2000', PUNCTUAL_PG_STATEMENT_TIMEOUT_MS: '3000' },
-    });
+    ({ t, proxy } = await makeAppBehindProxy());
   });
   afterAll(async () => {
     proxy.restore();

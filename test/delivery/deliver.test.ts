@@ -74,6 +74,14 @@ describe('delivery', () => {
     });
   });
 
+  it('records a response body holding U+0000 (which PostgreSQL text refuses) with U+FFFD in its place', async () => {
+    receiver.answer({ status: 200, body: 'a\u0000b' });
+    const p = await project();
+    const jobId = await dispatch(p);
+    await waitForStatus(p, jobId, 'COMPLETED');
+    expect((await attempts(p, jobId))[0]).toMatchObject({ outcome: 'success', responseBody: 'a\ufffdb' });
+  });
+
   it('delivers a scheduled job at its time, not before', async () => {
     const p = await project();
     const due = Date.now() + 400;

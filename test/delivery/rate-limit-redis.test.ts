@@ -32,6 +32,59 @@ describe.runIf(await redisAvailable())('rate limits in Redis', () => {
     }
   });
 
+  it('takes tokens in leases under concurrent load: far fewer round trips, and between two instances exactly the bucket, no more and no less', async () => {
+    const big = { requestsPerSecond: 1, burst: 400 };
+    let roundTrips = 0;
+    const hooks = { onError: (e: unknown) => errors.push(e), onRoundTrip: () => (roundTrips += 1) };
+    const errors: unknown[] = [];
+    const a = new RedisRateLimiter(REDIS_TEST_URL, hooks);
+    const b = new RedisRateLimiter(REDIS_TEST_URL, hooks);
+    const key = `test:${randomBytes(6).toString('hex')}`;
+    try {
+      expect(await a.ready()).toBe(true);
+      expect(await b.ready()).toBe(true);
+      let allowed = 0;
+      // Waves of 60 requests at once on each instance, three times what the bucket holds in all;
+      // the clock stands still, so nothing refills and no lease lapses.
+      for (let wave = 0; wave < 10; wave++) {
+        const answers = await Promise.all(Array.from({ length: 120 }, (_, i) => (i % 2 ? a : b).take(key, big, T0)));
+        allowed += answers.filter((d) => d.allowed).length;
+        for (const d of answers) expect(d.limit).toBe(400);
+      }
+      expect(allowed).toBeLessThanOrEqual(400);
+      expect(roundTrips).toBeLessThan(1200 / 5);
+      // What is still leased (taken ahead for the next requests) is spent by the next requests,
+      // one at a time, until both instances are refused: every token of the bucket, once.
+      for (const limiter of [a, b]) while ((await limiter.take(key, big, T0)).allowed) allowed += 1;
+      expect(allowed).toBe(400);
+      expect(await a.take(key, big, T0)).toMatchObject({ allowed: false, remaining: 0 });
+      expect(errors).toEqual([]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('makes one round trip per request for a team that sends one request at a time at a low rate', async () => {
+    let roundTrips = 0;
+    const limiter = new RedisRateLimiter(REDIS_TEST_URL, { onError: () => {}, onRoundTrip: () => (roundTrips += 1) });
+    const key = `test:${randomBytes(6).toString('hex')}`;
+    try {
+      expect(await limiter.ready()).toBe(true);
+      const remaining = [];
+      for (let i = 0; i < 4; i++) {
+        remaining.push((await limiter.take(key, { requestsPerSecond: 1000, burst: 2000 }, T0 + i * 1000)).remaining);
+        // A quiet team: its requests come further apart than the lease sizing window.
+        await new Promise((r) => setTimeout(r, 60));
+      }
+      expect(roundTrips).toBe(4);
+      // Nothing held back: each answer is the bucket in Redis (full again after a second at 1000/s).
+      expect(remaining).toEqual([1999, 1999, 1999, 1999]);
+    } finally {
+      await limiter.close();
+    }
+  });
+
   describe('when Redis stops answering', () => {
     let proxy: CuttableProxy;
     let t: TestApp;

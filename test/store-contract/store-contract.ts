@@ -338,5 +338,90 @@ export function describeStoreContract(
       expect(await store.attemptListByJob('job_at1')).toEqual([]);
       expect(await store.usageDaily({ teamId: 'team_quiet', fromDay: '2027-03-01', toDay: '2027-04-01' })).toEqual([]);
     });
+
+    it('lists a project\'s jobs created within a time range, with or without a status', async () => {
+      const project = await makeProject();
+      await create(project, [job('job_r1')], { now: T0 });
+      await create(project, [job('job_r2')], { now: T0 + 1_000 });
+      await create(project, [job('job_r3')], { now: T0 + 2_000 });
+      await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_r2', now: T0 + 3_000 });
+      const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+      const base = { projectId: project.id, beforeSeq: null, limit: 10 };
+      expect(ids(await store.jobList({ ...base, status: null, createdFrom: T0 + 1_000, createdBefore: T0 + 2_000 }))).toEqual(['job_r2']);
+      expect(ids(await store.jobList({ ...base, status: null, createdFrom: T0 + 1_000 }))).toEqual(['job_r3', 'job_r2']);
+      expect(ids(await store.jobList({ ...base, status: null, createdBefore: T0 + 1_000 }))).toEqual(['job_r1']);
+      expect(ids(await store.jobList({ ...base, status: 'CANCELLED', createdFrom: T0 }))).toEqual(['job_r2']);
+      expect(ids(await store.jobList({ ...base, status: 'QUEUED', createdFrom: T0, limit: 1 }))).toEqual(['job_r3']);
+    });
+
+    describe('users, memberships and sessions', () => {
+      const user = (id: string, email: string, isOperator = false) => ({
+        id,
+        email,
+        passwordHash: `scrypt$hash-of-${id}`,
+        isOperator,
+        createdAt: T0,
+        updatedAt: T0,
+      });
+
+      it('keeps one user per email, and finds users by id and by email', async () => {
+        expect(await store.userCount()).toBe(0);
+        expect(await store.userInsert(user('usr_a', 'ann@example.com', true))).toBe(true);
+        expect(await store.userInsert(user('usr_b', 'ann@example.com'))).toBe(false);
+        expect(await store.userCount()).toBe(1);
+        expect(await store.userGet('usr_a')).toEqual({ id: 'usr_a', email: 'ann@example.com', isOperator: true, createdAt: T0, updatedAt: T0 });
+        expect(await store.userGet('usr_b')).toBeNull();
+        expect(await store.userGetByEmail('ANN@example.com')).toMatchObject({ id: 'usr_a', passwordHash: 'scrypt$hash-of-usr_a' });
+        expect(await store.userGetByEmail('bob@example.com')).toBeNull();
+        expect(await store.userList()).toEqual([await store.userGet('usr_a')]);
+        expect(await store.userUpdatePassword({ userId: 'usr_a', passwordHash: 'scrypt$new', now: T0 + 5 })).toBe(true);
+        expect(await store.userUpdatePassword({ userId: 'usr_none', passwordHash: 'scrypt$new', now: T0 + 5 })).toBe(false);
+        expect(await store.userGetPasswordHash('usr_a')).toBe('scrypt$new');
+        expect(await store.userGet('usr_a')).toMatchObject({ updatedAt: T0 + 5 });
+      });
+
+      it('lists the teams a user belongs to, and every team', async () => {
+        const p1 = await makeProject();
+        const p2 = await makeProject();
+        await store.userInsert(user('usr_m', 'm@example.com'));
+        expect(await store.teamListByUser('usr_m')).toEqual([]);
+        await store.teamMembershipInsert({ userId: 'usr_m', teamId: p2.teamId, now: T0 });
+        await store.teamMembershipInsert({ userId: 'usr_m', teamId: p2.teamId, now: T0 + 1 });
+        expect((await store.teamListByUser('usr_m')).map((t) => t.id)).toEqual([p2.teamId]);
+        const all = (await store.teamList()).map((t) => t.id);
+        expect(all).toEqual(expect.arrayContaining([p1.teamId, p2.teamId]));
+      });
+
+      it('finds a session with its user until it expires, and deletes sessions one by one, by user and when expired', async () => {
+        await store.userInsert(user('usr_s', 's@example.com', true));
+        await store.userInsert(user('usr_t', 't@example.com'));
+        const session = (n: number, userId: string, expiresAt: number) => ({
+          tokenHash: Buffer.alloc(32, n),
+          userId,
+          csrfToken: `csrf-${n}`,
+          createdAt: T0,
+          expiresAt,
+        });
+        await store.sessionInsert(session(1, 'usr_s', T0 + 1_000));
+        await store.sessionInsert(session(2, 'usr_s', T0 + 1_000));
+        await store.sessionInsert(session(3, 'usr_s', T0 + 1_000));
+        await store.sessionInsert(session(4, 'usr_t', T0 + 10));
+        const found = await store.sessionGet({ tokenHash: Buffer.alloc(32, 1), now: T0 });
+        expect(found).toEqual({
+          session: session(1, 'usr_s', T0 + 1_000),
+          user: { id: 'usr_s', email: 's@example.com', isOperator: true, createdAt: T0, updatedAt: T0 },
+        });
+        expect(await store.sessionGet({ tokenHash: Buffer.alloc(32, 4), now: T0 + 10 })).toBeNull();
+        expect(await store.sessionGet({ tokenHash: Buffer.alloc(32, 9), now: T0 })).toBeNull();
+        await store.sessionDelete(Buffer.alloc(32, 1));
+        expect(await store.sessionGet({ tokenHash: Buffer.alloc(32, 1), now: T0 })).toBeNull();
+        await store.sessionDeleteByUser({ userId: 'usr_s', keepTokenHash: Buffer.alloc(32, 2) });
+        expect(await store.sessionGet({ tokenHash: Buffer.alloc(32, 2), now: T0 })).not.toBeNull();
+        expect(await store.sessionGet({ tokenHash: Buffer.alloc(32, 3), now: T0 })).toBeNull();
+        expect(await store.sessionDeleteExpired(T0 + 10)).toBe(1);
+        await store.sessionDeleteByUser({ userId: 'usr_s', keepTokenHash: null });
+        expect(await store.sessionGet({ tokenHash: Buffer.alloc(32, 2), now: T0 })).toBeNull();
+      });
+    });
   });
 }

@@ -62,6 +62,8 @@ export interface TestAppOptions {
   delivery?: boolean;
   random?: () => number;
   env?: Record<string, string>;
+  /** The folder that holds the SQLite file (a small tmpfs, say); a fresh temp folder by default. */
+  sqliteDir?: string;
   /** Rewrites the database URL the app connects to (a proxy in between, say); setup still uses the real one. */
   rewriteDatabaseUrl?: (url: string) => string;
 }
@@ -70,7 +72,7 @@ export interface TestAppOptions {
 export async function makeTestApp(options?: TestAppOptions & { clock?: undefined }): Promise<TestApp>;
 export async function makeTestApp(options: TestAppOptions & { clock: Clock }): Promise<TestApp<Clock>>;
 export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp<Clock>> {
-  const dir = makeTempDir();
+  const dir = options.sqliteDir ? { path: options.sqliteDir, remove: () => {} } : makeTempDir();
   const dbPath = join(dir.path, 'punctual.db');
   const database = await testDatabase(dbPath);
   const config = loadConfig({

@@ -14,7 +14,7 @@ export interface ReceivedRequest {
 
 /** What to answer; a function of the request so tests can vary by job or attempt. */
 export type Reply =
-  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number }
+  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; held?: Promise<unknown> }
   | { hang: true }
   | { destroy: true };
 
@@ -92,6 +92,8 @@ export class TestReceiver {
       return;
     }
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    // Answers when the test says so (a late answer to a worker that lost its lease, say).
+    if (reply.held) await reply.held;
     done();
     res.writeHead(reply.status, reply.headers ?? {});
     res.end(reply.body ?? '');

@@ -56,3 +56,41 @@ export function startServer(env: Record<string, string>): RunningServer {
     },
   };
 }
+
+export interface FirstStart {
+  server: RunningServer;
+  base: string;
+  key: string;
+  adminToken: string;
+  projectId: string;
+}
+
+/**
+ * `punctual serve` on an empty database, as a new user starts it: reads the key, admin token and
+ * project it prints once, waits until it is ready, then applies `projectSettings` (a webhook URL,
+ * say) through the management API.
+ */
+export async function startFirstServer(env: Record<string, string>, projectSettings: Record<string, unknown>): Promise<FirstStart> {
+  const server = startServer(env);
+  const key = (await server.waitForOutput(/API key\s+(pk_[A-Za-z0-9]+)/))[1]!;
+  const adminToken = (await server.waitForOutput(/Admin token\s+(adm_[A-Za-z0-9]+)/))[1]!;
+  const projectId = (await server.waitForOutput(/Project\s+(prj_[A-Za-z0-9]+)/))[1]!;
+  const base = `http://127.0.0.1:${env.PORT}`;
+  await waitUntilReady(base);
+  const patched = await fetch(`${base}/manage/v1/projects/${projectId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(projectSettings),
+  });
+  if (patched.status !== 200) throw new Error(`PATCH project answered ${patched.status}: ${await patched.text()}`);
+  return { server, base, key, adminToken, projectId };
+}
+
+/** Polls GET /readyz until it answers 200 (storage reachable), failing after `timeoutMs`. */
+export async function waitUntilReady(base: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await fetch(`${base}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+    if (Date.now() > deadline) throw new Error(`${base} never became ready`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

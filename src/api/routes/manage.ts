@@ -1,14 +1,43 @@
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { UnauthorizedError } from '../../errors.js';
+import type { Viewer } from '../../services/access-service.js';
 import type { Services } from '../../services/services.js';
+import { SessionService } from '../../services/session-service.js';
 import * as s from '../schemas.js';
 
-const security = [{ adminToken: [] }];
+const security: Record<string, string[]>[] = [{ adminToken: [] }, { dashboardSession: [] }];
 
-/** /manage/v1 answers only to the operator's admin token (dashboard sessions come with the dashboard). */
+/** The dashboard's session cookie; /manage/v1 accepts it too (SPEC section 7). */
+export const SESSION_COOKIE = 'punctual_session';
+/** Where a script using a dashboard session sends the session's CSRF token on state-changing requests. */
+export const CSRF_HEADER = 'x-csrf-token';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * /manage/v1 answers to the operator's admin token, or to a dashboard session scoped to the
+ * user's teams. An Authorization header always means the token (a wrong one is 401 even with a
+ * valid cookie). A cookie is sent by browsers on their own, so a state-changing request made with
+ * one must also carry the session's CSRF token in X-CSRF-Token, which another site cannot read.
+ */
 export function authenticateManageRequests(app: FastifyInstance, services: Services): void {
   app.addHook('onRequest', async (request) => {
-    if (request.url.startsWith('/manage/')) services.auth.authenticateAdmin(request.headers.authorization);
+    if (!request.url.startsWith('/manage/')) return;
+    request.viewer = await manageViewer(request, services);
   });
+}
+
+async function manageViewer(request: FastifyRequest, services: Services): Promise<Viewer> {
+  const cookie = request.cookies[SESSION_COOKIE];
+  if (request.headers.authorization !== undefined || !cookie) {
+    services.auth.authenticateAdmin(request.headers.authorization);
+    return { kind: 'admin' };
+  }
+  const active = await services.sessions.find(cookie);
+  if (!active) throw new UnauthorizedError('This dashboard session has ended: log in again, or send the admin token');
+  if (!SAFE_METHODS.has(request.method) && !SessionService.csrfMatches(active.session, request.headers[CSRF_HEADER])) {
+    throw new UnauthorizedError(`A request made with a dashboard session must carry the session's CSRF token in ${CSRF_HEADER}`);
+  }
+  return services.access.viewerFor(active.user);
 }
 
 const idParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string' } }, required: [name] }) as const;
@@ -42,6 +71,16 @@ type KeyParams = { Params: { keyId: string } };
 
 export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   const manage = services.manage;
+  const access = services.access;
+  // Another team's team, project or key answers 404 exactly as an absent one, before any handler runs.
+  app.addHook('preHandler', async (request) => {
+    const viewer = request.viewer!;
+    if (viewer.kind === 'admin') return;
+    const params = (request.params ?? {}) as Record<string, string | undefined>;
+    if (params.teamId !== undefined) await access.requireTeam(viewer, params.teamId);
+    if (params.projectId !== undefined) await access.requireProject(viewer, params.projectId);
+    if (params.keyId !== undefined) await access.requireKey(viewer, params.keyId);
+  });
   const opts = (summary: string, extra: Record<string, unknown>) => ({ schema: { summary, tags: ['manage'], security, ...extra } });
 
   app.post(
@@ -50,7 +89,10 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 201: s.team, ...s.errors(400, 401) },
     }),
-    async (request, reply) => reply.code(201).send(await manage.createTeam(request.body)),
+    async (request, reply) => {
+      access.requireOperator(request.viewer!, 'Creating a team');
+      return reply.code(201).send(await manage.createTeam(request.body));
+    },
   );
   app.get<TeamParams>(
     '/manage/v1/teams/:teamId',
@@ -64,7 +106,10 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       body: { type: 'object', properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 200: s.team, ...s.errors(400, 401, 404) },
     }),
-    async (request) => manage.updateTeam(request.params.teamId, request.body),
+    async (request) => {
+      if (request.body && typeof request.body === 'object' && 'plan' in request.body) access.requireOperator(request.viewer!, "Changing a team's plan");
+      return manage.updateTeam(request.params.teamId, request.body);
+    },
   );
   app.get<TeamParams>(
     '/manage/v1/teams/:teamId/projects',

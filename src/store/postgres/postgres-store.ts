@@ -8,6 +8,11 @@
  * and exactly one wins. Instances wake each other with NOTIFY as a hint; the next-due timer of
  * each instance stays behind it, and the instance that made a job due always wakes itself.
  *
+ * Keys, projects and secrets are cached per instance (ReadCache) while the instance listens:
+ * every change to them sends a NOTIFY in its own transaction, and every instance drops its cache
+ * when it arrives (within about a millisecond here). While the LISTEN connection is down,
+ * nothing is cached, so a lost notification cannot leave a revoked key working.
+ *
  * A database that cannot be reached surfaces as UnavailableError (503, Retry-After) within the
  * connect or statement timeout, never as a hang or a 500.
  */
@@ -35,10 +40,15 @@ import {
   type ProjectPatch,
   type ProjectRow,
   type Store,
+  type SessionRow,
   type TeamRow,
+  type UserRow,
+  type UserWithPassword,
   type WebhookSecretRow,
 } from '../store.js';
 import { principalFromRow } from '../principal-row.js';
+import { ReadCache } from '../read-cache.js';
+import { sessionFromRow } from '../session-row.js';
 import * as q from './queries.js';
 import { TickBatcher } from './tick-batcher.js';
 
@@ -58,6 +68,7 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Any constant shared by all instances: migrations run under this advisory lock. */
 const MIGRATION_LOCK_KEY = 7_353_911;
 const NOTIFY_CHANNEL = 'punctual_job_due';
+const CONFIG_CHANNEL = 'punctual_config_changed';
 /** Jobs due further ahead than this are left to other instances' next-due timers (they look at least every 30 s). */
 const NOTIFY_HORIZON_MS = 30_000;
 const LISTEN_RETRY_MS = 1_000;
@@ -94,10 +105,35 @@ function translate(error: unknown): unknown {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
+/** A team's quota month: requests of one group normally share it, but one may span a month's end. */
+const quotaKey = (params: JobCreateParams) => `${params.teamId} ${params.quota!.monthStartDay}`;
+
+/** Which of a request's jobs are created (false: past the quota), and the month's usage before them. */
+type Outcome = { created: boolean[]; usedBefore: number };
+
+const allCreated = (params: JobCreateParams): Outcome => ({ created: params.jobs.map(() => true), usedBefore: 0 });
+
+/**
+ * Requests with a quota, in order, against their months' usage (`used`, by quotaKey): each gets the
+ * room left after the ones before it, its first jobs created and the rest refused.
+ */
+function allot(requests: JobCreateParams[], used: Map<string, number>): Outcome[] {
+  return requests.map((params) => {
+    const key = quotaKey(params);
+    const usedBefore = used.get(key)!;
+    const room = Math.max(0, params.quota!.limit - usedBefore);
+    used.set(key, usedBefore + Math.min(room, params.jobs.length));
+    return { created: params.jobs.map((_, i) => i < room), usedBefore };
+  });
+}
+
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   private readonly pool: pg.Pool;
   private listener: pg.Client | null = null;
+  private onJobDue: ((runAt: number) => void) | null = null;
+  /** Off until the LISTEN connection hears CONFIG_CHANNEL, and again whenever it is lost. */
+  private readonly cache = new ReadCache(false);
   private closed = false;
   private createGroup: { params: JobCreateParams; resolve: (result: JobCreateResult) => void; reject: (error: unknown) => void }[] = [];
 
@@ -206,8 +242,12 @@ export class PostgresStore implements Store {
     if (!row?.writable) throw new UnavailableError('The database is read-only (a replica?)', {}, { 'retry-after': '1' });
   }
 
-  /** Due-job hints from other instances. Reconnects by itself; a lost hint only costs the timer's wait. */
+  /**
+   * Due-job hints from other instances, and changes that drop the read cache. Reconnects by
+   * itself; a lost hint only costs the timer's wait, and the cache is off while disconnected.
+   */
   async listenJobDue(listener: (runAt: number) => void): Promise<void> {
+    this.onJobDue = listener;
     const connect = async (): Promise<void> => {
       if (this.closed) return;
       const client = new pg.Client({
@@ -219,6 +259,7 @@ export class PostgresStore implements Store {
       const retry = (error?: unknown) => {
         if (this.listener !== client) return;
         this.listener = null;
+        this.cache.setEnabled(false);
         client.removeAllListeners();
         client.on('error', () => {});
         void client.end().catch(() => {});
@@ -229,12 +270,15 @@ export class PostgresStore implements Store {
       client.on('error', retry);
       client.on('end', () => retry());
       client.on('notification', (message) => {
+        if (message.channel === CONFIG_CHANNEL) return this.cache.drop();
         const runAt = Number(message.payload);
-        if (Number.isFinite(runAt)) listener(runAt);
+        if (Number.isFinite(runAt)) this.onJobDue?.(runAt);
       });
       try {
         await client.connect();
-        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        await client.query(`LISTEN ${NOTIFY_CHANNEL}; LISTEN ${CONFIG_CHANNEL}`);
+        // Changes made before this point are in what the next reads see.
+        if (this.listener === client) this.cache.setEnabled(true);
         this.options.onListenerState?.('connected');
       } catch (error) {
         retry(error);
@@ -245,6 +289,7 @@ export class PostgresStore implements Store {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.cache.setEnabled(false);
     const listener = this.listener;
     this.listener = null;
     if (listener) {
@@ -274,7 +319,21 @@ export class PostgresStore implements Store {
   }
 
   async teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
-    return (await this.rows<TeamRow>(q.TeamUpdate, [params.teamId, params.name ?? null, params.plan ?? null]))[0] ?? null;
+    return this.configChange(async (client) => (await this.rows<TeamRow>(q.TeamUpdate, [params.teamId, params.name ?? null, params.plan ?? null], client))[0] ?? null);
+  }
+
+  /** A change to keys, projects, teams or secrets: every instance drops its read cache when it commits. */
+  private async configChange<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    try {
+      return await this.transaction(async (client) => {
+        const result = await fn(client);
+        await this.query(q.NotifyConfigChanged, [], client);
+        return result;
+      });
+    } finally {
+      // Committed or not (a lost COMMIT answer may hide a commit): read again from here on.
+      this.cache.drop();
+    }
   }
 
   async teamCount(): Promise<number> {
@@ -298,11 +357,18 @@ export class PostgresStore implements Store {
   }
 
   async projectGet(projectId: string): Promise<ProjectRow | null> {
-    return (await this.rows<ProjectRow>(q.ProjectGet, [projectId]))[0] ?? null;
+    return (await this.projectGetMany([projectId]))[0] ?? null;
   }
 
   async projectGetMany(projectIds: string[]): Promise<ProjectRow[]> {
-    return this.rows<ProjectRow>(q.ProjectGetMany, [projectIds]);
+    const cached = projectIds.map((id) => this.cache.project(id));
+    const missing = projectIds.filter((_, i) => !cached[i]);
+    if (missing.length === 0) return cached as ProjectRow[];
+    const mark = this.cache.mark();
+    const read = await this.rows<ProjectRow>(q.ProjectGetMany, [missing]);
+    for (const project of read) this.cache.storeProject(mark, project);
+    const byId = new Map(read.map((p) => [p.id, p]));
+    return projectIds.flatMap((id, i) => cached[i] ?? byId.get(id) ?? []);
   }
 
   async projectListByTeam(teamId: string): Promise<ProjectRow[]> {
@@ -311,7 +377,7 @@ export class PostgresStore implements Store {
 
   projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
     // Read and write under the row lock so two partial PATCHes of different fields both hold.
-    return this.transaction(async (client) => {
+    return this.configChange(async (client) => {
       const current = (await this.rows<ProjectRow>(q.ProjectGetForUpdate, [params.projectId], client))[0];
       if (!current) return null;
       const updated: ProjectRow = { ...current, ...params.patch };
@@ -325,8 +391,14 @@ export class PostgresStore implements Store {
   }
 
   async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+    const cached = this.cache.principal(hash);
+    if (cached) return cached;
+    const mark = this.cache.mark();
     const row = (await this.rows<Record<string, unknown>>(q.ApiKeyFindByHash, [hash]))[0];
-    return row ? principalFromRow(row) : null;
+    if (!row) return null;
+    const principal = principalFromRow(row);
+    this.cache.storePrincipal(mark, hash, principal);
+    return principal;
   }
 
   async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
@@ -338,20 +410,26 @@ export class PostgresStore implements Store {
   }
 
   async apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
-    return (await this.rows<ApiKeyRow>(q.ApiKeyRevoke, [params.keyId, params.now]))[0] ?? null;
+    return this.configChange(async (client) => (await this.rows<ApiKeyRow>(q.ApiKeyRevoke, [params.keyId, params.now], client))[0] ?? null);
   }
 
   async apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
+    this.cache.touchKey(params.keyId, params.now);
     await this.query(q.ApiKeyTouch, [params.keyId, params.now]);
   }
 
   async webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]> {
-    return this.rows<WebhookSecretRow>(q.WebhookSecretListActive, [params.projectId, params.now]);
+    const cached = this.cache.activeSecrets(params.projectId, params.now);
+    if (cached) return cached;
+    const mark = this.cache.mark();
+    const rows = await this.rows<WebhookSecretRow>(q.WebhookSecretListActive, [params.projectId, params.now]);
+    this.cache.storeActiveSecrets(mark, params.projectId, params.now, rows);
+    return rows;
   }
 
   async webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
     const s = params.secret;
-    await this.transaction(async (client) => {
+    await this.configChange(async (client) => {
       await this.query(q.ProjectLock, [params.projectId], client);
       await this.query(q.WebhookSecretDeleteExpiring, [params.projectId], client);
       await this.query(q.WebhookSecretExpireNewest, [params.projectId, params.now + params.overlapMs], client);
@@ -360,56 +438,29 @@ export class PostgresStore implements Store {
   }
 
   jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
-    if (!params.idempotency && !params.quota) return this.jobCreateGrouped(params);
+    const { idempotency, quota } = params;
+    if (!idempotency) return this.jobCreateGrouped(params);
+    // With an Idempotency-Key: a transaction of its own, claiming the key before storing anything.
     return this.transaction(async (client): Promise<JobCreateResult> => {
-      const { idempotency, quota } = params;
-      if (idempotency) {
-        const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
-        const claimed = await this.rows(q.IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
-        if (claimed.length === 0) {
-          const previous = (await this.rows<{ requestHash: string; statusCode: number; body: string }>(q.IdempotencyKeyGet, keyArgs, client))[0];
-          if (previous) {
-            if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
-            return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
-          }
+      const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
+      const claimed = await this.rows(q.IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
+      if (claimed.length === 0) {
+        const previous = (await this.rows<{ requestHash: string; statusCode: number; body: string }>(q.IdempotencyKeyGet, keyArgs, client))[0];
+        if (previous) {
+          if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
+          return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
         }
       }
-      let usedBefore = 0;
-      if (quota) {
-        await this.query(q.TeamLock, [params.teamId], client);
-        usedBefore = (await this.rows<{ n: number }>(q.UsageSum, [params.teamId, quota.monthStartDay, quota.monthEndDay], client))[0]!.n;
-      }
-      const room = quota ? Math.max(0, quota.limit - usedBefore) : params.jobs.length;
-      const created = params.jobs.map((_, i) => i < room);
-      const jobs = params.jobs.slice(0, room);
-      if (jobs.length > 0) {
-        await this.query(
-          q.JobInsertMany,
-          [
-            params.projectId,
-            params.now,
-            jobs.map((j) => j.id),
-            jobs.map((j) => j.payload),
-            jobs.map((j) => j.scheduledFor),
-            jobs.map((j) => j.runAt),
-            jobs.map((j) => j.maxRetries),
-          ],
-          client,
-        );
-        await this.query(q.UsageAdd, [params.teamId, new Date(params.now).toISOString().slice(0, 10), jobs.length], client);
-        await this.notifyDue(Math.min(...jobs.map((j) => j.runAt)), params.now, client);
-      }
+      const { created, usedBefore } = quota ? allot([params], await this.lockQuotas([params], client))[0]! : allCreated(params);
+      if (created.includes(true)) await this.query(q.JobInsertGroup, this.insertGroupArgs([{ params }], [{ created }], params.now), client);
       const response = params.renderResponse(created, usedBefore);
-      if (idempotency) {
-        const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
-        if (response) await this.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
-        else await this.query(q.IdempotencyKeyDelete, keyArgs, client);
-      }
+      if (response) await this.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
+      else await this.query(q.IdempotencyKeyDelete, keyArgs, client);
       return { kind: 'created', created, usedBefore, response, claimed: [] };
     });
   }
 
-  /** Dispatches without an idempotency key or a quota, joined with those of the same event-loop turn. */
+  /** Dispatches without an idempotency key, joined with those of the same event-loop turn. */
   private jobCreateGrouped(params: JobCreateParams): Promise<JobCreateResult> {
     return new Promise((resolve, reject) => {
       this.createGroup.push({ params, resolve, reject });
@@ -417,37 +468,97 @@ export class PostgresStore implements Store {
     });
   }
 
+  /**
+   * The turn's dispatches of teams without a quota: one statement inserts the jobs and adds them to
+   * each team's usage of the day. Those of teams with a quota go apart (quota checks cost two more
+   * statements, which the others should not wait for): one transaction locks the teams, reads
+   * their month's usage and inserts the jobs that fit, leaving out those past a quota in request
+   * order, exactly as one transaction per request would.
+   */
   private async flushCreateGroup(): Promise<void> {
     const group = this.createGroup;
     this.createGroup = [];
-    const jobs = group.flatMap(({ params }) => params.jobs.map((job) => ({ ...job, projectId: params.projectId })));
-    const perTeam = new Map<string, number>();
-    for (const { params } of group) perTeam.set(params.teamId, (perTeam.get(params.teamId) ?? 0) + params.jobs.length);
+    const free = group.filter(({ params }) => !params.quota);
+    const limited = group.filter(({ params }) => params.quota);
+    if (free.length > 0) void this.insertGroup(free);
+    if (limited.length > 0) void this.insertGroup(limited);
+  }
+
+  /** Stores a group whose requests all have a quota, or all have none. */
+  private async insertGroup(group: typeof this.createGroup): Promise<void> {
     // All requests of a group share one `now` (the earliest): created/updated/queued differ by well under a millisecond.
     const now = Math.min(...group.map(({ params }) => params.now));
-    const earliest = Math.min(...jobs.map((j) => j.runAt));
+    const requests = group.map(({ params }) => params);
+    let outcomes: Outcome[];
     try {
-      await this.query(q.JobInsertGroup, [
-        now,
-        jobs.map((j) => j.id),
-        jobs.map((j) => j.projectId),
-        jobs.map((j) => j.payload),
-        jobs.map((j) => j.scheduledFor),
-        jobs.map((j) => j.runAt),
-        jobs.map((j) => j.maxRetries),
-        new Date(now).toISOString().slice(0, 10),
-        [...perTeam.keys()],
-        [...perTeam.values()],
-        jobs.length > 0 && earliest - now <= NOTIFY_HORIZON_MS ? String(earliest) : null,
-      ]);
+      if (!requests[0]!.quota) {
+        outcomes = requests.map(allCreated);
+        await this.query(q.JobInsertGroup, this.insertGroupArgs(group, outcomes, now));
+      } else {
+        outcomes = await this.transaction(async (client) => {
+          const decided = allot(requests, await this.lockQuotas(requests, client));
+          await this.query(q.JobInsertGroup, this.insertGroupArgs(group, decided, now), client);
+          return decided;
+        });
+      }
     } catch (error) {
       for (const { reject } of group) reject(error);
       return;
     }
-    for (const { params, resolve } of group) {
-      const created = params.jobs.map(() => true);
-      resolve({ kind: 'created', created, usedBefore: 0, response: params.renderResponse(created, 0), claimed: [] });
+    for (const [i, { params, resolve }] of group.entries()) {
+      const { created, usedBefore } = outcomes[i]!;
+      resolve({ kind: 'created', created, usedBefore, response: params.renderResponse(created, usedBefore), claimed: [] });
     }
+  }
+
+  /**
+   * Locks the teams (in id order, as every instance does) and reads each one's usage of its quota's
+   * month, keyed by quotaKey. Read after the lock, in a statement of its own, so that it sees what
+   * the transaction that held the lock before committed.
+   */
+  private async lockQuotas(requests: JobCreateParams[], client: Queryable): Promise<Map<string, number>> {
+    const months = new Map(requests.map((params) => [quotaKey(params), params]));
+    const teamIds = [...new Set(requests.map((params) => params.teamId))].sort();
+    await this.query(q.TeamsLock, [teamIds], client);
+    const entries = [...months.values()];
+    const rows = await this.rows<{ n: number }>(
+      q.UsageSumMany,
+      [entries.map((p) => p.teamId), entries.map((p) => p.quota!.monthStartDay), entries.map((p) => p.quota!.monthEndDay)],
+      client,
+    );
+    return new Map(entries.map((params, i) => [quotaKey(params), Number(rows[i]!.n)]));
+  }
+
+  /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
+  private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): unknown[] {
+    const jobs = group.flatMap(({ params }, i) =>
+      params.jobs.filter((_, k) => outcomes[i]!.created[k]).map((job) => ({ ...job, projectId: params.projectId })),
+    );
+    // Each request's jobs count on the UTC day of its own time (a group can span midnight).
+    const counts = new Map<string, { teamId: string; day: string; n: number }>();
+    for (const [i, { params }] of group.entries()) {
+      const n = outcomes[i]!.created.filter(Boolean).length;
+      const day = new Date(params.now).toISOString().slice(0, 10);
+      const key = `${params.teamId} ${day}`;
+      if (n > 0) counts.set(key, { teamId: params.teamId, day, n: (counts.get(key)?.n ?? 0) + n });
+    }
+    // The statement locks the usage rows in this order. Every instance must use the same one, or
+    // two groups taking the same rows in opposite orders deadlock.
+    const perTeam = [...counts.keys()].sort().map((key) => counts.get(key)!);
+    const earliest = Math.min(...jobs.map((j) => j.runAt));
+    return [
+      now,
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.projectId),
+      jobs.map((j) => j.payload),
+      jobs.map((j) => j.scheduledFor),
+      jobs.map((j) => j.runAt),
+      jobs.map((j) => j.maxRetries),
+      perTeam.map((u) => u.teamId),
+      perTeam.map((u) => u.day),
+      perTeam.map((u) => u.n),
+      jobs.length > 0 && earliest - now <= NOTIFY_HORIZON_MS ? String(earliest) : null,
+    ];
   }
 
   async jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null> {
@@ -456,6 +567,14 @@ export class PostgresStore implements Store {
 
   async jobList(params: JobListParams): Promise<JobRow[]> {
     const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
+    if (params.createdFrom != null || params.createdBefore != null) {
+      return this.rows<JobRow>(q.JobListCreatedBetween, [
+        ...args,
+        params.status,
+        params.createdFrom ?? 0,
+        params.createdBefore ?? Number.MAX_SAFE_INTEGER,
+      ]);
+    }
     if (params.status === null) return this.rows<JobRow>(q.JobList, args);
     return this.rows<JobRow>(q.JobListByStatus, [...args, params.status]);
   }
@@ -633,5 +752,67 @@ export class PostgresStore implements Store {
 
   async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {
     return this.rows<{ day: string; jobsCreated: number }>(q.UsageDaily, [params.teamId, params.fromDay, params.toDay]);
+  }
+
+  async teamList(): Promise<TeamRow[]> {
+    return this.rows<TeamRow>(q.TeamList);
+  }
+
+  async teamListByUser(userId: string): Promise<TeamRow[]> {
+    return this.rows<TeamRow>(q.TeamListByUser, [userId]);
+  }
+
+  async userInsert(user: UserWithPassword): Promise<boolean> {
+    const result = await this.query(q.UserInsert, [user.id, user.email, user.passwordHash, user.isOperator, user.createdAt, user.updatedAt]);
+    return result.rowCount === 1;
+  }
+
+  async userGet(userId: string): Promise<UserRow | null> {
+    return (await this.rows<UserRow>(q.UserGet, [userId]))[0] ?? null;
+  }
+
+  async userGetByEmail(email: string): Promise<UserWithPassword | null> {
+    return (await this.rows<UserWithPassword>(q.UserGetByEmail, [email.toLowerCase()]))[0] ?? null;
+  }
+
+  async userGetPasswordHash(userId: string): Promise<string | null> {
+    return (await this.rows<{ passwordHash: string }>(q.UserGetPasswordHash, [userId]))[0]?.passwordHash ?? null;
+  }
+
+  async userList(): Promise<UserRow[]> {
+    return this.rows<UserRow>(q.UserList);
+  }
+
+  async userCount(): Promise<number> {
+    return (await this.rows<{ n: number }>(q.UserCount))[0]!.n;
+  }
+
+  async userUpdatePassword(params: { userId: string; passwordHash: string; now: number }): Promise<boolean> {
+    return (await this.query(q.UserUpdatePassword, [params.userId, params.passwordHash, params.now])).rowCount === 1;
+  }
+
+  async teamMembershipInsert(params: { userId: string; teamId: string; now: number }): Promise<void> {
+    await this.query(q.TeamMembershipInsert, [params.userId, params.teamId, params.now]);
+  }
+
+  async sessionInsert(s: SessionRow): Promise<void> {
+    await this.query(q.SessionInsert, [s.tokenHash, s.userId, s.csrfToken, s.createdAt, s.expiresAt]);
+  }
+
+  async sessionGet(params: { tokenHash: Buffer; now: number }): Promise<{ session: SessionRow; user: UserRow } | null> {
+    const row = (await this.rows<Record<string, unknown>>(q.SessionGet, [params.tokenHash, params.now]))[0];
+    return row ? sessionFromRow(row) : null;
+  }
+
+  async sessionDelete(tokenHash: Buffer): Promise<void> {
+    await this.query(q.SessionDelete, [tokenHash]);
+  }
+
+  async sessionDeleteByUser(params: { userId: string; keepTokenHash: Buffer | null }): Promise<void> {
+    await this.query(q.SessionDeleteByUser, [params.userId, params.keepTokenHash]);
+  }
+
+  async sessionDeleteExpired(now: number): Promise<number> {
+    return (await this.query(q.SessionDeleteExpired, [now])).rowCount ?? 0;
   }
 }

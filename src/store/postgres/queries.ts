@@ -69,12 +69,8 @@ export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at 
 export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
 
 /** All jobs of one request in one statement, from parallel arrays. */
-export const JobInsertMany = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  created_at, updated_at)
-  SELECT j.id, $1, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $2, j.max_retries, $2, $2
-  FROM unnest($3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[]) AS j(id, payload, scheduled_for, run_at, max_retries)`;
 /**
- * The common dispatch (no Idempotency-Key, no quota) for every request of one event-loop turn, in
+ * Every dispatch: the requests of one event-loop turn (or one request with an Idempotency-Key) in
  * one statement: all their jobs, the usage of each team, and one wake-up hint. One round trip and
  * one commit for the group, and each team's usage row is updated once per group, not per request.
  */
@@ -86,7 +82,7 @@ export const JobInsertGroup = `WITH inserted AS (
     RETURNING 1
   ), usage AS (
     INSERT INTO usage_daily (team_id, day, jobs_created)
-    SELECT u.team_id, $8::text, u.n FROM unnest($9::text[], $10::bigint[]) AS u(team_id, n)
+    SELECT u.team_id, u.day, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)
     ON CONFLICT (team_id, day) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created
   ), hint AS (
     SELECT pg_notify('punctual_job_due', $11::text) WHERE $11::text IS NOT NULL
@@ -199,13 +195,50 @@ export const IdempotencyKeyStore = `UPDATE idempotency_keys SET response_status 
   WHERE project_id = $1 AND endpoint = $2 AND key = $3`;
 export const IdempotencyKeyDelete = 'DELETE FROM idempotency_keys WHERE project_id = $1 AND endpoint = $2 AND key = $3';
 
-/** Jobs of a team with a quota are created one transaction at a time, so the count cannot be overtaken. */
-export const TeamLock = 'SELECT 1 FROM teams WHERE id = $1 FOR UPDATE';
-export const UsageAdd = `INSERT INTO usage_daily (team_id, day, jobs_created) VALUES ($1, $2, $3)
-  ON CONFLICT (team_id, day) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created`;
-export const UsageSum = `SELECT COALESCE(SUM(jobs_created), 0)::bigint AS n FROM usage_daily WHERE team_id = $1 AND day >= $2 AND day < $3`;
+/**
+ * Jobs of a team with a quota are created one transaction at a time, so the count cannot be
+ * overtaken. Locks the teams in the order of the array (sorted by the caller, the same on every instance).
+ */
+export const TeamsLock = `SELECT t.id FROM unnest($1::text[]) WITH ORDINALITY AS l(id, ord)
+  JOIN teams t ON t.id = l.id ORDER BY l.ord FOR UPDATE OF t`;
+/** Each (team, month) pair's jobs created, in the order of the arrays. */
+export const UsageSumMany = `SELECT (SELECT COALESCE(SUM(d.jobs_created), 0) FROM usage_daily d
+    WHERE d.team_id = m.team_id AND d.day >= m.month_start AND d.day < m.month_end)::bigint AS n
+  FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS m(team_id, month_start, month_end, ord)
+  ORDER BY m.ord`;
 export const UsageDaily = `SELECT day, jobs_created AS "jobsCreated" FROM usage_daily WHERE team_id = $1 AND day >= $2 AND day < $3
   ORDER BY day`;
 
 /** Wakes the schedulers of every instance; the payload is the due time in ms. */
 export const NotifyDue = `SELECT pg_notify('punctual_job_due', $1::text)`;
+/** Sent in the transaction of every change to keys, projects, teams or secrets: instances drop their read caches. */
+export const NotifyConfigChanged = `SELECT pg_notify('punctual_config_changed', '')`;
+
+/** The dashboard's time range: walks the project's jobs newest first through jobs_project, checking created_at. */
+export const JobListCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND seq < $2
+  AND ($4::text IS NULL OR status = $4) AND created_at >= $5 AND created_at < $6 ORDER BY seq DESC LIMIT $3`;
+
+export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
+export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS "createdAt" FROM teams t
+  JOIN team_memberships m ON m.team_id = t.id WHERE m.user_id = $1 ORDER BY t.created_at, t.id`;
+
+const USER_COLUMNS = 'id, email, is_operator AS "isOperator", created_at AS "createdAt", updated_at AS "updatedAt"';
+export const UserInsert = `INSERT INTO users (id, email, password_hash, is_operator, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (email) DO NOTHING`;
+export const UserGet = `SELECT ${USER_COLUMNS} FROM users WHERE id = $1`;
+export const UserGetByEmail = `SELECT ${USER_COLUMNS}, password_hash AS "passwordHash" FROM users WHERE email = $1`;
+export const UserGetPasswordHash = 'SELECT password_hash AS "passwordHash" FROM users WHERE id = $1';
+export const UserList = `SELECT ${USER_COLUMNS} FROM users ORDER BY created_at, id`;
+export const UserCount = 'SELECT count(*)::int AS n FROM users';
+export const UserUpdatePassword = 'UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1';
+export const TeamMembershipInsert = `INSERT INTO team_memberships (user_id, team_id, created_at) VALUES ($1, $2, $3)
+  ON CONFLICT (user_id, team_id) DO NOTHING`;
+
+export const SessionInsert = `INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`;
+export const SessionGet = `SELECT s.token_hash AS "tokenHash", s.user_id AS "userId", s.csrf_token AS "csrfToken",
+  s.created_at AS "createdAt", s.expires_at AS "expiresAt", u.email, u.is_operator AS "isOperator",
+  u.created_at AS "userCreatedAt", u.updated_at AS "userUpdatedAt"
+  FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2`;
+export const SessionDelete = 'DELETE FROM sessions WHERE token_hash = $1';
+export const SessionDeleteByUser = 'DELETE FROM sessions WHERE user_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)';
+export const SessionDeleteExpired = 'DELETE FROM sessions WHERE expires_at <= $1';

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { translateSqliteError } from './sqlite-errors.js';
 
 interface PendingWrite {
   fn: () => unknown;
@@ -12,7 +13,8 @@ interface PendingWrite {
  * write's promise settles only after that commit, so an answer sent afterwards is durable.
  *
  * Each write runs in its own savepoint: one that throws is rolled back alone and rejects alone.
- * A commit that fails rejects every write of the group.
+ * A commit that fails rejects every write of the group. A full disk or a read-only file rejects
+ * as UNAVAILABLE, and the connection stays usable: the next group tries again.
  */
 export class GroupCommit {
   private pending: PendingWrite[] = [];
@@ -45,21 +47,26 @@ export class GroupCommit {
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (error) {
-      for (const write of group) write.reject(error);
+      for (const write of group) write.reject(translateSqliteError(error));
       return;
     }
     for (const write of group) {
       try {
         outcomes.push({ ok: true, value: this.inSavepoint(write.fn) });
       } catch (error) {
-        outcomes.push({ ok: false, value: error });
+        outcomes.push({ ok: false, value: translateSqliteError(error) });
       }
     }
     try {
       this.db.exec('COMMIT');
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      for (const write of group) write.reject(error);
+      // On a full or read-only disk the rollback can fail too; SQLite then has rolled back already.
+      try {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      } catch {
+        // nothing more to undo
+      }
+      for (const write of group) write.reject(translateSqliteError(error));
       return;
     }
     group.forEach((write, i) => {

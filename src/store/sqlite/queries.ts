@@ -135,3 +135,33 @@ export const UsageAdd = `INSERT INTO usage_daily (team_id, day, jobs_created) VA
 export const UsageSum = `SELECT COALESCE(SUM(jobs_created), 0) AS n FROM usage_daily WHERE team_id = ? AND day >= ? AND day < ?`;
 export const UsageDaily = `SELECT day, jobs_created AS jobsCreated FROM usage_daily WHERE team_id = ? AND day >= ? AND day < ?
   ORDER BY day`;
+
+/** The dashboard's time range: walks the project's jobs newest first through jobs_project, checking created_at. */
+export const JobListCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND seq < @beforeSeq
+  AND (@status IS NULL OR status = @status) AND created_at >= @createdFrom AND created_at < @createdBefore
+  ORDER BY seq DESC LIMIT @limit`;
+
+export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
+export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS createdAt FROM teams t
+  JOIN team_memberships m ON m.team_id = t.id WHERE m.user_id = ? ORDER BY t.created_at, t.id`;
+
+const USER_COLUMNS = 'id, email, is_operator AS isOperator, created_at AS createdAt, updated_at AS updatedAt';
+export const UserInsert = `INSERT INTO users (id, email, password_hash, is_operator, created_at, updated_at)
+  VALUES (@id, @email, @passwordHash, @isOperator, @createdAt, @updatedAt) ON CONFLICT (email) DO NOTHING`;
+export const UserGet = `SELECT ${USER_COLUMNS} FROM users WHERE id = ?`;
+export const UserGetByEmail = `SELECT ${USER_COLUMNS}, password_hash AS passwordHash FROM users WHERE email = ?`;
+export const UserGetPasswordHash = 'SELECT password_hash AS passwordHash FROM users WHERE id = ?';
+export const UserList = `SELECT ${USER_COLUMNS} FROM users ORDER BY created_at, id`;
+export const UserCount = 'SELECT count(*) AS n FROM users';
+export const UserUpdatePassword = 'UPDATE users SET password_hash = @passwordHash, updated_at = @now WHERE id = @userId';
+export const TeamMembershipInsert = `INSERT INTO team_memberships (user_id, team_id, created_at) VALUES (@userId, @teamId, @now)
+  ON CONFLICT (user_id, team_id) DO NOTHING`;
+
+export const SessionInsert = `INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at)
+  VALUES (@tokenHash, @userId, @csrfToken, @createdAt, @expiresAt)`;
+export const SessionGet = `SELECT s.token_hash AS tokenHash, s.user_id AS userId, s.csrf_token AS csrfToken, s.created_at AS createdAt,
+  s.expires_at AS expiresAt, u.email, u.is_operator AS isOperator, u.created_at AS userCreatedAt, u.updated_at AS userUpdatedAt
+  FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = @tokenHash AND s.expires_at > @now`;
+export const SessionDelete = 'DELETE FROM sessions WHERE token_hash = ?';
+export const SessionDeleteByUser = 'DELETE FROM sessions WHERE user_id = @userId AND (@keepTokenHash IS NULL OR token_hash <> @keepTokenHash)';
+export const SessionDeleteExpired = 'DELETE FROM sessions WHERE expires_at <= ?';

@@ -33,13 +33,19 @@ import type {
   ProjectPatch,
   ProjectRow,
   Store,
+  SessionRow,
   TeamRow,
+  UserRow,
+  UserWithPassword,
   WebhookSecretRow,
 } from '../store.js';
 import { JOB_STATUSES } from '../store.js';
 import { GroupCommit } from './group-commit.js';
+import { isSqliteUnavailable } from './sqlite-errors.js';
 import { migrateSqlite } from './migrate.js';
 import { principalFromRow } from '../principal-row.js';
+import { ReadCache } from '../read-cache.js';
+import { sessionFromRow, userFromRow } from '../session-row.js';
 import * as q from './queries.js';
 
 export interface SqliteStoreOptions {
@@ -85,19 +91,36 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly writer: GroupCommit;
   private readonly statements = new Map<string, Statement>();
-  private readonly principals = new Map<string, ApiKeyPrincipal>();
-  private principalsVersion = -1;
+  /**
+   * Dropped when this connection commits a change to keys, projects, teams or secrets
+   * (afterCommit), and when PRAGMA data_version shows that another connection (the CLI) committed
+   * anything. That pragma is read at most once per event-loop turn: requests parsed in one turn
+   * are concurrent anyway.
+   */
+  private readonly cache = new ReadCache();
+  private cacheVersion = -1;
+  private cacheCheckedThisTurn = false;
 
   constructor(options: SqliteStoreOptions) {
     mkdirSync(dirname(options.path), { recursive: true });
     this.db = new Database(options.path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
-    // Another process (the CLI beside a running server) may hold the write lock briefly.
-    this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('foreign_keys = ON');
-    // 64 MB of page cache (the default is 2 MB): the hot index pages stay in memory under load.
-    this.db.pragma('cache_size = -65536');
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      // Another process (the CLI beside a running server) may hold the write lock briefly.
+      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma('foreign_keys = ON');
+      // 64 MB of page cache (the default is 2 MB): the hot index pages stay in memory under load.
+      this.db.pragma('cache_size = -65536');
+    } catch (error) {
+      // SQLite opens a write-protected file read-only and fails only here: close it (or its file
+      // descriptor outlives the failed start) and say what is wrong in words an operator can act on.
+      this.db.close();
+      if (!isSqliteUnavailable(error)) throw error;
+      throw new Error(`Cannot open the SQLite database ${options.path} for writing (${(error as Error).message}): is its file system read-only or full?`, {
+        cause: error,
+      });
+    }
     this.writer = new GroupCommit(this.db);
   }
 
@@ -160,15 +183,25 @@ export class SqliteStore implements Store {
   }
 
   projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
-    return this.writer.run(() => {
+    return this.afterCommit(this.writer.run(() => {
       this.sql(q.ProjectInsert).run(projectParams(params.project));
       this.sql(q.WebhookSecretInsert).run(params.secret);
-    });
+    }));
   }
 
   async projectGet(projectId: string): Promise<ProjectRow | null> {
+    return this.cachedProject(projectId);
+  }
+
+  private cachedProject(projectId: string): ProjectRow | null {
+    this.checkCacheVersion();
+    const cached = this.cache.project(projectId);
+    if (cached) return cached;
     const row = this.sql(q.ProjectGet).get(projectId);
-    return row ? toProject(row) : null;
+    if (!row) return null;
+    const project = toProject(row);
+    this.cache.storeProject(this.cache.mark(), project);
+    return project;
   }
 
   async projectListByTeam(teamId: string): Promise<ProjectRow[]> {
@@ -192,36 +225,37 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Drops cached principals once a write that can change them has committed. */
+  /** Drops the caches once a write that can change what they hold has committed. */
   private afterCommit<T>(write: Promise<T>): Promise<T> {
     return write.then((result) => {
-      this.principals.clear();
+      this.cache.drop();
       return result;
     });
   }
 
-  /**
-   * Every API request looks its key up, so principals are cached, exactly: the cache is dropped
-   * when this connection changes a key, project or team, and whenever PRAGMA data_version shows
-   * another connection (the CLI) committed anything.
-   */
-  async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+  private checkCacheVersion(): void {
+    if (this.cacheCheckedThisTurn) return;
+    this.cacheCheckedThisTurn = true;
+    setImmediate(() => {
+      this.cacheCheckedThisTurn = false;
+    });
     const version = (this.sql('PRAGMA data_version').get() as { data_version: number }).data_version;
-    if (version !== this.principalsVersion) {
-      this.principals.clear();
-      this.principalsVersion = version;
+    if (version !== this.cacheVersion) {
+      this.cache.drop();
+      this.cacheVersion = version;
     }
-    const cacheKey = hash.toString('latin1');
-    const cached = this.principals.get(cacheKey);
-    if (cached) return cached;
-    const principal = this.readPrincipal(hash);
-    if (principal) this.principals.set(cacheKey, principal);
-    return principal;
   }
 
-  private readPrincipal(hash: Buffer): ApiKeyPrincipal | null {
+  /** Every API request looks its key up: from the cache. */
+  async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+    this.checkCacheVersion();
+    const cached = this.cache.principal(hash);
+    if (cached) return cached;
     const row = this.sql(q.ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
-    return row ? principalFromRow(row) : null;
+    if (!row) return null;
+    const principal = principalFromRow(row);
+    this.cache.storePrincipal(this.cache.mark(), hash, principal);
+    return principal;
   }
 
   async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
@@ -240,24 +274,28 @@ export class SqliteStore implements Store {
   }
 
   apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
-    for (const principal of this.principals.values()) {
-      if (principal.key.id === params.keyId) principal.key.lastUsedAt = Math.max(principal.key.lastUsedAt ?? 0, params.now);
-    }
+    this.cache.touchKey(params.keyId, params.now);
     return this.writer.run(() => {
       this.sql(q.ApiKeyTouch).run(params);
     });
   }
 
+  /** Every delivery signs with these: from the cache until the first of them expires. */
   async webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]> {
-    return this.sql(q.WebhookSecretListActive).all(params) as WebhookSecretRow[];
+    this.checkCacheVersion();
+    const cached = this.cache.activeSecrets(params.projectId, params.now);
+    if (cached) return cached;
+    const rows = this.sql(q.WebhookSecretListActive).all(params) as WebhookSecretRow[];
+    this.cache.storeActiveSecrets(this.cache.mark(), params.projectId, params.now, rows);
+    return rows;
   }
 
   webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
-    return this.writer.run(() => {
+    return this.afterCommit(this.writer.run(() => {
       this.sql(q.WebhookSecretDeleteExpiring).run(params.projectId);
       this.sql(q.WebhookSecretExpireNewest).run({ projectId: params.projectId, expiresAt: params.now + params.overlapMs });
       this.sql(q.WebhookSecretInsert).run(params.secret);
-    });
+    }));
   }
 
   jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
@@ -319,6 +357,14 @@ export class SqliteStore implements Store {
       beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit: params.limit,
     };
+    if (params.createdFrom != null || params.createdBefore != null) {
+      return this.sql(q.JobListCreatedBetween).all({
+        ...args,
+        status: params.status,
+        createdFrom: params.createdFrom ?? 0,
+        createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER,
+      }) as JobRow[];
+    }
     if (params.status === null) return this.sql(q.JobList).all(args) as JobRow[];
     return this.sql(q.JobListByStatus).all({ ...args, status: params.status }) as JobRow[];
   }
@@ -350,10 +396,9 @@ export class SqliteStore implements Store {
   }
 
   async projectGetMany(projectIds: string[]): Promise<ProjectRow[]> {
-    const get = this.sql(q.ProjectGet);
     return projectIds.flatMap((id) => {
-      const row = get.get(id);
-      return row ? [toProject(row)] : [];
+      const project = this.cachedProject(id);
+      return project ? [project] : [];
     });
   }
 
@@ -445,5 +490,76 @@ export class SqliteStore implements Store {
 
   async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {
     return this.sql(q.UsageDaily).all(params.teamId, params.fromDay, params.toDay) as { day: string; jobsCreated: number }[];
+  }
+
+  async teamList(): Promise<TeamRow[]> {
+    return this.sql(q.TeamList).all() as TeamRow[];
+  }
+
+  async teamListByUser(userId: string): Promise<TeamRow[]> {
+    return this.sql(q.TeamListByUser).all(userId) as TeamRow[];
+  }
+
+  userInsert(user: UserWithPassword): Promise<boolean> {
+    return this.writer.run(() => this.sql(q.UserInsert).run({ ...user, isOperator: user.isOperator ? 1 : 0 }).changes === 1);
+  }
+
+  async userGet(userId: string): Promise<UserRow | null> {
+    const row = this.sql(q.UserGet).get(userId) as UserRow | undefined;
+    return row ? userFromRow(row) : null;
+  }
+
+  async userGetByEmail(email: string): Promise<UserWithPassword | null> {
+    const row = this.sql(q.UserGetByEmail).get(email.toLowerCase()) as UserWithPassword | undefined;
+    return row ? userFromRow(row) : null;
+  }
+
+  async userGetPasswordHash(userId: string): Promise<string | null> {
+    return (this.sql(q.UserGetPasswordHash).get(userId) as { passwordHash: string } | undefined)?.passwordHash ?? null;
+  }
+
+  async userList(): Promise<UserRow[]> {
+    return (this.sql(q.UserList).all() as UserRow[]).map(userFromRow);
+  }
+
+  async userCount(): Promise<number> {
+    return (this.sql(q.UserCount).get() as { n: number }).n;
+  }
+
+  userUpdatePassword(params: { userId: string; passwordHash: string; now: number }): Promise<boolean> {
+    return this.writer.run(() => this.sql(q.UserUpdatePassword).run(params).changes === 1);
+  }
+
+  teamMembershipInsert(params: { userId: string; teamId: string; now: number }): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.TeamMembershipInsert).run(params);
+    });
+  }
+
+  sessionInsert(session: SessionRow): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.SessionInsert).run(session);
+    });
+  }
+
+  async sessionGet(params: { tokenHash: Buffer; now: number }): Promise<{ session: SessionRow; user: UserRow } | null> {
+    const row = this.sql(q.SessionGet).get(params) as Record<string, unknown> | undefined;
+    return row ? sessionFromRow(row) : null;
+  }
+
+  sessionDelete(tokenHash: Buffer): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.SessionDelete).run(tokenHash);
+    });
+  }
+
+  sessionDeleteByUser(params: { userId: string; keepTokenHash: Buffer | null }): Promise<void> {
+    return this.writer.run(() => {
+      this.sql(q.SessionDeleteByUser).run(params);
+    });
+  }
+
+  sessionDeleteExpired(now: number): Promise<number> {
+    return this.writer.run(() => this.sql(q.SessionDeleteExpired).run(now).changes);
   }
 }

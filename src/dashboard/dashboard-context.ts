@@ -1,0 +1,89 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../clock.js';
+import { PunctualError } from '../errors.js';
+import type { Viewer } from '../services/access-service.js';
+import type { Services } from '../services/services.js';
+import type { ActiveSession } from '../services/session-service.js';
+import type { TeamRow } from '../store/store.js';
+import type { FormError, PageContext } from './views/components.js';
+import type { SafeHtml } from './views/html.js';
+
+export interface DashboardDeps {
+  services: Services;
+  clock: Clock;
+  /** PUNCTUAL_PUBLIC_URL: shown in curl commands; https here makes the session cookie Secure. */
+  publicUrl: string;
+}
+
+/** The signed-in user of a dashboard request (set by the plugin's onRequest hook). */
+export interface SignedIn extends ActiveSession {
+  viewer: Viewer & { kind: 'user' };
+  token: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    signedIn: SignedIn | null;
+  }
+  interface FastifyContextConfig {
+    /** Dashboard routes reachable without a session (login, assets). */
+    publicPage?: boolean;
+  }
+}
+
+export function sendPage(reply: FastifyReply, page: SafeHtml, status = 200): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(page.value);
+}
+
+/** After a POST: back to a page with a fixed notice (never text from the request). */
+export function redirectWithNotice(reply: FastifyReply, path: string, done: NoticeCode): FastifyReply {
+  return reply.redirect(`${path}?done=${done}`, 303);
+}
+
+export const NOTICES = {
+  'key-revoked': 'The key is revoked: requests with it now answer 401.',
+  'url-saved': 'Webhook URL saved.',
+  rotated: 'New secret created. Both secrets sign deliveries until the previous one expires.',
+  'settings-saved': 'Delivery settings saved.',
+  cancelled: 'Job cancelled. It will not be delivered.',
+  rescheduled: 'Job rescheduled.',
+  retried: 'Job queued again, to run at once.',
+  'password-changed': 'Password changed. Your other sessions are logged out.',
+  'logged-out': 'You are logged out.',
+} as const;
+export type NoticeCode = keyof typeof NOTICES;
+
+export function noticeFrom(request: FastifyRequest): string | null {
+  const done = (request.query as Record<string, unknown> | undefined)?.done;
+  return typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done as NoticeCode] : null;
+}
+
+/** A service's refusal, for showing beside the form; anything that is not a contract error is rethrown. */
+export function formError(error: unknown): FormError & { statusCode: number } {
+  if (!(error instanceof PunctualError) || error.statusCode >= 500) throw error;
+  const field = typeof error.data.field === 'string' ? error.data.field : undefined;
+  return { message: error.data.message, statusCode: error.statusCode, ...(field !== undefined && { field }) };
+}
+
+export function signedIn(request: FastifyRequest): SignedIn {
+  if (!request.signedIn) throw new Error('dashboard route reached without a session');
+  return request.signedIn;
+}
+
+/** Everything the layout needs; `team` is the team the page is about. */
+export async function pageContext(deps: DashboardDeps, request: FastifyRequest, team: TeamRow | null = null): Promise<PageContext> {
+  const current = signedIn(request);
+  const teams = await deps.services.access.visibleTeams(current.viewer);
+  return {
+    user: current.user,
+    operator: current.viewer.teamIds === 'all',
+    teams,
+    csrfToken: current.session.csrfToken,
+    team: team ?? (teams.length === 1 ? teams[0]! : null),
+  };
+}
+
+/** A path on this site to return to after logging in; anything else (//evil, https://…) becomes "/". */
+export function safeNextPath(next: unknown): string {
+  return typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) ? next : '/';
+}

@@ -1,0 +1,113 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidRequestError, NotFoundError } from '../../errors.js';
+import { JOB_STATUSES, type JobStatus } from '../../store/store.js';
+import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
+import { formFields } from '../form-body.js';
+import type { FormError } from '../views/components.js';
+import { jobPage, jobsPage, type AttemptView, type JobFilter, type JobView } from '../views/job-pages.js';
+
+type ProjectParams = { Params: { projectId: string } };
+type JobParams = { Params: { projectId: string; jobId: string } };
+
+const PAGE_SIZE = 25;
+const DATETIME_LOCAL = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/;
+
+/** A datetime-local value read as UTC (the page says so), as an RFC 3339 timestamp; null when empty. */
+function utcFromLocalInput(value: string | undefined, field: string): string | null {
+  const text = (value ?? '').trim();
+  if (text === '') return null;
+  const m = DATETIME_LOCAL.exec(text);
+  if (!m) throw new InvalidRequestError(`${field} must be a date and time, e.g. 2027-01-05T09:30`, { field });
+  return `${m[1]}T${m[2]}${m[3] ?? ':00'}Z`;
+}
+
+function epochFromLocalInput(value: string | undefined, field: string): number | null {
+  const text = utcFromLocalInput(value, field);
+  if (text === null) return null;
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) throw new InvalidRequestError(`${field} is not a real date and time`, { field });
+  return ms;
+}
+
+/** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
+export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { access, jobs } = deps.services;
+  const jobContext = (request: FastifyRequest<ProjectParams>) => access.jobContext(signedIn(request).viewer, request.params.projectId, request.receivedAt);
+
+  app.get<ProjectParams>('/projects/:projectId/jobs', async (request, reply) => {
+    const ctx = await jobContext(request);
+    const query = request.query as Record<string, unknown>;
+    const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
+    const filter: JobFilter = { status: text('status'), from: text('from'), to: text('to'), jobId: text('jobId') };
+    const cursor = text('cursor') || null;
+    const page = await pageContext(deps, request, ctx.team);
+    let error: FormError | null = null;
+    let found: { jobs: Record<string, unknown>[]; nextCursor: string | null } = { jobs: [], nextCursor: null };
+    try {
+      if (filter.jobId) {
+        await jobs.get(ctx, filter.jobId);
+        return reply.redirect(`/projects/${ctx.project.id}/jobs/${encodeURIComponent(filter.jobId)}`, 303);
+      }
+      if (filter.status && !JOB_STATUSES.includes(filter.status as JobStatus)) {
+        throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
+      }
+      found = await jobs.listPage(ctx, {
+        status: (filter.status || null) as JobStatus | null,
+        limit: PAGE_SIZE,
+        cursor,
+        createdFrom: epochFromLocalInput(filter.from, 'from'),
+        createdBefore: epochFromLocalInput(filter.to, 'to'),
+      });
+    } catch (caught) {
+      error = caught instanceof NotFoundError ? { message: `No job ${filter.jobId} in this project.`, field: 'jobId' } : formError(caught);
+    }
+    const view = jobsPage(page, { project: ctx.project, jobs: found.jobs as unknown as JobView[], nextCursor: found.nextCursor, paged: cursor !== null, filter, error });
+    return sendPage(reply, view, error && !(error.field === 'jobId') ? 400 : 200);
+  });
+
+  async function renderJob(request: FastifyRequest<JobParams>, extra: { error?: FormError; notice?: string | null; rescheduleValue?: string }) {
+    const ctx = await jobContext(request);
+    const job = (await jobs.get(ctx, request.params.jobId)) as unknown as JobView;
+    const { attempts } = await jobs.attempts(ctx, request.params.jobId);
+    const page = await pageContext(deps, request, ctx.team);
+    return jobPage(page, { project: ctx.project, job, attempts: attempts as unknown as AttemptView[], ...extra });
+  }
+
+  app.get<JobParams>('/projects/:projectId/jobs/:jobId', async (request, reply) => sendPage(reply, await renderJob(request, { notice: noticeFrom(request) })));
+
+  /** Runs a job action; a refusal (JOB_NOT_QUEUED, a bad time…) is shown on the job's page, else back to the page with a notice. */
+  async function act(
+    request: FastifyRequest<JobParams>,
+    reply: FastifyReply,
+    action: () => Promise<unknown>,
+    done: 'cancelled' | 'rescheduled' | 'retried',
+    rescheduleValue?: string,
+  ) {
+    try {
+      await action();
+    } catch (caught) {
+      const refused = formError(caught);
+      if (refused.statusCode === 404) throw caught;
+      const page = await renderJob(request, { error: refused, ...(rescheduleValue !== undefined && { rescheduleValue }) });
+      return sendPage(reply, page, refused.statusCode);
+    }
+    return redirectWithNotice(reply, `/projects/${request.params.projectId}/jobs/${encodeURIComponent(request.params.jobId)}`, done);
+  }
+
+  app.post<JobParams>('/projects/:projectId/jobs/:jobId/cancel', async (request, reply) => {
+    const ctx = await jobContext(request);
+    return act(request, reply, () => jobs.cancel(ctx, request.params.jobId), 'cancelled');
+  });
+
+  app.post<JobParams>('/projects/:projectId/jobs/:jobId/retry', async (request, reply) => {
+    const ctx = await jobContext(request);
+    return act(request, reply, () => jobs.retry(ctx, request.params.jobId), 'retried');
+  });
+
+  app.post<JobParams>('/projects/:projectId/jobs/:jobId/reschedule', async (request, reply) => {
+    const ctx = await jobContext(request);
+    const typed = formFields(request.body).scheduledFor ?? '';
+    const reschedule = async () => jobs.reschedule(ctx, request.params.jobId, { scheduledFor: utcFromLocalInput(typed, 'scheduledFor') });
+    return act(request, reply, reschedule, 'rescheduled', typed);
+  });
+};

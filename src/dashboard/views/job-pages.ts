@@ -1,0 +1,225 @@
+import { JOB_STATUSES, type ProjectRow } from '../../store/store.js';
+import { duration, errorSummary, notice, postForm, statusBadge, time, type FormError, type PageContext } from './components.js';
+import { html, type SafeHtml } from './html.js';
+import { layout } from './layout.js';
+
+/** The job service's status body (SPEC section 2), as the templates read it. */
+export interface JobView {
+  jobId: string;
+  status: string;
+  scheduledFor: string | null;
+  maxRetries: number;
+  attemptCount: number;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  completedAt?: string;
+  failedAt?: string;
+  cancelledAt?: string;
+  lastError: string | null;
+  payload: unknown;
+}
+
+export interface AttemptView {
+  attemptId: string;
+  attemptNumber: number;
+  startedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  statusCode: number | null;
+  durationMs: number | null;
+  error: string | null;
+  responseBody: string | null;
+}
+
+export interface JobFilter {
+  status: string;
+  from: string;
+  to: string;
+  jobId: string;
+}
+
+function filterQuery(filter: JobFilter, cursor: string | null): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(filter)) if (value) params.set(name, value);
+  if (cursor) params.set('cursor', cursor);
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+export function jobsPage(
+  ctx: PageContext,
+  o: { project: ProjectRow; jobs: JobView[]; nextCursor: string | null; paged: boolean; filter: JobFilter; error?: FormError | null },
+): SafeHtml {
+  const { project, filter } = o;
+  const base = `/projects/${project.id}/jobs`;
+  const input = (name: keyof JobFilter, label: string, type: string, hint: string) => html`<div class="field">
+      <label for="f-${name}">${label}</label>
+      <input id="f-${name}" name="${name}" type="${type}" value="${filter[name]}" aria-describedby="f-${name}-hint"${o.error?.field === name ? html` aria-invalid="true"` : ''}>
+      <p class="hint" id="f-${name}-hint">${hint}</p>
+    </div>`;
+  const filtered = Boolean(filter.status || filter.from || filter.to || filter.jobId);
+  return layout({
+    title: `${project.name}: jobs`,
+    ctx,
+    project,
+    tab: 'jobs',
+    body: html`<h1>Jobs</h1>
+      <form method="get" action="${base}" class="card filters" aria-label="Filter jobs">
+        <div class="field">
+          <label for="f-status">Status</label>
+          <select id="f-status" name="status">
+            <option value="">Any status</option>
+            ${JOB_STATUSES.map((s) => html`<option value="${s}"${filter.status === s ? html` selected` : ''}>${s}</option>`)}
+          </select>
+        </div>
+        ${input('from', 'Created from (UTC)', 'datetime-local', 'Inclusive.')}
+        ${input('to', 'Created before (UTC)', 'datetime-local', 'Exclusive.')}
+        ${input('jobId', 'Job id', 'search', 'Goes straight to that job.')}
+        <div class="filter-actions">
+          <button type="submit" class="button">Filter</button>
+          ${filtered ? html`<a href="${base}" class="button button-secondary">Clear</a>` : ''}
+        </div>
+      </form>
+      ${errorSummary(o.error)}
+      ${o.jobs.length === 0
+        ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. The <a href="/projects/${project.id}">project page</a> shows the curl command that dispatches the first one.`}</p></section>`
+        : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
+            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Scheduled for</th><th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
+            <tbody>${o.jobs.map(
+              (j) => html`<tr>
+                <td data-label="Job"><a href="${base}/${j.jobId}"><code>${j.jobId}</code></a></td>
+                <td data-label="Status">${statusBadge(j.status)}</td>
+                <td data-label="Created">${time(j.createdAt)}</td>
+                <td data-label="Scheduled for">${j.scheduledFor ? time(j.scheduledFor) : html`<span class="muted">at once</span>`}</td>
+                <td data-label="Attempts">${j.attemptCount}</td>
+                <td data-label="Last error" class="clip">${j.lastError ?? ''}</td>
+              </tr>`,
+            )}</tbody>
+          </table></div>`}
+      <nav class="pager" aria-label="Pages">
+        ${o.paged ? html`<a href="${base}${filterQuery(filter, null)}">← Newest</a>` : ''}
+        ${o.nextCursor ? html`<a href="${base}${filterQuery(filter, o.nextCursor)}" rel="next">Older jobs →</a>` : ''}
+      </nav>`,
+  });
+}
+
+interface TimelineEntry {
+  at: string;
+  label: string;
+  detail?: SafeHtml | string;
+}
+
+/**
+ * The states a job went through, rebuilt from its timestamps and attempts (the store keeps no
+ * separate history): queued, each attempt sent and answered, then where it ended or waits.
+ */
+function timeline(job: JobView, attempts: AttemptView[]): TimelineEntry[] {
+  const entries: TimelineEntry[] = [{ at: job.createdAt, label: 'QUEUED', detail: job.scheduledFor ? html`to run at ${time(job.scheduledFor)}` : 'to run at once' }];
+  for (const a of attempts) {
+    entries.push({ at: a.startedAt, label: 'STARTED', detail: `attempt ${a.attemptNumber} sent` });
+    if (a.finishedAt) {
+      entries.push({
+        at: a.finishedAt,
+        label: a.outcome === 'success' ? 'COMPLETED' : 'attempt failed',
+        detail: `${a.outcome}${a.statusCode !== null ? ` (HTTP ${a.statusCode})` : ''}`,
+      });
+    }
+  }
+  if (job.failedAt) entries.push({ at: job.failedAt, label: 'FAILED', detail: 'no retries left' });
+  if (job.cancelledAt) entries.push({ at: job.cancelledAt, label: 'CANCELLED' });
+  if (job.status === 'QUEUED' && job.nextAttemptAt && (attempts.length > 0 || job.scheduledFor)) {
+    entries.push({ at: job.nextAttemptAt, label: 'next attempt due', detail: 'waiting' });
+  }
+  // A retry of a FAILED job and duplicate COMPLETED marks collapse into the order of time.
+  return entries
+    .filter((e, i, all) => !(e.label === 'COMPLETED' && all.findIndex((x) => x.label === 'COMPLETED') !== i))
+    .sort((a, b) => a.at.localeCompare(b.at));
+}
+
+export function jobPage(
+  ctx: PageContext,
+  o: { project: ProjectRow; job: JobView; attempts: AttemptView[]; error?: FormError | null; notice?: string | null; rescheduleValue?: string },
+): SafeHtml {
+  const { project, job } = o;
+  const base = `/projects/${project.id}/jobs/${job.jobId}`;
+  const queued = job.status === 'QUEUED';
+  return layout({
+    title: `Job ${job.jobId}`,
+    ctx,
+    project,
+    tab: 'jobs',
+    body: html`<p class="crumbs"><a href="/projects/${project.id}/jobs">← All jobs</a></p>
+      <h1 class="job-title"><code>${job.jobId}</code> ${statusBadge(job.status)}</h1>
+      ${notice(o.notice)}
+      ${errorSummary(o.error)}
+      <div class="grid">
+        <section class="card">
+          <h2>Schedule</h2>
+          <dl class="facts">
+            <dt>Created</dt><dd>${time(job.createdAt)}</dd>
+            <dt>Scheduled for</dt><dd>${job.scheduledFor ? time(job.scheduledFor) : 'at once'}</dd>
+            <dt>Next attempt</dt><dd>${job.nextAttemptAt ? time(job.nextAttemptAt) : html`<span class="muted">none</span>`}</dd>
+            <dt>Attempts</dt><dd>${job.attemptCount} (at most ${job.maxRetries} ${job.maxRetries === 1 ? 'retry' : 'retries'} after the first)</dd>
+            ${job.completedAt ? html`<dt>Completed</dt><dd>${time(job.completedAt)}</dd>` : ''}
+            ${job.failedAt ? html`<dt>Failed</dt><dd>${time(job.failedAt)}</dd>` : ''}
+            ${job.cancelledAt ? html`<dt>Cancelled</dt><dd>${time(job.cancelledAt)}</dd>` : ''}
+            ${job.lastError ? html`<dt>Last error</dt><dd>${job.lastError}</dd>` : ''}
+          </dl>
+        </section>
+        <section class="card">
+          <h2>Actions</h2>
+          ${queued
+            ? html`${postForm(
+                ctx,
+                `${base}/reschedule`,
+                html`<div class="field${o.error?.field === 'scheduledFor' ? ' field-error' : ''}">
+                  <label for="f-scheduledFor">Run at (UTC)</label>
+                  <input id="f-scheduledFor" name="scheduledFor" type="datetime-local" step="1" value="${o.rescheduleValue ?? ''}" aria-describedby="f-scheduledFor-hint">
+                  <p class="hint" id="f-scheduledFor-hint">Leave empty to run it at once.</p>
+                </div>
+                <button type="submit" class="button">Reschedule</button>`,
+              )}
+              <details class="confirm">
+                <summary class="button button-danger">Cancel job…</summary>
+                <div class="confirm-box">
+                  <p>Cancel this job? It will never be delivered. This cannot be undone.</p>
+                  ${postForm(ctx, `${base}/cancel`, html`<button type="submit" class="button button-danger">Cancel job</button>`)}
+                </div>
+              </details>`
+            : job.status === 'FAILED'
+              ? postForm(ctx, `${base}/retry`, html`<p>Queue it again to run at once, with a fresh retry budget.</p><button type="submit" class="button">Retry job</button>`)
+              : html`<p class="muted">No actions: ${job.status === 'COMPLETED' || job.status === 'CANCELLED' ? 'this job is final.' : 'a delivery is in progress.'}</p>`}
+        </section>
+      </div>
+      <section class="card">
+        <h2>Payload</h2>
+        <pre class="code">${JSON.stringify(job.payload, null, 2)}</pre>
+      </section>
+      <section class="card">
+        <h2>Timeline</h2>
+        <ol class="timeline">${timeline(job, o.attempts).map(
+          (e) => html`<li><span class="when">${time(e.at, true)}</span> <strong>${e.label}</strong> ${e.detail ? html`<span class="muted">${e.detail}</span>` : ''}</li>`,
+        )}</ol>
+      </section>
+      <section class="card">
+        <h2>Attempts</h2>
+        ${o.attempts.length === 0
+          ? html`<p class="muted">No attempt yet.</p>`
+          : html`<div class="table-wrap"><table class="table table-cards" aria-label="Attempts, oldest first">
+              <thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col">Status</th><th scope="col">Duration</th><th scope="col">Error</th><th scope="col">Response body</th></tr></thead>
+              <tbody>${o.attempts.map(
+                (a) => html`<tr class="attempt">
+                  <td data-label="#">${a.attemptNumber}</td>
+                  <td data-label="Started">${time(a.startedAt, true)}</td>
+                  <td data-label="Outcome">${a.outcome ? html`<span class="badge badge-${a.outcome === 'success' ? 'completed' : 'failed'}">${a.outcome}</span>` : html`<span class="muted">in flight</span>`}</td>
+                  <td data-label="Status">${a.statusCode ?? '—'}</td>
+                  <td data-label="Duration">${duration(a.durationMs)}</td>
+                  <td data-label="Error">${a.error ?? ''}</td>
+                  <td data-label="Response body"><pre class="code small">${a.responseBody ?? ''}</pre></td>
+                </tr>`,
+              )}</tbody>
+            </table></div>`}
+      </section>`,
+  });
+}

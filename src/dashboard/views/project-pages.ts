@@ -1,0 +1,252 @@
+import type { apiKeyView } from '../../services/manage-service.js';
+import type { ProjectRow } from '../../store/store.js';
+import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
+import { html, type SafeHtml } from './html.js';
+import { layout } from './layout.js';
+
+type ApiKeyView = ReturnType<typeof apiKeyView>;
+
+/** The command that dispatches a project's first job: its own URL, and its key when we have it in clear. */
+export function firstJobCurl(publicUrl: string, key: string | null, prefix: string | null): string {
+  const bearer = key ?? `${prefix ?? 'pk_'}…  (your API key)`;
+  return `curl -X POST ${publicUrl}/api/jobs/dispatch \\
+  -H "Authorization: Bearer ${bearer}" \\
+  -H "Content-Type: application/json" \\
+  -d '{"payload": {"hello": "world"}}'`;
+}
+
+export interface OverviewOptions {
+  project: ProjectRow;
+  keys: ApiKeyView[];
+  hasJobs: boolean;
+  publicUrl: string;
+  /** A key just created: its full text, shown this once. */
+  createdKey?: { name: string; key: string } | null;
+  error?: FormError | null;
+  notice?: string | null;
+}
+
+function keyRow(ctx: PageContext, project: ProjectRow, key: ApiKeyView): SafeHtml {
+  return html`<tr>
+    <td data-label="Name">${key.name}</td>
+    <td data-label="Prefix"><code>${key.prefix}…</code></td>
+    <td data-label="Created">${time(key.createdAt)}</td>
+    <td data-label="Last used">${time(key.lastUsedAt)}</td>
+    <td data-label="Status">${key.revokedAt
+      ? html`<span class="badge badge-cancelled">revoked</span> ${time(key.revokedAt)}`
+      : html`<details class="confirm">
+          <summary class="button button-small button-danger">Revoke…</summary>
+          <div class="confirm-box">
+            <p>Revoke <strong>${key.name}</strong>? Requests with this key answer 401 from then on. This cannot be undone.</p>
+            ${postForm(ctx, `/projects/${project.id}/keys/${key.keyId}/revoke`, html`<button type="submit" class="button button-danger">Revoke ${key.name}</button>`)}
+          </div>
+        </details>`}</td>
+  </tr>`;
+}
+
+export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
+  const { project } = o;
+  const activeKey = o.keys.find((k) => k.revokedAt === null) ?? null;
+  const curl = firstJobCurl(o.publicUrl, o.createdKey?.key ?? null, activeKey?.prefix ?? null);
+  const firstJob = !o.hasJobs
+    ? emptyState(
+        'Dispatch your first job',
+        html`${project.webhookUrl
+          ? html`<p>Run this to queue a job; Punctual POSTs it to <code>${project.webhookUrl}</code> at once.
+              ${o.createdKey ? '' : html` Put the API key you saved in place of the placeholder (or create a key below: it is shown once).`}</p>
+              <div class="copyable"><pre id="first-curl" class="code">${curl}</pre>
+              <button type="button" class="button button-small" data-copy="first-curl" aria-label="Copy the curl command" hidden>Copy</button></div>
+              <p>Then watch it on the <a href="/projects/${project.id}/jobs">Jobs</a> page.</p>`
+          : html`<p>This project has no webhook URL yet, so a dispatch would answer <code>WEBHOOK_NOT_CONFIGURED</code>.
+              <a href="/projects/${project.id}/webhook">Set the webhook URL</a> first, then come back for the curl command.</p>`}`,
+      )
+    : '';
+  return layout({
+    title: project.name,
+    ctx,
+    project,
+    tab: 'overview',
+    body: html`<h1>${project.name}</h1>
+      ${notice(o.notice)}
+      ${o.createdKey
+        ? html`<section class="card card-highlight" aria-labelledby="new-key-title">
+            <h2 id="new-key-title">New API key “${o.createdKey.name}”</h2>
+            <p><strong>Copy it now: it is shown this once.</strong> Only a hash is kept.</p>
+            ${copyable('new-key', o.createdKey.key, 'the API key')}
+          </section>`
+        : ''}
+      ${firstJob}
+      <section class="card">
+        <h2>API keys</h2>
+        ${o.keys.length === 0
+          ? html`<p>No keys yet. Create one for each environment (production, staging…).</p>`
+          : html`<div class="table-wrap"><table class="table table-cards">
+              <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th></tr></thead>
+              <tbody>${o.keys.map((k) => keyRow(ctx, project, k))}</tbody>
+            </table></div>`}
+        <h3>Create a key</h3>
+        ${errorSummary(o.error)}
+        ${postForm(
+          ctx,
+          `/projects/${project.id}/keys`,
+          html`${field({ name: 'name', label: 'Key name', hint: 'For you: where the key is used, e.g. "production".', required: true, error: o.error })}
+          <button type="submit" class="button">Create key</button>`,
+          { class: 'inline-form' },
+        )}
+      </section>
+      <section class="card">
+        <h2>Project</h2>
+        <dl class="facts">
+          <dt>Project id</dt><dd><code>${project.id}</code></dd>
+          <dt>Webhook URL</dt><dd>${project.webhookUrl ?? html`<span class="muted">not set</span>`} <a href="/projects/${project.id}/webhook">change</a></dd>
+          <dt>Created</dt><dd>${time(project.createdAt)}</dd>
+        </dl>
+      </section>`,
+  });
+}
+
+export interface SecretView {
+  webhookSecret: string;
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+export interface TestDeliveryView {
+  outcome: string;
+  statusCode: number | null;
+  durationMs: number;
+  responseBody: string | null;
+  error: string | null;
+  at: number;
+}
+
+export function webhookPage(
+  ctx: PageContext,
+  o: {
+    project: ProjectRow;
+    secrets: SecretView[];
+    revealed: boolean;
+    testResult?: TestDeliveryView | null;
+    error?: FormError | null;
+    notice?: string | null;
+    webhookUrl?: string;
+  },
+): SafeHtml {
+  const { project } = o;
+  const masked = (s: string) => `whsec_${'•'.repeat(12)}${s.slice(-4)}`;
+  return layout({
+    title: `${project.name}: webhook`,
+    ctx,
+    project,
+    tab: 'webhook',
+    body: html`<h1>Webhook</h1>
+      ${notice(o.notice)}
+      <section class="card">
+        <h2>Webhook URL</h2>
+        ${errorSummary(o.error)}
+        ${postForm(
+          ctx,
+          `/projects/${project.id}/webhook`,
+          html`${field({
+            name: 'webhookUrl',
+            label: 'URL Punctual POSTs each job to',
+            type: 'url',
+            value: o.webhookUrl ?? project.webhookUrl ?? '',
+            hint: 'An absolute http(s) URL. Leave empty to unset it (dispatches then answer WEBHOOK_NOT_CONFIGURED).',
+            error: o.error,
+          })}
+          <button type="submit" class="button">Save URL</button>`,
+        )}
+      </section>
+      <section class="card">
+        <h2>Test delivery</h2>
+        <p>Sends a real, signed request with payload <code>{"test": true}</code> to the URL above. No job is created.</p>
+        ${postForm(ctx, `/projects/${project.id}/webhook/test`, html`<button type="submit" class="button"${project.webhookUrl ? '' : html` disabled`}>Send a test delivery</button>`)}
+        ${o.testResult
+          ? html`<div class="result result-${o.testResult.outcome === 'success' ? 'ok' : 'bad'}" role="status" data-testid="test-result">
+              <dl class="facts">
+                <dt>Outcome</dt><dd>${o.testResult.outcome}</dd>
+                <dt>Status</dt><dd>${o.testResult.statusCode ?? '—'}</dd>
+                <dt>Sent at</dt><dd>${time(o.testResult.at)}</dd>
+                <dt>Time taken</dt><dd>${duration(o.testResult.durationMs)}</dd>
+                ${o.testResult.error ? html`<dt>Error</dt><dd>${o.testResult.error}</dd>` : ''}
+              </dl>
+              <h3>Response body</h3>
+              <pre class="code">${o.testResult.responseBody ?? '(empty)'}</pre>
+            </div>`
+          : ''}
+      </section>
+      <section class="card">
+        <h2>Signing secrets</h2>
+        <p>Every delivery is signed (<code>webhook-signature</code>, Standard Webhooks) with each secret below, and carries the newest in
+          <code>Authorization: Bearer</code>. After a rotation the previous secret keeps signing for 24 hours, so receivers can switch over.</p>
+        <div class="table-wrap"><table class="table table-cards">
+          <thead><tr><th scope="col">Secret</th><th scope="col">Created</th><th scope="col">Signs until</th></tr></thead>
+          <tbody>${o.secrets.map(
+            (s, i) => html`<tr>
+              <td data-label="Secret">${o.revealed ? copyable(`secret-${i}`, s.webhookSecret, `secret ${i + 1}`) : html`<code class="secret" data-testid="masked-secret">${masked(s.webhookSecret)}</code>`}</td>
+              <td data-label="Created">${time(s.createdAt)}</td>
+              <td data-label="Signs until">${s.expiresAt ? time(s.expiresAt) : html`<span class="badge badge-completed">newest</span>`}</td>
+            </tr>`,
+          )}</tbody>
+        </table></div>
+        <div class="actions">
+          ${o.revealed ? html`<a class="button button-secondary" href="/projects/${project.id}/webhook">Hide secrets</a>` : postForm(ctx, `/projects/${project.id}/webhook/reveal`, html`<button type="submit" class="button button-secondary">Reveal secrets</button>`)}
+          <details class="confirm">
+            <summary class="button button-danger">Rotate secret…</summary>
+            <div class="confirm-box">
+              <p>Make a new secret? It signs and goes in <code>Authorization</code> at once; the current one keeps signing for 24 hours${o.secrets.length > 1 ? ', and the older one still signing stops now' : ''}.</p>
+              ${postForm(ctx, `/projects/${project.id}/webhook/rotate`, html`<button type="submit" class="button button-danger">Rotate now</button>`)}
+            </div>
+          </details>
+        </div>
+      </section>`,
+  });
+}
+
+export interface SettingsValues {
+  maxRetries: string;
+  initialDelayMs: string;
+  factor: string;
+  maxDelayMs: string;
+  deliveryTimeoutMs: string;
+  deliveryConcurrency: string;
+  acceptAny2xx: boolean;
+}
+
+export function settingsPage(
+  ctx: PageContext,
+  o: { project: ProjectRow; values: SettingsValues; maxRetriesCap: number; error?: FormError | null; notice?: string | null },
+): SafeHtml {
+  const { project, values: v } = o;
+  return layout({
+    title: `${project.name}: delivery settings`,
+    ctx,
+    project,
+    tab: 'settings',
+    body: html`<h1>Delivery settings</h1>
+      ${notice(o.notice)}
+      ${errorSummary(o.error)}
+      ${postForm(
+        ctx,
+        `/projects/${project.id}/settings`,
+        html`<section class="card">
+          <h2>Retry policy</h2>
+          ${field({ name: 'retryPolicy.maxRetries', label: 'Retries per job', type: 'number', value: v.maxRetries, hint: `Used when a dispatch does not say; empty means the plan's cap (${o.maxRetriesCap}). At most ${o.maxRetriesCap}.`, error: o.error, attrs: html`min="0" max="${o.maxRetriesCap}"` })}
+          ${field({ name: 'retryPolicy.initialDelayMs', label: 'First retry after (ms)', type: 'number', value: v.initialDelayMs, required: true, error: o.error, attrs: html`min="0"` })}
+          ${field({ name: 'retryPolicy.factor', label: 'Backoff factor', type: 'number', value: v.factor, required: true, hint: 'Each wait is the previous one times this (plus up to 10% jitter).', error: o.error, attrs: html`min="1" step="any"` })}
+          ${field({ name: 'retryPolicy.maxDelayMs', label: 'Longest wait between attempts (ms)', type: 'number', value: v.maxDelayMs, required: true, error: o.error, attrs: html`min="0"` })}
+        </section>
+        <section class="card">
+          <h2>Each attempt</h2>
+          ${field({ name: 'deliveryTimeoutMs', label: 'Timeout per attempt (ms)', type: 'number', value: v.deliveryTimeoutMs, required: true, hint: '1000 to 300000; the receiver must answer within this.', error: o.error, attrs: html`min="1000" max="300000"` })}
+          ${field({ name: 'deliveryConcurrency', label: 'Deliveries in flight at once', type: 'number', value: v.deliveryConcurrency, required: true, hint: '1 to 1000, for this project.', error: o.error, attrs: html`min="1" max="1000"` })}
+          <div class="field field-check">
+            <input id="f-acceptAny2xx" name="acceptAny2xx" type="checkbox" value="true"${v.acceptAny2xx ? html` checked` : ''}>
+            <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>
+          </div>
+        </section>
+        <button type="submit" class="button">Save settings</button>`,
+      )}`,
+  });
+}

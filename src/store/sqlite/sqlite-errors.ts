@@ -1,0 +1,21 @@
+import { UnavailableError } from '../../errors.js';
+
+/**
+ * SQLite result codes that say the file cannot be written (or read) right now, not that the
+ * request was wrong: a full disk, a read-only file system, an I/O error, a lock held too long.
+ * Like an unreachable PostgreSQL, they are UNAVAILABLE (503, Retry-After), never a 500.
+ */
+const UNAVAILABLE_CODE = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED|NOMEM)/;
+
+export function isSqliteUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && UNAVAILABLE_CODE.test(code);
+}
+
+export function translateSqliteError(error: unknown): unknown {
+  if (!isSqliteUnavailable(error)) return error;
+  const unavailable = new UnavailableError('The database cannot be written right now (disk full or read-only?); retry shortly', {}, { 'retry-after': '1' });
+  // Kept for logs; never sent to clients.
+  unavailable.cause = error;
+  return unavailable;
+}

@@ -1,0 +1,253 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOGIN_FAILURES_PER_ACCOUNT, LOGIN_FAILURES_PER_ADDRESS, LOGIN_WINDOW_MS } from '../../src/services/login-throttle.js';
+import { SESSION_TTL_MS } from '../../src/services/session-service.js';
+import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+
+/**
+ * Dashboard authentication through app.inject, on both stores (sessions live in the database):
+ * login, cookies, rotation, throttling, CSRF on forms and on /manage/v1, and team scoping.
+ */
+describe('dashboard sessions', () => {
+  let t: TestApp;
+  let mine: TestProject;
+  let theirs: TestProject;
+  let theirJobId: string;
+  const PASSWORD = 'correct horse battery';
+
+  const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+  const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+  async function login(email: string, password: string, remoteAddress = '127.0.0.1', cookie?: string) {
+    return t.app.inject({
+      method: 'POST',
+      url: '/login',
+      remoteAddress,
+      headers: { ...FORM, ...(cookie && { cookie }) },
+      payload: form({ email, password, next: '/account' }),
+    });
+  }
+
+  function sessionCookie(response: { headers: Record<string, unknown> }): string {
+    const set = response.headers['set-cookie'];
+    const line = (Array.isArray(set) ? set : [set]).find((c) => typeof c === 'string' && c.startsWith('punctual_session=')) as string;
+    return line.split(';')[0]!;
+  }
+
+  async function signIn(email: string): Promise<{ cookie: string; csrf: string }> {
+    const response = await login(email, PASSWORD);
+    expect(response.statusCode).toBe(303);
+    const cookie = sessionCookie(response);
+    const page = await t.app.inject({ method: 'GET', url: '/account', headers: { cookie } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
+    return { cookie, csrf };
+  }
+
+  let member: { cookie: string; csrf: string };
+
+  beforeAll(async () => {
+    t = await makeTestApp();
+    mine = await t.makeProject();
+    theirs = await t.makeProject();
+    await t.services.users.create({ email: 'member@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    await t.services.users.create({ email: 'operator@example.com', password: PASSWORD, teamIds: [], operator: true });
+    const dispatched = await t.api(theirs.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { secret: 'theirs' } } });
+    theirJobId = dispatched.json().jobId;
+    member = await signIn('member@example.com');
+  });
+  afterAll(() => t.close());
+
+  it('logs in with an HttpOnly, SameSite=Lax session cookie (not Secure over plain http) and sends the user where they were going', async () => {
+    const response = await login('Member@Example.com', PASSWORD);
+    expect(response.statusCode).toBe(303);
+    expect(response.headers.location).toBe('/account');
+    const set = String(response.headers['set-cookie']);
+    expect(set).toMatch(/^punctual_session=[A-Za-z0-9_-]{43};/);
+    expect(set).toContain('HttpOnly');
+    expect(set).toContain('SameSite=Lax');
+    expect(set).toContain('Path=/');
+    expect(set).not.toContain('Secure');
+    const home = await t.app.inject({ method: 'GET', url: '/', headers: { cookie: sessionCookie(response) } });
+    expect(home.statusCode).toBe(303);
+    expect(home.headers.location).toBe(`/teams/${mine.teamId}`);
+  });
+
+  it('sends a visitor without a session to the login page, and never redirects off-site after login', async () => {
+    const page = await t.app.inject({ method: 'GET', url: `/projects/${mine.projectId}/jobs` });
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe(`/login?next=${encodeURIComponent(`/projects/${mine.projectId}/jobs`)}`);
+    const offsite = await t.app.inject({
+      method: 'POST',
+      url: '/login',
+      headers: FORM,
+      payload: form({ email: 'member@example.com', password: PASSWORD, next: '//evil.example/' }),
+    });
+    expect(offsite.headers.location).toBe('/');
+  });
+
+  it('refuses a wrong password and an unknown email alike, setting no cookie', async () => {
+    for (const [email, password] of [['member@example.com', 'wrong password!'], ['nobody@example.com', PASSWORD]] as const) {
+      const response = await login(email, password, '10.0.0.9');
+      expect(response.statusCode).toBe(401);
+      expect(response.body).toContain('Wrong email or password.');
+      expect(response.headers['set-cookie']).toBeUndefined();
+    }
+  });
+
+  it('starts a new session at every login and ends the one the browser had', async () => {
+    const first = sessionCookie(await login('member@example.com', PASSWORD));
+    const second = sessionCookie(await login('member@example.com', PASSWORD, '127.0.0.1', first));
+    expect(second).not.toBe(first);
+    expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: first } })).statusCode).toBe(303);
+    expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: second } })).statusCode).toBe(200);
+  });
+
+  it('throttles an account after repeated failures, even with the right password, until the window passes', async () => {
+    await t.services.users.create({ email: 'target@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    for (let i = 0; i < LOGIN_FAILURES_PER_ACCOUNT; i += 1) expect((await login('target@example.com', 'guess', `10.1.0.${i}`)).statusCode).toBe(401);
+    const locked = await login('target@example.com', PASSWORD, '10.1.1.1');
+    expect(locked.statusCode).toBe(429);
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    expect(locked.body).toContain('Too many failed logins');
+    t.clock.advance(LOGIN_WINDOW_MS);
+    expect((await login('target@example.com', PASSWORD, '10.1.1.1')).statusCode).toBe(303);
+  });
+
+  it('throttles an address that tries many accounts, and only that address', async () => {
+    for (let i = 0; i < LOGIN_FAILURES_PER_ADDRESS; i += 1) await login(`spray${i}@example.com`, 'guess', '10.2.0.1');
+    expect((await login('member@example.com', PASSWORD, '10.2.0.1')).statusCode).toBe(429);
+    expect((await login('member@example.com', PASSWORD, '10.2.0.2')).statusCode).toBe(303);
+  });
+
+  it('refuses a form POST without the CSRF token, with a wrong one, or from another site', async () => {
+    const url = `/projects/${mine.projectId}/keys`;
+    const keysBefore = (await t.services.manage.listKeys(mine.projectId)).keys.length;
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie: member.cookie, ...headers }, payload: form(fields) });
+    for (const refused of [
+      await post({ name: 'no token' }),
+      await post({ name: 'wrong token', _csrf: 'x'.repeat(43) }),
+      await post({ name: 'cross site', _csrf: member.csrf }, { origin: 'https://evil.example' }),
+    ]) {
+      expect(refused.statusCode).toBe(403);
+      expect(refused.headers['content-type']).toContain('text/html');
+      expect(refused.body).toContain('This form could not be accepted');
+    }
+    expect((await t.services.manage.listKeys(mine.projectId)).keys).toHaveLength(keysBefore);
+    const created = await post({ name: 'ci', _csrf: member.csrf }, { origin: 'http://localhost:80' });
+    expect(created.statusCode).toBe(201);
+    expect(created.body).toMatch(/<code id="new-key" class="secret">pk_[A-Za-z0-9]{40}<\/code>/);
+    expect((await t.services.manage.listKeys(mine.projectId)).keys).toHaveLength(keysBefore + 1);
+  });
+
+  it("answers 404 for another team's project and job, exactly as for ones that do not exist", async () => {
+    const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { cookie: member.cookie } });
+    const other = await get(`/projects/${theirs.projectId}`);
+    const absent = await get('/projects/prj_doesnotexist00');
+    expect(other.statusCode).toBe(404);
+    expect(other.body).toBe(absent.body.replace(/prj_doesnotexist00/g, theirs.projectId));
+    const job = await get(`/projects/${mine.projectId}/jobs/${theirJobId}`);
+    expect(job.statusCode).toBe(404);
+    expect(job.body).not.toContain('theirs');
+    expect((await get(`/projects/${theirs.projectId}/jobs/${theirJobId}`)).statusCode).toBe(404);
+    expect((await get(`/teams/${theirs.teamId}/usage`)).statusCode).toBe(404);
+  });
+
+  it('opens /manage/v1 to a session, scoped to its teams, with the CSRF token required on changes', async () => {
+    const manage = (method: 'GET' | 'POST' | 'PATCH', url: string, headers: Record<string, string> = {}, payload?: unknown) =>
+      t.app.inject({ method, url, headers: { cookie: member.cookie, ...headers }, ...(payload !== undefined && { payload: payload as object }) });
+    expect((await manage('GET', `/manage/v1/projects/${mine.projectId}`)).json()).toMatchObject({ projectId: mine.projectId });
+    const other = await manage('GET', `/manage/v1/projects/${theirs.projectId}`);
+    expect(other.statusCode).toBe(404);
+    expect(other.json()).toEqual({ error: 'NOT_FOUND', data: { message: `No project ${theirs.projectId}` } });
+    expect((await manage('GET', `/manage/v1/teams/${theirs.teamId}/usage`)).statusCode).toBe(404);
+    const theirKey = (await t.services.manage.listKeys(theirs.projectId)).keys[0]!.keyId;
+    expect((await t.app.inject({ method: 'DELETE', url: `/manage/v1/keys/${theirKey}`, headers: { cookie: member.cookie, 'x-csrf-token': member.csrf } })).statusCode).toBe(404);
+
+    const noToken = await manage('POST', `/manage/v1/projects/${mine.projectId}/keys`, {}, { name: 'x' });
+    expect(noToken.statusCode).toBe(401);
+    expect(noToken.json().data.message).toContain('x-csrf-token');
+    const withToken = await manage('POST', `/manage/v1/projects/${mine.projectId}/keys`, { 'x-csrf-token': member.csrf }, { name: 'x' });
+    expect(withToken.statusCode).toBe(201);
+    // Plans and new teams are the operator's.
+    expect((await manage('POST', '/manage/v1/teams', { 'x-csrf-token': member.csrf }, { name: 'mine now' })).statusCode).toBe(401);
+    expect((await manage('PATCH', `/manage/v1/teams/${mine.teamId}`, { 'x-csrf-token': member.csrf }, { plan: 'scale' })).statusCode).toBe(401);
+    expect((await manage('PATCH', `/manage/v1/teams/${mine.teamId}`, { 'x-csrf-token': member.csrf }, { name: 'Renamed' })).json()).toMatchObject({ name: 'Renamed' });
+    // A wrong admin token is refused even beside a valid cookie.
+    expect((await manage('GET', `/manage/v1/projects/${mine.projectId}`, { authorization: 'Bearer wrong-token-0123456789' })).statusCode).toBe(401);
+  });
+
+  it("lets an operator's session see every team", async () => {
+    const operator = await signIn('operator@example.com');
+    const other = await t.app.inject({ method: 'GET', url: `/manage/v1/projects/${theirs.projectId}`, headers: { cookie: operator.cookie } });
+    expect(other.statusCode).toBe(200);
+    const page = await t.app.inject({ method: 'GET', url: `/projects/${theirs.projectId}/jobs/${theirJobId}`, headers: { cookie: operator.cookie } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('&quot;secret&quot;: &quot;theirs&quot;');
+  });
+
+  it('changes a password only with the current one, logging out the other sessions', async () => {
+    await t.services.users.create({ email: 'changer@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    const here = await signIn('changer@example.com');
+    const elsewhere = await signIn('changer@example.com');
+    const change = (fields: Record<string, string>) =>
+      t.app.inject({ method: 'POST', url: '/account/password', headers: { ...FORM, cookie: here.cookie }, payload: form({ _csrf: here.csrf, ...fields }) });
+    const wrong = await change({ current: 'not it at all', next: 'a new password 1', confirm: 'a new password 1' });
+    expect(wrong.statusCode).toBe(400);
+    expect(wrong.body).toMatch(/id="f-current-error">The current password is not right/);
+    const short = await change({ current: PASSWORD, next: 'short', confirm: 'short' });
+    expect(short.body).toContain('next must be 10 to 200 characters long');
+    const done = await change({ current: PASSWORD, next: 'a new password 1', confirm: 'a new password 1' });
+    expect(done.statusCode).toBe(303);
+    expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: here.cookie } })).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: elsewhere.cookie } })).statusCode).toBe(303);
+    expect((await login('changer@example.com', PASSWORD)).statusCode).toBe(401);
+    expect((await login('changer@example.com', 'a new password 1')).statusCode).toBe(303);
+  });
+
+  it('ends a session at logout and when it expires', async () => {
+    const session = await signIn('member@example.com');
+    const out = await t.app.inject({ method: 'POST', url: '/logout', headers: { ...FORM, cookie: session.cookie }, payload: form({ _csrf: session.csrf }) });
+    expect(out.statusCode).toBe(303);
+    expect(String(out.headers['set-cookie'])).toMatch(/punctual_session=;.*Expires=Thu, 01 Jan 1970/);
+    expect((await t.app.inject({ method: 'GET', url: `/manage/v1/projects/${mine.projectId}`, headers: { cookie: session.cookie } })).statusCode).toBe(401);
+
+    const later = await signIn('member@example.com');
+    t.clock.advance(SESSION_TTL_MS);
+    expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: later.cookie } })).statusCode).toBe(303);
+    member = await signIn('member@example.com');
+  });
+
+  it('escapes what users typed, and keeps form bodies out of the JSON API', async () => {
+    const created = await t.app.inject({
+      method: 'POST',
+      url: `/teams/${mine.teamId}/projects`,
+      headers: { ...FORM, cookie: member.cookie },
+      payload: form({ _csrf: member.csrf, name: '<script>alert(1)</script>' }),
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.body).not.toContain('<script>alert(1)</script>');
+    expect(created.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(created.headers['content-security-policy']).toContain("script-src 'self'");
+    const api = await t.api(mine.key, { method: 'POST', url: '/api/jobs/dispatch', headers: FORM, payload: 'payload=1' });
+    expect(api.statusCode).toBe(415);
+  });
+});
+
+describe('dashboard session cookie behind TLS', () => {
+  it('is Secure when PUNCTUAL_PUBLIC_URL is https', async () => {
+    const t = await makeTestApp({ env: { PUNCTUAL_PUBLIC_URL: 'https://jobs.example.com' } });
+    try {
+      await t.services.users.create({ email: 'tls@example.com', password: 'a long enough password', teamIds: [], operator: true });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/login',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'email=tls%40example.com&password=a+long+enough+password',
+      });
+      expect(response.statusCode).toBe(303);
+      expect(String(response.headers['set-cookie'])).toContain('Secure');
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -1,0 +1,308 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { makeTestApp, type TestApp } from '../support/make-app.js';
+import { TestReceiver } from '../support/receiver.js';
+import { freePort } from '../support/spawn-punctual.js';
+
+/**
+ * The dashboard end to end: Debian's chromium, driven by playwright-core, against a real Punctual
+ * (HTTP on 127.0.0.1, delivery engine running, real clock) and a real webhook receiver. One browser
+ * for the file; the steps run in order and share the signed-in page. Each page is saved as a
+ * screenshot under test-artifacts/dashboard/ for a person to look at.
+ */
+const CHROMIUM = process.env.PUNCTUAL_CHROMIUM ?? '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  if (process.env.CI) throw new Error(`${CHROMIUM} is missing in CI: .ci/run installs the chromium package`);
+  console.warn(`\nSKIPPING the dashboard browser tests: ${CHROMIUM} is missing (apt-get install chromium).\n`);
+}
+
+const ARTIFACTS = new URL('../../test-artifacts/dashboard/', import.meta.url).pathname;
+const EMAIL = 'dev@example.com';
+const PASSWORD = 'a sturdy password 42';
+
+describe.runIf(haveChromium)('dashboard in a real browser', () => {
+  let t: TestApp<Clock>;
+  let receiver: TestReceiver;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let base: string;
+  let teamId: string;
+  let projectId = '';
+  let apiKey = '';
+  let otherJobUrl = '';
+  let dispatched = 0;
+
+  const shot = (name: string, target: Page = page) => target.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+
+  async function dispatch(body: Record<string, unknown>): Promise<string> {
+    const response = await fetch(`${base}/api/jobs/dispatch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(201);
+    dispatched += 1;
+    return ((await response.json()) as { jobId: string }).jobId;
+  }
+
+  /** Reloads the page until `text` shows, to a deadline: the page is server-rendered, so it changes on reload. */
+  /** Reloads a job's page until its status badge reads `status`. */
+  async function reloadUntil(url: string, status: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      await page.goto(url);
+      if ((await page.locator('h1 .badge').innerText()).trim() === status) return;
+      if (Date.now() > deadline) throw new Error(`${url} never showed status "${status}"`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async function logIn(email: string, password: string): Promise<void> {
+    await page.goto(`${base}/login`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+  }
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    t = await makeTestApp({ clock: systemClock, delivery: true, env: { PUNCTUAL_PUBLIC_URL: base } });
+    await t.app.listen({ host: '127.0.0.1', port });
+    receiver = await new TestReceiver().start();
+    const team = await t.services.manage.createTeam({ name: 'Acme', plan: 'pro' });
+    teamId = team.teamId;
+    await t.services.users.create({ email: EMAIL, password: PASSWORD, teamIds: [teamId], operator: false });
+    // Another team's job, to look for by URL.
+    const other = await t.makeProject({ webhookUrl: receiver.url });
+    const theirs = await t.api(other.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { private: 'other team' }, scheduledFor: '2099-01-01T00:00:00Z' } });
+    otherJobUrl = `/jobs/${theirs.json().jobId}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    // Fail a step with Playwright's own message well before the test's timeout.
+    context.setDefaultTimeout(5_000);
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await t?.close();
+  });
+
+  it('refuses a wrong password, with the reason on the page', async () => {
+    await page.goto(base);
+    expect(page.url()).toBe(`${base}/login?next=%2F`);
+    // The first Tab reaches the skip link: the page is keyboard-navigable from the top.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await logIn(EMAIL, 'not the password');
+    await expect.poll(() => page.locator('[role=alert]').innerText()).toContain('Wrong email or password.');
+    await shot('login-refused');
+  });
+
+  it('logs in and lands on the team\'s projects', async () => {
+    await logIn(EMAIL, PASSWORD);
+    await page.waitForURL(`${base}/teams/${teamId}`);
+    expect(await page.locator('h1').innerText()).toContain('Acme');
+    const cookie = (await context.cookies()).find((c) => c.name === 'punctual_session')!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+    await shot('projects-empty');
+  });
+
+  it("creates a project whose page shows the curl command for its first job, with its own key and URL", async () => {
+    await page.getByLabel('Name').fill('Shop');
+    await page.getByLabel('Webhook URL (optional)').fill(receiver.url);
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.waitForSelector('#new-key');
+    apiKey = (await page.locator('#new-key').innerText()).trim();
+    expect(apiKey).toMatch(/^pk_[A-Za-z0-9]{40}$/);
+    const curl = await page.locator('#first-curl').innerText();
+    expect(curl).toContain(`curl -X POST ${base}/api/jobs/dispatch`);
+    expect(curl).toContain(`Bearer ${apiKey}`);
+    projectId = /\/projects\/(prj_[A-Za-z0-9]+)\/jobs/.exec(await page.locator('main').innerHTML())![1]!;
+    await shot('project-created');
+  });
+
+  it('creates a key, dispatches with it through the API, and shows the job COMPLETED with its attempt', async () => {
+    await page.goto(`${base}/projects/${projectId}`);
+    await page.getByLabel('Key name').fill('ci');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.waitForSelector('#new-key');
+    apiKey = (await page.locator('#new-key').innerText()).trim();
+    await shot('key-created');
+    const jobId = await dispatch({ payload: { order: 1042 } });
+    await receiver.waitFor(() => receiver.forJob(jobId).length === 1);
+    // The receiver has the request before the outcome is committed: wait for the job's own row
+    // (the page also says COMPLETED in its status filter).
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${base}/projects/${projectId}/jobs`);
+          return page.locator('tbody tr', { hasText: jobId }).innerText();
+        },
+        { timeout: 10_000, interval: 100 },
+      )
+      .toContain('COMPLETED');
+    expect(await page.locator(`a[href$="/jobs/${jobId}"]`).count()).toBe(1);
+    await shot('jobs');
+    await page.locator(`a[href$="/jobs/${jobId}"]`).click();
+    await page.waitForURL(`**/jobs/${jobId}`);
+    const attempt = page.locator('tr.attempt');
+    expect(await attempt.count()).toBe(1);
+    expect(await attempt.innerText()).toMatch(/1\s+.*success\s+200/s);
+    expect(await page.locator('pre.code').first().innerText()).toContain('"order": 1042');
+    await shot('job-completed');
+    // The key list shows when it was last used.
+    await page.goto(`${base}/projects/${projectId}`);
+    expect(await page.locator('tr', { hasText: 'ci' }).locator('td[data-label="Last used"]').innerText()).not.toBe('never');
+  });
+
+  it('cancels a scheduled job from its page and finds it under CANCELLED', async () => {
+    const jobId = await dispatch({ payload: { later: true }, scheduledFor: new Date(Date.now() + 3_600_000).toISOString() });
+    await page.goto(`${base}/projects/${projectId}/jobs/${jobId}`);
+    await shot('job-queued');
+    await page.getByText('Cancel job…').click();
+    await page.getByRole('button', { name: 'Cancel job' }).click();
+    await page.waitForURL(`**/jobs/${jobId}?done=cancelled`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('CANCELLED');
+    await page.goto(`${base}/projects/${projectId}/jobs`);
+    await page.getByLabel('Status').selectOption('CANCELLED');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\/jobs\?status=CANCELLED/);
+    const rows = page.locator('tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().innerText()).toContain(jobId);
+    await shot('jobs-cancelled');
+  });
+
+  it('shows every failed attempt when the receiver answers 500, and retries the FAILED job', async () => {
+    await page.goto(`${base}/projects/${projectId}/settings`);
+    await page.getByLabel('First retry after (ms)').fill('50');
+    await page.getByLabel('Longest wait between attempts (ms)').fill('200');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL('**/settings?done=settings-saved');
+    await shot('settings');
+    // A value the browser lets through but the service refuses is shown next to its field.
+    await page.getByLabel('Backoff factor').fill('1000');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    expect(await page.locator('#f-retryPolicy-factor-error').innerText()).toBe('retryPolicy.factor must be a number from 1 to 100');
+    expect(await page.getByLabel('Backoff factor').getAttribute('aria-invalid')).toBe('true');
+    await shot('settings-refused');
+
+    receiver.answer((request) => (request.json.payload as { fail?: boolean })?.fail ? { status: 500, body: 'database is down' } : { status: 200, body: 'ok' });
+    const jobId = await dispatch({ payload: { fail: true }, maxRetries: 1 });
+    await reloadUntil(`${base}/projects/${projectId}/jobs/${jobId}`, 'FAILED');
+    const attempts = page.locator('tr.attempt');
+    expect(await attempts.count()).toBe(2);
+    for (let i = 0; i < 2; i += 1) {
+      const text = await attempts.nth(i).innerText();
+      expect(text).toContain('http_error');
+      expect(text).toContain('500');
+      expect(text).toContain('database is down');
+    }
+    await shot('job-failed');
+    receiver.answer({ status: 200, body: 'ok' });
+    await page.getByRole('button', { name: 'Retry job' }).click();
+    await page.waitForURL(`**/jobs/${jobId}?done=retried`);
+    await reloadUntil(`${base}/projects/${projectId}/jobs/${jobId}`, 'COMPLETED');
+    expect(await page.locator('tr.attempt').count()).toBe(3);
+  });
+
+  it('rotates the webhook secret, shows both while both sign, and a test delivery arrives with two signatures', async () => {
+    await page.goto(`${base}/projects/${projectId}/webhook`);
+    expect(await page.locator('[data-testid=masked-secret]').count()).toBe(1);
+    expect(await page.locator('main').innerText()).not.toMatch(/whsec_[A-Za-z0-9+/]{20}/);
+    await page.getByText('Rotate secret…').click();
+    await page.getByRole('button', { name: 'Rotate now' }).click();
+    await page.waitForURL('**/webhook?done=rotated');
+    expect(await page.locator('[data-testid=masked-secret]').count()).toBe(2);
+    await page.getByRole('button', { name: 'Reveal secrets' }).click();
+    const secrets = (await page.locator('code.secret').allInnerTexts()).map((s) => s.trim());
+    expect(secrets).toHaveLength(2);
+    expect(secrets.every((s) => /^whsec_/.test(s))).toBe(true);
+    await shot('webhook-revealed');
+
+    const before = receiver.requests.length;
+    await page.getByRole('button', { name: 'Send a test delivery' }).click();
+    const result = page.locator('[data-testid=test-result]');
+    await result.waitFor();
+    const text = await result.innerText();
+    expect(text).toContain('success');
+    expect(text).toContain('200');
+    expect(text).toMatch(/Time taken\s+\d/);
+    expect(text).toContain('ok');
+    const test = receiver.requests.slice(before).find((r) => String(r.json.jobId).startsWith('job_test_'))!;
+    expect(String(test.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of secrets) expect(new Webhook(secret).verify(test.body, test.headers as Record<string, string>)).toEqual(test.json);
+    expect(test.headers.authorization).toBe(`Bearer ${secrets[0]}`);
+    await shot('webhook-test-delivery');
+  });
+
+  it("shows this month's usage matching what was dispatched, and the rate limit", async () => {
+    await page.goto(`${base}/teams/${teamId}/usage`);
+    expect(await page.getByTestId('jobs-created').innerText()).toBe(String(dispatched));
+    expect(await page.getByTestId('quota').innerText()).toBe('of 100,000');
+    const remaining = Number(await page.getByTestId('rate-remaining').innerText());
+    expect(remaining).toBeGreaterThan(0);
+    expect(remaining).toBeLessThanOrEqual(200);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await page.locator('svg.chart title', { hasText: today }).textContent()).toBe(`${today}: ${dispatched} jobs`);
+    await shot('usage');
+  });
+
+  it("answers 404 for another team's job by URL, without showing it", async () => {
+    const response = await page.goto(`${base}/projects/${projectId}${otherJobUrl}`);
+    expect(response!.status()).toBe(404);
+    expect(await page.locator('h1').innerText()).toBe('Not found');
+    expect(await page.content()).not.toContain('other team');
+    await shot('not-found');
+  });
+
+  it('refuses a state-changing POST without the CSRF token', async () => {
+    const keysBefore = (await t.services.manage.listKeys(projectId)).keys.length;
+    const response = await context.request.post(`${base}/projects/${projectId}/keys`, { form: { name: 'forged' } });
+    expect(response.status()).toBe(403);
+    expect(await response.text()).toContain('This form could not be accepted');
+    expect((await t.services.manage.listKeys(projectId)).keys).toHaveLength(keysBefore);
+  });
+
+  it('works on a phone-sized screen', async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${base}/projects/${projectId}/jobs`);
+    // No sideways scrolling: the jobs table turns into one card per job.
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('jobs-phone', phone);
+    await phone.goto(`${base}/projects/${projectId}`);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('project-phone', phone);
+    await phone.close();
+  });
+
+  it('changes the password on the account page, logs out, and throttles repeated wrong passwords', async () => {
+    await page.goto(`${base}/account`);
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByLabel('New password', { exact: true }).fill('an even sturdier one 43');
+    await page.getByLabel('New password again').fill('an even sturdier one 43');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.waitForURL('**/account?done=password-changed');
+    await shot('account');
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL('**/login?done=logged-out');
+    for (let i = 0; i < 5; i += 1) {
+      await logIn(EMAIL, `guess ${i}`);
+      await page.locator('[role=alert]').waitFor();
+    }
+    await logIn(EMAIL, 'an even sturdier one 43');
+    await expect.poll(() => page.locator('[role=alert]').innerText()).toContain('Too many failed logins');
+    expect(page.url()).toBe(`${base}/login`);
+    await shot('login-throttled');
+  });
+});
