@@ -29,7 +29,8 @@ declare module 'autocannon' {
   }
 
   export interface Options {
-    url: string;
+    /** Several URLs: connection i uses URL i mod N. */
+    url: string | string[];
     method?: string;
     connections?: number;
     pipelining?: number;

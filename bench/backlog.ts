@@ -37,6 +37,7 @@ import {
   type Receiver,
   type System,
 } from './delivery-harness.js';
+import { postgresUrlFromEnv } from './pg-bench.js';
 
 const P99_DELTA_GOAL_MS = 2;
 const RSS_GOAL_MB = 300;
@@ -99,7 +100,7 @@ function memoryLine(step: string, systems: System[]): void {
 
 /** The backlog must still be waiting, untouched: every job QUEUED and due at least 29 days ahead. */
 function backlogIntact(punctual: PunctualSystem): number {
-  const db = new Database(punctual.dbPath, { readonly: true, fileMustExist: true });
+  const db = new Database(punctual.dbPath!, { readonly: true, fileMustExist: true });
   try {
     const row = db.prepare(`SELECT count(*) AS n FROM jobs WHERE status = 'QUEUED' AND run_at >= ?`).get(Date.now() + 29 * 86_400_000) as { n: number };
     return row.n;
@@ -114,6 +115,7 @@ async function deliveredBacklog(receiver: Receiver, phase: string): Promise<numb
 
 async function main(): Promise<number> {
   const o = latenessOptions();
+  if (postgresUrlFromEnv()) throw new Error('bench:backlog runs on the embedded store only: unset DATABASE_URL');
   const { receiver, bare, punctual, meter, close } = await startAll();
   try {
     console.log(describeLateness(o));

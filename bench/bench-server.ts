@@ -7,7 +7,10 @@
  * same hooks (request id, API-key authentication), the same JSON parser and the same body schema,
  * then does everything /api/jobs/dispatch does except store the job, and answers 201.
  *
- * On stdout it prints one JSON line, {"port", "apiKey", "dbPath", "synchronous"}, and nothing else.
+ * On stdout it prints one JSON line, {"port", "apiKey", "adminToken", "dbPath", "synchronous"}, and
+ * nothing else (on PostgreSQL, bench/pg-query-count.mjs may answer SIGUSR2 with a line of its own).
+ * With DATABASE_URL=postgres://… it runs on PostgreSQL; with BENCH_SECONDARY=1 it is a further
+ * instance on a database another one has already set up (apiKey and adminToken are then null).
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -33,7 +36,7 @@ const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, op
   ]);
 
 const config = loadConfig(process.env);
-if (config.database.kind !== 'sqlite') throw new Error('the ingest benchmark runs on the embedded store: DATABASE_URL=sqlite:<path>');
+const secondary = process.env.BENCH_SECONDARY === '1';
 const clock = systemClock;
 const runtime = await openRuntime(config, clock, {
   generateAdminToken: true,
@@ -79,9 +82,18 @@ await engine.start();
 // Development mode (the default) points the first project at the built-in receiver, so dispatch
 // has a webhook URL to accept jobs for.
 const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
-const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
-if (!first) throw new Error('the benchmark needs an empty database');
+const first = secondary ? null : await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
+if (!first && !secondary) throw new Error('the benchmark needs an empty database');
 
 const address = app.server.address();
 if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
-console.log(JSON.stringify({ port: address.port, apiKey: first.apiKey, dbPath: config.database.path, synchronous: config.database.synchronous }));
+const sqlite = config.database.kind === 'sqlite' ? config.database : null;
+console.log(
+  JSON.stringify({
+    port: address.port,
+    apiKey: first?.apiKey ?? null,
+    adminToken: runtime.generatedAdminToken,
+    dbPath: sqlite?.path ?? null,
+    synchronous: sqlite?.synchronous ?? null,
+  }),
+);

@@ -7,7 +7,10 @@
  *     directory, LOG_LEVEL=warn, everything else at its defaults), its first project pointed at the
  *     receiver through the admin API (PATCH /manage/v1/projects/:id {webhookUrl,
  *     deliveryConcurrency: 1000}). Not bench/bench-server.ts: no tsx loader in the process whose
- *     memory is measured (it adds about 28 MB of RSS);
+ *     memory is measured (it adds about 28 MB of RSS). With DATABASE_URL=postgres://… it runs on a
+ *     fresh schema of that database instead (bench/pg-bench.ts), as BENCH_INSTANCES processes
+ *     (default 1) sharing it; the load's clients are then spread over them round robin, and the
+ *     one receiver counts the deliveries of all;
  *   - the bare pipe (bench/bare-pipe.ts): Fastify + undici, forwards at once or after an
  *     in-memory timer, stores nothing.
  * The load generator (undici Pool, one connection per concurrent client, one request in flight
@@ -16,7 +19,7 @@
  * lag or lateness; phases keep the two systems' and the warm-ups' deliveries apart.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -24,6 +27,17 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
+import {
+  createSchema,
+  instancesFromEnv,
+  PostgresMonitor,
+  pgPhaseLines,
+  postgresUrlFromEnv,
+  QUERY_COUNTER_IMPORT,
+  type BenchSchema,
+  type PgPhase,
+} from './pg-bench.js';
+import { procStat } from './proc-stat.js';
 import type { PhaseStats } from './receiver.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -185,14 +199,23 @@ export class Receiver {
 
 export interface System {
   name: 'bare' | 'punctual';
+  /** The first (or only) process and its origin. */
   origin: string;
   child: ChildProcess;
+  /** Every process of the system (PostgreSQL: BENCH_INSTANCES Punctual processes), and their origins. */
+  children: ChildProcess[];
+  origins: string[];
   headers: Record<string, string>;
 }
 
 export interface PunctualSystem extends System {
   name: 'punctual';
-  dbPath: string;
+  /** The SQLite file, or null on PostgreSQL. */
+  dbPath: string | null;
+  /** PostgreSQL: the run's schema. */
+  schema: BenchSchema | null;
+  /** A line that says which store, e.g. "SQLite synchronous=FULL" or "PostgreSQL, 2 instances". */
+  storeLine: string;
   synchronous: string;
 }
 
@@ -208,44 +231,101 @@ function freePort(): Promise<number> {
   });
 }
 
+interface PunctualProcess {
+  child: ChildProcess;
+  origin: string;
+  /** From the first-start banner (the instance that set the database up). */
+  banner: Record<string, string>;
+}
+
 /**
- * `node dist/cli/punctual.js serve` exactly as shipped, on a fresh SQLite file, with LOG_LEVEL=warn;
- * the API key, admin token and project id are read from its first-start banner, and the first
- * project is pointed at `receiverUrl` through the admin API.
+ * One `node dist/cli/punctual.js serve`. With `expectBanner`, waits for the first-start banner;
+ * otherwise (a further instance on a database already set up) until /readyz answers 200.
  */
-export async function startPunctual(dir: string, receiverUrl: string): Promise<PunctualSystem> {
-  const execArgv = (process.env.BENCH_PUNCTUAL_EXEC_ARGV ?? '').split(' ').filter(Boolean);
+async function spawnPunctual(
+  dir: string,
+  env: Record<string, string>,
+  options: {
+    expectBanner: boolean;
+    execArgv: string[];
+    onLine: (child: ChildProcess, line: string) => boolean;
+    /** Called at once, before the process connects to anything (the database's CPU meter needs its pid early). */
+    onSpawn: (child: ChildProcess) => void;
+  },
+): Promise<PunctualProcess> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const dbPath = join(dir, 'punctual.db');
-  const child = spawn(process.execPath, [...execArgv, resolve(here, '../dist/cli/punctual.js'), 'serve'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: `sqlite:${dbPath}`,
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUNCTUAL_PUBLIC_URL: origin,
-    },
+  const child = spawn(process.execPath, [...options.execArgv, resolve(here, '../dist/cli/punctual.js'), 'serve'], {
+    env: { ...process.env, ...env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PUNCTUAL_PUBLIC_URL: origin },
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: dir,
   });
+  options.onSpawn(child);
   const lines = createInterface({ input: child.stdout! });
   const banner: Record<string, string> = {};
+  let setUp = false;
   let timer: NodeJS.Timeout | undefined;
   try {
     await new Promise<void>((done, reject) => {
-      timer = setTimeout(() => reject(new Error('punctual serve printed no first-start banner within 30 s')), 30_000);
+      timer = setTimeout(() => reject(new Error('punctual serve was not set up within 30 s')), 30_000);
       child.once('exit', (code, signal) => reject(new Error(`punctual serve exited (${code ?? signal}) before it was set up`)));
       lines.on('line', (line) => {
+        if (options.onLine(child, line)) return;
         const field = /^\s+(API key|Admin token|Project)\s+(\S+)/.exec(line);
-        if (field) banner[field[1]!] = field[2]!;
-        else if (banner.Project && /^─+$/.test(line)) done();
-        else if (line.startsWith('{')) console.error(`[punctual] ${line}`); // a log line
+        if (!setUp && field) banner[field[1]!] = field[2]!;
+        else if (!setUp && banner.Project && /^─+$/.test(line)) {
+          setUp = true;
+          done();
+        } else if (setUp || line.startsWith('{')) console.error(`[punctual] ${line}`); // a log line
       });
+      if (!options.expectBanner) {
+        void (async () => {
+          while (!setUp) {
+            const status = await fetch(`${origin}/readyz`).then((r) => r.status, () => 0);
+            if (status === 200) {
+              setUp = true;
+              done();
+            } else await sleep(100);
+          }
+        })();
+      }
     });
-    lines.removeAllListeners('line');
-    lines.on('line', (line) => console.error(`[punctual] ${line}`));
+  } catch (error) {
+    await killed(child);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    child.removeAllListeners('exit');
+  }
+  return { child, origin, banner };
+}
+
+/**
+ * `node dist/cli/punctual.js serve` exactly as shipped, on a fresh SQLite file (or, with `schema`,
+ * as `instances` processes on a fresh PostgreSQL schema), with LOG_LEVEL=warn; the API key, admin
+ * token and project id are read from the first-start banner, and the first project is pointed at
+ * `receiverUrl` through the admin API.
+ */
+export async function startPunctual(
+  dir: string,
+  receiverUrl: string,
+  postgres: {
+    schema: BenchSchema;
+    instances: number;
+    onLine: (child: ChildProcess, line: string) => boolean;
+    onSpawn: (child: ChildProcess) => void;
+  } | null = null,
+): Promise<PunctualSystem> {
+  const execArgv = (process.env.BENCH_PUNCTUAL_EXEC_ARGV ?? '').split(' ').filter(Boolean);
+  const dbPath = postgres ? null : join(dir, 'punctual.db');
+  const env = postgres ? postgres.schema.env : { DATABASE_URL: `sqlite:${dbPath}` };
+  const onLine = postgres?.onLine ?? (() => false);
+  const onSpawn = postgres?.onSpawn ?? (() => {});
+  const argv = postgres ? [...execArgv, ...QUERY_COUNTER_IMPORT] : execArgv;
+  const processes: PunctualProcess[] = [];
+  try {
+    processes.push(await spawnPunctual(dir, env, { expectBanner: true, execArgv: argv, onLine, onSpawn }));
+    const { banner, origin } = processes[0]!;
     const adminToken = banner['Admin token'];
     if (!banner['API key'] || !adminToken || !banner.Project) throw new Error(`incomplete first-start banner: ${JSON.stringify(Object.keys(banner))}`);
     const response = await fetch(`${origin}/manage/v1/projects/${banner.Project}`, {
@@ -254,20 +334,28 @@ export async function startPunctual(dir: string, receiverUrl: string): Promise<P
       body: JSON.stringify({ webhookUrl: receiverUrl, deliveryConcurrency: 1000 }),
     });
     if (response.status !== 200) throw new Error(`PATCH project answered ${response.status}: ${await response.text()}`);
+    const more = Array.from({ length: (postgres?.instances ?? 1) - 1 }, () =>
+      spawnPunctual(dir, env, { expectBanner: false, execArgv: argv, onLine, onSpawn }),
+    );
+    processes.push(...(await Promise.all(more)));
   } catch (error) {
-    await killed(child);
+    for (const p of processes) await killed(p.child);
     throw error;
-  } finally {
-    clearTimeout(timer);
-    child.removeAllListeners('exit');
   }
   const synchronous = (process.env.PUNCTUAL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
+  const synchronousCommit = postgres ? Object.values((await postgres.schema.query('SHOW synchronous_commit'))[0]!)[0] : null;
   return {
     name: 'punctual',
-    origin,
-    child,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${banner['API key']}` },
+    origin: processes[0]!.origin,
+    child: processes[0]!.child,
+    origins: processes.map((p) => p.origin),
+    children: processes.map((p) => p.child),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${processes[0]!.banner['API key']}` },
     dbPath,
+    schema: postgres?.schema ?? null,
+    storeLine: postgres
+      ? `PostgreSQL (schema ${postgres.schema.name}, synchronous_commit=${synchronousCommit}), ${processes.length} Punctual instance${processes.length > 1 ? 's' : ''}`
+      : `SQLite synchronous=${synchronous}`,
     synchronous,
   };
 }
@@ -275,12 +363,13 @@ export async function startPunctual(dir: string, receiverUrl: string): Promise<P
 export async function startBare(receiverUrl: string): Promise<System> {
   const execArgv = (process.env.BENCH_BARE_EXEC_ARGV ?? '').split(' ').filter(Boolean);
   const { child, info } = await spawnWithJsonLine<{ port: number }>('bare-pipe.ts', { BARE_RECEIVER_URL: receiverUrl }, execArgv);
-  return { name: 'bare', origin: `http://127.0.0.1:${info.port}`, child, headers: { 'content-type': 'application/json' } };
+  const origin = `http://127.0.0.1:${info.port}`;
+  return { name: 'bare', origin, child, origins: [origin], children: [child], headers: { 'content-type': 'application/json' } };
 }
 
 /** SIGTERM (so a --cpu-prof profile gets written), SIGKILL after 10 s. */
-export function stopSystem(system: System): Promise<void> {
-  return killed(system.child, 'SIGTERM', 10_000);
+export async function stopSystem(system: System): Promise<void> {
+  await Promise.all(system.children.map((child) => killed(child, 'SIGTERM', 10_000)));
 }
 
 /** Set by startAll when BENCH_DUMP_DIR is: where the receiver's dumps go. */
@@ -293,7 +382,9 @@ export async function dumpPhase(receiver: Receiver, phase: string): Promise<void
 
 /**
  * The three children and a temporary directory, removed by close(); with BENCH_DUMP_DIR, the
- * directory is made there and kept (Punctual's SQLite file, and the receiver's dumps).
+ * directory is made there and kept (Punctual's SQLite file, and the receiver's dumps). With
+ * DATABASE_URL=postgres://…, a fresh schema (dropped by close(), kept with BENCH_DUMP_DIR) and
+ * BENCH_INSTANCES Punctual processes, and `pg` to measure the database per phase.
  */
 export async function startAll(): Promise<{
   receiver: Receiver;
@@ -301,9 +392,13 @@ export async function startAll(): Promise<{
   punctual: PunctualSystem;
   /** Starts a CPU meter over this process (the load generator), the three children and the rest of the machine. */
   meter: () => () => CpuUse;
+  /** PostgreSQL: starts measuring the database's work; the returned function ends the phase. */
+  pg: (() => Promise<() => Promise<PgPhase>>) | null;
   close: () => Promise<void>;
 }> {
   const dumpDir = process.env.BENCH_DUMP_DIR;
+  const postgresUrl = postgresUrlFromEnv();
+  const instances = instancesFromEnv(postgresUrl !== null);
   const dir = mkdtempSync(join(dumpDir ?? tmpdir(), 'punctual-bench-'));
   if (dumpDir) {
     keptDir = dir;
@@ -317,12 +412,35 @@ export async function startAll(): Promise<{
   try {
     const receiver = await Receiver.start();
     started.push(() => receiver.stop());
-    const punctual = await startPunctual(dir, receiver.url);
+    let punctual: PunctualSystem;
+    let monitor: PostgresMonitor | null = null;
+    if (postgresUrl) {
+      const schema = await createSchema(postgresUrl);
+      started.push(async () => {
+        if (!dumpDir) return schema.drop();
+        console.error(`keeping schema ${schema.name}`);
+        await schema.keep();
+      });
+      const owners: number[] = [];
+      const pgMonitor = await PostgresMonitor.start(postgresUrl, () => owners);
+      monitor = pgMonitor;
+      started.push(() => pgMonitor.stop());
+      const onLine = (child: ChildProcess, line: string) => pgMonitor.counter.handle(child, line);
+      // Registered as soon as spawned, so that the connections each opens at start count as Punctual's.
+      const onSpawn = (child: ChildProcess) => {
+        owners.push(child.pid!);
+        pgMonitor.counter.register(child);
+      };
+      punctual = await startPunctual(dir, receiver.url, { schema, instances, onLine, onSpawn });
+    } else {
+      punctual = await startPunctual(dir, receiver.url);
+    }
     started.push(() => stopSystem(punctual));
     const bare = await startBare(receiver.url);
     started.push(() => stopSystem(bare));
-    const pids = { punctual: punctual.child.pid!, bare: bare.child.pid!, receiver: receiver.child.pid!, loader: process.pid };
-    return { receiver, bare, punctual, meter: () => cpuMeter(pids), close };
+    const pids = { punctual: punctual.children.map((c) => c.pid!), bare: [bare.child.pid!], receiver: [receiver.child.pid!], loader: [process.pid] };
+    const pg = monitor ? () => monitor.phase() : null;
+    return { receiver, bare, punctual, meter: () => cpuMeter(pids, monitor ? () => monitor.cpu.start() : undefined), pg, close };
   } catch (error) {
     await close();
     throw error;
@@ -336,9 +454,14 @@ export function memoryOf(pid: number): { peakMb: number; rssMb: number; anonMb: 
   return { peakMb: mb('VmHWM'), rssMb: mb('VmRSS'), anonMb: mb('RssAnon'), fileMb: mb('RssFile') + mb('RssShmem') };
 }
 
-/** Job counts by status and the number of attempts, read from the SQLite file (read-only, beside the server). */
-export function storeCounts(dbPath: string): { byStatus: Record<string, number>; attempts: number } {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+/** Job counts by status and the number of attempts, read from the SQLite file (read-only, beside the server) or the PostgreSQL schema. */
+export async function storeCounts(punctual: PunctualSystem): Promise<{ byStatus: Record<string, number>; attempts: number }> {
+  if (punctual.schema) {
+    const rows = await punctual.schema.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM jobs GROUP BY status');
+    const [attempts] = await punctual.schema.query<{ n: number }>('SELECT count(*)::int AS n FROM attempts');
+    return { byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])), attempts: attempts!.n };
+  }
+  const db = new Database(punctual.dbPath!, { readonly: true, fileMustExist: true });
   try {
     const rows = db.prepare('SELECT status, count(*) AS n FROM jobs GROUP BY status').all() as { status: string; n: number }[];
     const attempts = (db.prepare('SELECT count(*) AS n FROM attempts').get() as { n: number }).n;
@@ -363,18 +486,21 @@ export interface LoadResult {
 
 /**
  * `count` POSTs to `path` from `connections` clients, one request in flight each. `body(i)` is
- * called just before request i is sent; `ok` judges each answer.
+ * called just before request i is sent; `ok` judges each answer. With several processes
+ * (system.origins), client c talks to origin c mod N: the clients are spread round robin.
  */
 export async function load(
   system: System,
   options: { path: string; connections: number; count: number; body: (i: number) => string; ok: (status: number, text: string) => boolean },
 ): Promise<LoadResult> {
-  const pool = new Pool(system.origin, { connections: options.connections, pipelining: 1 });
+  const share = (k: number) => Math.ceil((options.connections - k) / system.origins.length);
+  const pools = system.origins.map((origin, k) => new Pool(origin, { connections: share(k), pipelining: 1 }));
   let next = 0;
   let failures = 0;
   let firstFailure: string | null = null;
   const firstSentAt = Date.now();
-  const client = async () => {
+  const client = async (c: number) => {
+    const pool = pools[c % pools.length]!;
     while (next < options.count) {
       const i = next++;
       try {
@@ -390,9 +516,9 @@ export async function load(
       }
     }
   };
-  await Promise.all(Array.from({ length: options.connections }, client));
+  await Promise.all(Array.from({ length: options.connections }, (_, c) => client(c)));
   const doneAt = Date.now();
-  await pool.close();
+  await Promise.all(pools.map((pool) => pool.close()));
   return { firstSentAt, doneAt, requests: options.count, failures, firstFailure };
 }
 
@@ -414,6 +540,8 @@ export interface LatenessRun {
   lost: number;
   /** From the first dispatch to the last arrival (or the end of the wait). */
   cpu: CpuUse | null;
+  /** PostgreSQL: the database's work over the same interval. */
+  pg: PgPhase | null;
 }
 
 /**
@@ -423,8 +551,18 @@ export interface LatenessRun {
 export async function latenessRun(
   receiver: Receiver,
   system: System,
-  options: { phase: string; jobs: number; windowMs: number; leadMs: number; connections: number; filler: string; meter?: () => () => CpuUse },
+  options: {
+    phase: string;
+    jobs: number;
+    windowMs: number;
+    leadMs: number;
+    connections: number;
+    filler: string;
+    meter?: () => () => CpuUse;
+    pg?: (() => Promise<() => Promise<PgPhase>>) | null;
+  },
 ): Promise<LatenessRun> {
+  const stopPg = options.pg ? await options.pg() : null;
   const stopMeter = options.meter?.();
   const start = Date.now() + options.leadMs;
   const due = (i: number) => start + Math.floor((i * options.windowMs) / options.jobs);
@@ -439,10 +577,12 @@ export async function latenessRun(
   await sleep(Math.max(0, lastDue - Date.now()));
   const unique = await receiver.waitFor(options.phase, options.jobs, { idleMs: 10_000, notBefore: lastDue });
   const cpu = stopMeter?.() ?? null;
+  const pg = stopPg ? await stopPg() : null;
   const stats = await receiver.stats(options.phase);
   await dumpPhase(receiver, options.phase);
   return {
     cpu,
+    pg,
     system: system.name,
     phase: options.phase,
     jobs: options.jobs,
@@ -481,6 +621,7 @@ export function printLatenessTable(runs: LatenessRun[]): void {
     }
   }
   for (const run of runs) if (run.cpu) console.log(cpuLine(`${run.system} ${run.phase}`, run.cpu));
+  for (const run of runs) if (run.pg && run.cpu) for (const line of pgPhaseLines(`${run.system} ${run.phase}`, run.pg, run.jobs, run.cpu)) console.log(line);
 }
 
 /** True when the runs lost, duplicated or failed nothing. */
@@ -523,47 +664,90 @@ export function latenessGoal(run: LatenessRun): boolean {
 /** Clock ticks per second of /proc (USER_HZ; 100 on Linux). */
 const TICKS_PER_SECOND = 100;
 
-function machineBusyTicks(): number {
+function machineTicks(): { busy: number; interrupts: number; niced: number } {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-  return fields.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0);
+  return { busy: fields.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0), interrupts: fields[5]! + fields[6]!, niced: fields[1]! };
 }
 
-function processTicks(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of the file, 12 and 13 after "(comm) ".
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
+/** CPU ticks of the kernel's threads (kthreadd, pid 2, and its children). */
+function kernelThreadTicks(): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = procStat(entry);
+    if (stat && (entry === '2' || stat.ppid === 2)) ticks += stat.ticks;
   }
+  return ticks;
 }
+
+const processTicks = (pid: number): number => procStat(pid)?.ticks ?? 0;
 
 export interface CpuUse {
   seconds: number;
   /** CPUs' worth used during the interval, by process name, plus `others` (everything else on the machine). */
   cpus: Record<string, number>;
+  /** For a name that stands for several processes: each one's share, in order. */
+  split: Record<string, number[]>;
+  /**
+   * Two parts of `others`, for information: the machine's time in interrupts and softirqs (here
+   * mostly the loopback network and disk completions of the run itself), and the kernel's threads
+   * (kworker, jbd2, …). Each is read on its own, so they need not add up to `others`.
+   */
+  interrupts: number;
+  /**
+   * The part of `others` run at a positive nice value: other work on the machine deliberately
+   * kept behind the benchmark (the scheduler gives a nice-19 process about 1/70 of a nice-0
+   * one's share when both want a CPU).
+   */
+  niced: number;
+  kernelThreads: number;
 }
 
-/** Starts measuring; the returned function gives the CPU use since. */
-export function cpuMeter(processes: Record<string, number>): () => CpuUse {
-  const start = { at: performance.now(), machine: machineBusyTicks(), own: Object.fromEntries(Object.entries(processes).map(([n, pid]) => [n, processTicks(pid)])) };
+/**
+ * Starts measuring; the returned function gives the CPU use since. A name may stand for several
+ * processes (their sum). `extra` measures processes that come and go (the database server's, by
+ * class): its ticks count as ours, not as `others`.
+ */
+export function cpuMeter(processes: Record<string, number | number[]>, extra?: () => () => Record<string, number>): () => CpuUse {
+  const groups = Object.entries(processes).map(([name, pids]) => [name, Array.isArray(pids) ? pids : [pids]] as const);
+  const start = { at: performance.now(), machine: machineTicks(), kernel: kernelThreadTicks(), own: groups.map(([, pids]) => pids.map(processTicks)) };
+  const stopExtra = extra?.();
   return () => {
     const seconds = (performance.now() - start.at) / 1000;
     const cpus: Record<string, number> = {};
+    const split: Record<string, number[]> = {};
     let ours = 0;
-    for (const [name, pid] of Object.entries(processes)) {
-      const ticks = processTicks(pid) - start.own[name]!;
+    groups.forEach(([name, pids], g) => {
+      const each = pids.map((pid, k) => processTicks(pid) - start.own[g]![k]!);
+      const ticks = each.reduce((a, b) => a + b, 0);
+      ours += ticks;
+      cpus[name] = ticks / TICKS_PER_SECOND / seconds;
+      if (pids.length > 1) split[name] = each.map((t) => t / TICKS_PER_SECOND / seconds);
+    });
+    for (const [name, ticks] of Object.entries(stopExtra?.() ?? {})) {
       ours += ticks;
       cpus[name] = ticks / TICKS_PER_SECOND / seconds;
     }
-    cpus.others = Math.max(0, machineBusyTicks() - start.machine - ours) / TICKS_PER_SECOND / seconds;
-    return { seconds, cpus };
+    const machine = machineTicks();
+    cpus.others = Math.max(0, machine.busy - start.machine.busy - ours) / TICKS_PER_SECOND / seconds;
+    return {
+      seconds,
+      cpus,
+      split,
+      interrupts: (machine.interrupts - start.machine.interrupts) / TICKS_PER_SECOND / seconds,
+      niced: (machine.niced - start.machine.niced) / TICKS_PER_SECOND / seconds,
+      kernelThreads: (kernelThreadTicks() - start.kernel) / TICKS_PER_SECOND / seconds,
+    };
   };
 }
 
 export function cpuLine(label: string, use: CpuUse): string {
-  const parts = Object.entries(use.cpus).map(([name, cpus]) => `${name} ${cpus.toFixed(2)}`);
-  return `CPU ${label} (${use.seconds.toFixed(1)} s, CPUs busy by process): ${parts.join(', ')}`;
+  const parts = Object.entries(use.cpus).map(
+    ([name, cpus]) => `${name} ${cpus.toFixed(2)}${use.split[name] ? ` (${use.split[name].map((c) => c.toFixed(2)).join(' + ')})` : ''}`,
+  );
+  return (
+    `CPU ${label} (${use.seconds.toFixed(1)} s, CPUs busy by process): ${parts.join(', ')} ` +
+    `(in others: irq+softirq ${use.interrupts.toFixed(2)}, kernel threads ${use.kernelThreads.toFixed(2)}, niced ${use.niced.toFixed(2)})`
+  );
 }

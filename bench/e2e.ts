@@ -14,7 +14,12 @@
  * arrived within 15 s of the last arrival; duplicates by jobId and by the benchmark's own key.
  * For Punctual, the SQLite file must then hold every job COMPLETED, with one attempt each.
  * Goal: punctual/bare jobs/s ≥ 0.5, zero lost, zero duplicates. Exits non-zero when not met.
+ * DATABASE_URL=postgres://… and BENCH_INSTANCES run Punctual on PostgreSQL
+ * (bench/delivery-harness.ts); the schema must then hold every job COMPLETED with one attempt, and
+ * the database's work per job is printed too.
  */
+import type { PgPhase } from './pg-bench.js';
+import { pgPhaseLines } from './pg-bench.js';
 import {
   cpuLine,
   created,
@@ -52,9 +57,18 @@ interface Run {
   p99: number;
   max: number;
   cpu: CpuUse;
+  pg: PgPhase | null;
 }
 
-async function run(receiver: Receiver, system: System, phase: string, count: number, meter: () => () => CpuUse): Promise<Run> {
+async function run(
+  receiver: Receiver,
+  system: System,
+  phase: string,
+  count: number,
+  meter: () => () => CpuUse,
+  pg: (() => Promise<() => Promise<PgPhase>>) | null,
+): Promise<Run> {
+  const stopPg = pg ? await pg() : null;
   const stopMeter = meter();
   const result = await load(system, {
     path: '/api/jobs/dispatch',
@@ -65,6 +79,7 @@ async function run(receiver: Receiver, system: System, phase: string, count: num
   });
   const unique = await receiver.waitFor(phase, count, { idleMs: 15_000 });
   const cpu = stopMeter();
+  const pgPhase = stopPg ? await stopPg() : null;
   const stats = await receiver.stats(phase);
   await dumpPhase(receiver, phase);
   return {
@@ -80,25 +95,27 @@ async function run(receiver: Receiver, system: System, phase: string, count: num
     p99: stats.p99,
     max: stats.max,
     cpu,
+    pg: pgPhase,
   };
 }
 
 const pad = (value: string | number, width: number) => String(value).padStart(width);
 
 async function main(): Promise<number> {
-  const { receiver, bare, punctual, meter, close } = await startAll();
+  const { receiver, bare, punctual, meter, pg, close } = await startAll();
   try {
     console.log(
       `e2e: ${jobs} immediate jobs per system after ${warmupJobs} warm-up jobs, ${connections} concurrent clients, ` +
         `payload about ${payloadBytes} bytes; bare pipe answers 201 after its forward is answered`,
     );
-    console.log(`${machineLine()}, SQLite synchronous=${punctual.synchronous}, LOG_LEVEL=warn`);
+    console.log(`${machineLine()}, ${punctual.storeLine}, LOG_LEVEL=warn`);
     console.log('');
 
     const runs: Run[] = [];
     for (const system of [bare, punctual]) {
-      await run(receiver, system, `${system.name}warm`, warmupJobs, meter);
-      runs.push(await run(receiver, system, system.name, jobs, meter));
+      const systemPg = system === punctual ? pg : null;
+      await run(receiver, system, `${system.name}warm`, warmupJobs, meter, systemPg);
+      runs.push(await run(receiver, system, system.name, jobs, meter, systemPg));
     }
 
     console.log(
@@ -113,6 +130,7 @@ async function main(): Promise<number> {
       );
     }
     for (const r of runs) console.log(cpuLine(r.system, r.cpu));
+    for (const r of runs) if (r.pg) for (const line of pgPhaseLines(r.system, r.pg, r.jobs, r.cpu)) console.log(line);
     const [bareRun, punctualRun] = runs as [Run, Run];
     const ratio = punctualRun.jobs / punctualRun.deliveredS / (bareRun.jobs / bareRun.deliveredS);
     console.log('');
@@ -124,11 +142,20 @@ async function main(): Promise<number> {
       if (r.lost > 0 || r.duplicates > 0) console.log(`FAIL: ${r.system}: ${r.lost} lost, ${r.duplicates} duplicates`);
       if (r.failures > 0 || r.lost > 0 || r.duplicates > 0) failed = true;
     }
-    const counts = storeCounts(punctual.dbPath);
+    // The receiver has each request before Punctual records its outcome: allow the last ones to land.
     const total = jobs + warmupJobs;
-    const consistent = counts.byStatus.COMPLETED === total && counts.attempts === total;
+    const checkFrom = Date.now();
+    let counts = await storeCounts(punctual);
+    let consistent = false;
+    for (;;) {
+      consistent = counts.byStatus.COMPLETED === total && counts.attempts === total;
+      if (consistent || Date.now() - checkFrom > 10_000) break;
+      await new Promise((wait) => setTimeout(wait, 100));
+      counts = await storeCounts(punctual);
+    }
     console.log(
-      `punctual store: ${JSON.stringify(counts.byStatus)}, ${counts.attempts} attempts for ${total} jobs: ${consistent ? 'ok' : 'FAIL'}`,
+      `punctual store: ${JSON.stringify(counts.byStatus)}, ${counts.attempts} attempts for ${total} jobs ` +
+        `(${Date.now() - checkFrom} ms after the figures): ${consistent ? 'ok' : 'FAIL'}`,
     );
     if (!consistent) failed = true;
     return failed ? 1 : 0;

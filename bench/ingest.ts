@@ -16,15 +16,37 @@
  *
  * Env: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (64), BENCH_WARMUP (s, 2).
  * Exits non-zero on any non-2xx answer or connection error in the measured runs, or a failed check.
+ *
+ * PostgreSQL: with DATABASE_URL=postgres://… the servers run on a fresh schema of that database
+ * (bench/pg-bench.ts), BENCH_INSTANCES of them (default 1) started on the same schema; autocannon's
+ * connections are spread over them round robin (connection i to server i mod N), for both routes.
+ * The durability check then counts the jobs in the schema after every server was killed, and each
+ * run also prints the database's work per request (statements, commits, WAL, CPU).
+ *
+ * BENCH_PLAN_COMPARE=1: the rate-limit comparison of bench/plan-compare.ts instead of the above.
+ * Each run prints the CPU used by process (the servers, this process, the database's processes,
+ * Redis when REDIS_URL is set, and everything else as `others`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
 import Database from 'better-sqlite3';
+import { cpuLine, cpuMeter, type CpuUse } from './delivery-harness.js';
+import {
+  createSchema,
+  instancesFromEnv,
+  PostgresMonitor,
+  pgPhaseLines,
+  postgresUrlFromEnv,
+  QUERY_COUNTER_IMPORT,
+  type BenchSchema,
+  type PgPhase,
+} from './pg-bench.js';
+import { comparePlans } from './plan-compare.js';
 
 const PAYLOAD_BYTES = 1024;
 const SCHEDULE_AHEAD_MS = 60 * 60 * 1000;
@@ -44,6 +66,8 @@ function positiveNumber(name: string, fallback: number): number {
 const duration = positiveNumber('BENCH_DURATION', 10);
 const connections = Math.round(positiveNumber('BENCH_CONNECTIONS', 64));
 const warmup = positiveNumber('BENCH_WARMUP', 2);
+const postgresUrl = postgresUrlFromEnv();
+const instances = instancesFromEnv(postgresUrl !== null);
 
 /** A JSON object of exactly `bytes` bytes, shaped like an application's job payload. */
 function payloadOf(bytes: number): Record<string, unknown> {
@@ -63,20 +87,32 @@ function payloadOf(bytes: number): Record<string, unknown> {
   return payload;
 }
 
-interface ServerInfo {
+export interface ServerInfo {
   port: number;
-  apiKey: string;
-  dbPath: string;
-  synchronous: string;
+  /** The first instance's; null on a further instance. */
+  apiKey: string | null;
+  adminToken: string | null;
+  /** SQLite only. */
+  dbPath: string | null;
+  synchronous: string | null;
 }
 
-/** Starts bench-server.ts and waits for its one line of JSON. */
-async function startServer(dbPath: string): Promise<{ child: ChildProcess; info: ServerInfo }> {
+/**
+ * Starts bench-server.ts and waits for its one line of JSON; later lines go to `onLine` (which
+ * says whether it took them) or to stderr.
+ */
+async function startServer(
+  env: Record<string, string>,
+  execArgv: string[] = [],
+  onLine: (child: ChildProcess, line: string) => boolean = () => false,
+  onSpawn: (child: ChildProcess) => void = () => {},
+): Promise<{ child: ChildProcess; info: ServerInfo }> {
   const entry = resolve(dirname(fileURLToPath(import.meta.url)), 'bench-server.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0' },
+  const child = spawn(process.execPath, [...execArgv, '--import', 'tsx', entry], {
+    env: { ...process.env, ...env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  onSpawn(child);
   const lines = createInterface({ input: child.stdout! });
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -91,6 +127,9 @@ async function startServer(dbPath: string): Promise<{ child: ChildProcess; info:
         }
       });
     });
+    lines.on('line', (line) => {
+      if (!onLine(child, line)) console.error(`[bench-server] ${line}`);
+    });
     return { child, info };
   } catch (error) {
     await killed(child);
@@ -99,6 +138,33 @@ async function startServer(dbPath: string): Promise<{ child: ChildProcess; info:
     clearTimeout(timer);
     child.removeAllListeners('exit');
   }
+}
+
+/** The servers of a run: one on SQLite; BENCH_INSTANCES on one PostgreSQL schema. */
+export interface Servers {
+  children: ChildProcess[];
+  origins: string[];
+  /** The first server's (it set the database up). */
+  info: ServerInfo & { apiKey: string; adminToken: string };
+  schema: BenchSchema | null;
+  monitor: PostgresMonitor | null;
+  /** Starts a CPU meter: `server` (all instances), `loader` (this process), the database's processes, `redis`, `others`. */
+  meter: () => () => CpuUse;
+  storeLine: string;
+}
+
+/** The pids of processes whose command name is `comm` (for redis-server). */
+function pidsNamed(comm: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === comm) pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
 }
 
 function killed(child: ChildProcess): Promise<void> {
@@ -133,41 +199,100 @@ function printTable(rows: Row[]): void {
   }
 }
 
+async function startServers(dir: string, started: (() => Promise<void>)[]): Promise<Servers> {
+  if (!postgresUrl) {
+    const { child, info } = await startServer({ DATABASE_URL: `sqlite:${join(dir, 'punctual.db')}` });
+    started.push(() => killed(child));
+    const redis: Record<string, number[]> = process.env.REDIS_URL ? { redis: pidsNamed('redis-server') } : {};
+    return {
+      children: [child],
+      origins: [`http://127.0.0.1:${info.port}`],
+      info: info as Servers['info'],
+      schema: null,
+      monitor: null,
+      meter: () => cpuMeter({ server: [child.pid!], loader: [process.pid], ...redis }),
+      storeLine: `SQLite synchronous=${info.synchronous}`,
+    };
+  }
+  const schema = await createSchema(postgresUrl);
+  started.push(() => schema.drop());
+  const owners: number[] = [];
+  const monitor = await PostgresMonitor.start(postgresUrl, () => owners);
+  started.push(() => monitor.stop());
+  const onLine = (child: ChildProcess, line: string) => monitor.counter.handle(child, line);
+  // Registered as soon as spawned, so that the connections each opens at start count as Punctual's.
+  const onSpawn = (child: ChildProcess) => {
+    started.push(() => killed(child));
+    owners.push(child.pid!);
+    monitor.counter.register(child);
+  };
+  const spawned: { child: ChildProcess; info: ServerInfo }[] = [];
+  spawned.push(await startServer(schema.env, QUERY_COUNTER_IMPORT, onLine, onSpawn));
+  spawned.push(
+    ...(await Promise.all(
+      Array.from({ length: instances - 1 }, () => startServer({ ...schema.env, BENCH_SECONDARY: '1' }, QUERY_COUNTER_IMPORT, onLine, onSpawn)),
+    )),
+  );
+  const [synchronousCommit] = await schema.query<{ s: string }>('SHOW synchronous_commit').then((rows) => rows.map((r) => Object.values(r)[0] as string));
+  const redis: Record<string, number[]> = process.env.REDIS_URL ? { redis: pidsNamed('redis-server') } : {};
+  return {
+    children: spawned.map((s) => s.child),
+    origins: spawned.map((s) => `http://127.0.0.1:${s.info.port}`),
+    info: spawned[0]!.info as Servers['info'],
+    schema,
+    monitor,
+    meter: () => cpuMeter({ server: spawned.map((s) => s.child.pid!), loader: [process.pid], ...redis }, () => monitor.cpu.start()),
+    storeLine: `PostgreSQL (schema ${schema.name}, synchronous_commit=${synchronousCommit}), ${instances} instance${instances > 1 ? 's' : ''}`,
+  };
+}
+
 async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'punctual-bench-'));
-  let child: ChildProcess | null = null;
+  const started: (() => Promise<void>)[] = [];
   try {
-    const server = await startServer(join(dir, 'punctual.db'));
-    child = server.child;
-    const info = server.info;
+    const servers = await startServers(dir, started);
+    const info = servers.info;
     const scheduledFor = new Date(Date.now() + SCHEDULE_AHEAD_MS).toISOString();
     const body = JSON.stringify({ payload: payloadOf(PAYLOAD_BYTES), scheduledFor });
+    if (process.env.BENCH_PLAN_COMPARE === '1') return await comparePlans(servers, body);
     const load = (path: string, seconds: number) =>
       autocannon({
-        url: `http://127.0.0.1:${info.port}${path}`,
+        // Several servers: autocannon gives connection i the URL i mod N.
+        url: servers.origins.length === 1 ? `${servers.origins[0]}${path}` : servers.origins.map((origin) => `${origin}${path}`),
         method: 'POST',
         connections,
         duration: seconds,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${info.apiKey}` },
         body,
       });
+    /** A measured run, with the CPU used during it and, on PostgreSQL, the database's work. */
+    const measured = async (path: string, seconds: number) => {
+      const stopPg = servers.monitor ? await servers.monitor.phase() : null;
+      const stopMeter = servers.meter();
+      const result = await load(path, seconds);
+      const cpu = stopMeter();
+      const pg = stopPg ? await stopPg() : null;
+      return { result, cpu, pg };
+    };
 
     console.log(
       `ingest: ${connections} connections, ${duration} s each after a ${warmup} s warm-up; body ${Buffer.byteLength(body)} bytes ` +
         `(payload ${PAYLOAD_BYTES} bytes, scheduledFor +1 h)`,
     );
-    console.log(`machine: ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, SQLite synchronous=${info.synchronous}, LOG_LEVEL=warn`);
+    console.log(`machine: ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}, ${servers.storeLine}, LOG_LEVEL=warn`);
     console.log('');
 
     const warmBare = await load('/api/bench/bare', warmup);
-    const bare = await load('/api/bench/bare', duration);
+    const bareRun = await measured('/api/bench/bare', duration);
+    const bare = bareRun.result;
     const warmPunctual = await load('/api/jobs/dispatch', warmup);
-    const punctual = await load('/api/jobs/dispatch', duration);
+    const punctualRun = await measured('/api/jobs/dispatch', duration);
+    const punctual = punctualRun.result;
 
-    // The crash run: SIGKILL while dispatches are in flight; every 201 received must be in the file.
+    // The crash run: SIGKILL while dispatches are in flight; every 201 received must be in the store.
     const crashRun = load('/api/jobs/dispatch', CRASH_RUN_S);
     await new Promise((wait) => setTimeout(wait, CRASH_AFTER_MS));
-    await killed(server.child);
+    await Promise.all(servers.children.map((child) => killed(child)));
     const crash = await crashRun;
 
     printTable([
@@ -178,6 +303,13 @@ async function main(): Promise<number> {
     console.log('');
     console.log(`ratio punctual/bare req/s: ${ratio.toFixed(2)} (goal >= ${RATIO_GOAL}: ${ratio >= RATIO_GOAL ? 'met' : 'NOT met'})`);
     console.log(`p99 punctual/bare: ${punctual.latency.p99} ms / ${bare.latency.p99} ms`);
+    for (const [label, run] of [['bare', bareRun], ['punctual', punctualRun]] as const) {
+      const serverUs = ((run.cpu.cpus.server! * run.cpu.seconds * 1e6) / run.result.requests.total).toFixed(0);
+      console.log(`${cpuLine(label, run.cpu)}; server CPU ${serverUs} µs/request`);
+    }
+    for (const [label, run] of [['bare', bareRun], ['punctual', punctualRun]] as const) {
+      if (run.pg) for (const line of pgPhaseLines(label, run.pg as PgPhase, run.result.requests.total, renamed(run.cpu))) console.log(line);
+    }
 
     let failed = false;
     for (const [name, result] of Object.entries({ 'bare warm-up': warmBare, bare, 'punctual warm-up': warmPunctual, punctual })) {
@@ -192,20 +324,30 @@ async function main(): Promise<number> {
     }
 
     const acknowledged = warmPunctual['2xx'] + punctual['2xx'] + crash['2xx'];
-    const db = new Database(info.dbPath, { readonly: true, fileMustExist: true });
-    const stored = (db.prepare('SELECT count(*) AS n FROM jobs').get() as { n: number }).n;
-    db.close();
+    let stored: number;
+    if (servers.schema) {
+      stored = (await servers.schema.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs'))[0]!.n;
+    } else {
+      const db = new Database(info.dbPath!, { readonly: true, fileMustExist: true });
+      stored = (db.prepare('SELECT count(*) AS n FROM jobs').get() as { n: number }).n;
+      db.close();
+    }
     const durable = stored >= acknowledged;
     console.log(
       `durability: ${acknowledged} jobs acknowledged with 201 (${crash['2xx']} in the run cut by SIGKILL after ${CRASH_AFTER_MS} ms), ` +
-        `${stored} in the SQLite file after the kill: ${durable ? 'ok' : 'FAIL'}`,
+        `${stored} in the ${servers.schema ? 'PostgreSQL schema' : 'SQLite file'} after the kill: ${durable ? 'ok' : 'FAIL'}`,
     );
     if (!durable) failed = true;
     return failed ? 1 : 0;
   } finally {
-    if (child) await killed(child);
+    for (const stop of started.reverse()) await stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** pgPhaseLines reads Punctual's CPU as `punctual`; here the servers are `server`. */
+function renamed(cpu: CpuUse): CpuUse {
+  return { ...cpu, cpus: { ...cpu.cpus, punctual: cpu.cpus.server ?? 0 } };
 }
 
 process.exitCode = await main();

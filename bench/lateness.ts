@@ -9,7 +9,8 @@
  *
  * Lateness = arrival at the receiver − scheduledFor, on the wall clock of this machine.
  * Goal: Punctual p99 ≤ 10 ms and max ≤ 50 ms, nothing lost, duplicated or early.
- * Exits non-zero when not met.
+ * Exits non-zero when not met. DATABASE_URL=postgres://… and BENCH_INSTANCES run Punctual on
+ * PostgreSQL (bench/delivery-harness.ts), and print the database's work per job too.
  */
 import {
   clean,
@@ -25,14 +26,14 @@ import {
 
 async function main(): Promise<number> {
   const o = latenessOptions();
-  const { receiver, bare, punctual, meter, close } = await startAll();
+  const { receiver, bare, punctual, meter, pg, close } = await startAll();
   try {
     console.log(describeLateness(o));
-    console.log(`${machineLine()}, SQLite synchronous=${punctual.synchronous}, LOG_LEVEL=warn`);
+    console.log(`${machineLine()}, ${punctual.storeLine}, LOG_LEVEL=warn`);
     console.log('');
     const runs: LatenessRun[] = [];
     for (const system of [bare, punctual]) {
-      const common = { connections: o.connections, filler: o.filler, leadMs: o.leadMs, meter };
+      const common = { connections: o.connections, filler: o.filler, leadMs: o.leadMs, meter, pg: system === punctual ? pg : null };
       runs.push(await latenessRun(receiver, system, { ...common, phase: `${system.name}warm`, jobs: o.warmupJobs, windowMs: 1_000 }));
       runs.push(await latenessRun(receiver, system, { ...common, phase: system.name, jobs: o.jobs, windowMs: o.windowMs }));
     }
