@@ -57,6 +57,11 @@ export class ClaimLoop {
     await this.ticking;
   }
 
+  /** When the loop will next look for due jobs (application time); infinite while a pass runs. */
+  get wakesAt(): number {
+    return this.wakeAt;
+  }
+
   /** A job became due at `runAt`: wake sooner if that is before the current wake-up. */
   notifyDue(runAt: number): void {
     if (!this.running) return;
@@ -93,6 +98,8 @@ export class ClaimLoop {
     const { store, clock, dispatcher } = this.deps;
     try {
       for (;;) {
+        // The horizon of the last claim: every job due by then that could be claimed now was.
+        let claimedUpTo = 0;
         do {
           this.again = false;
           const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
@@ -101,10 +108,11 @@ export class ClaimLoop {
           const now = clock.now();
           const excludeProjectIds = dispatcher.saturatedProjects();
           this.skippedProjects = excludeProjectIds.length > 0;
+          claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
           const claimed = await store.jobClaimDue({
             excludeProjectIds,
             now,
-            dueBy: now + CLAIM_LOOKAHEAD_MS,
+            dueBy: claimedUpTo,
             limit,
             workerId: this.deps.workerId,
             leaseExtraMs: LEASE_MARGIN_MS,
@@ -113,7 +121,10 @@ export class ClaimLoop {
           if (claimed.length === limit) this.again = true;
         } while (this.again && this.running);
         if (!this.running) return;
-        const next = await store.jobNextDueAt();
+        // The next job beyond the claim's horizon, not the earliest QUEUED one: that may belong to a
+        // project whose slots are all taken, and sleeping until a time already past would spin on
+        // empty claims until a slot frees (onCapacity wakes us for those).
+        const next = await store.jobNextDueAt({ after: claimedUpTo });
         // A job that became due while we looked may be missing from `next`: look again.
         if (this.again) continue;
         this.sleepUntil(next ?? clock.now() + MAX_SLEEP_MS);

@@ -330,8 +330,12 @@ export interface Store {
    * until now + the project's delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
    */
   jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]>;
-  /** The earliest runAt of a QUEUED job, or null when none waits. */
-  jobNextDueAt(): Promise<number | null>;
+  /**
+   * The earliest runAt after `after` of a QUEUED job, or null when none waits. The scheduler asks
+   * for the first job beyond what its last claim covered: jobs due before that are either claimed
+   * or belong to projects with every slot taken, which a freed slot wakes it for.
+   */
+  jobNextDueAt(params: { after: number }): Promise<number | null>;
   /**
    * DISPATCHED → STARTED for the lease holder, recording the attempt before its request leaves.
    * Null when the lease was lost (the job is no longer this worker's to send).

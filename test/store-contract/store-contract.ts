@@ -205,13 +205,15 @@ export function describeStoreContract(
           job('job_future', { runAt: T0 + 86_400_000 * 30 }),
           job('job_d2', { runAt: T0 + 2 }),
         ]);
-        expect(await store.jobNextDueAt()).toBe(T0 + 1);
+        expect(await store.jobNextDueAt({ after: 0 })).toBe(T0 + 1);
+        expect(await store.jobNextDueAt({ after: T0 + 1 })).toBe(T0 + 2);
         const first = await claim(T0 + 10, 2);
         expect(first.map((j) => j.id)).toEqual(['job_d1', 'job_d2']);
         expect(first[0]).toMatchObject({ status: 'DISPATCHED', leaseExpiresAt: T0 + 10 + 30_000 + 30_000, updatedAt: T0 + 10 });
         expect((await claim(T0 + 10)).map((j) => j.id)).toEqual(['job_d3']);
         expect(await claim(T0 + 10)).toEqual([]);
-        expect(await store.jobNextDueAt()).toBe(T0 + 86_400_000 * 30);
+        expect(await store.jobNextDueAt({ after: 0 })).toBe(T0 + 86_400_000 * 30);
+        expect(await store.jobNextDueAt({ after: T0 + 86_400_000 * 30 })).toBeNull();
         expect((await store.jobCountByStatus()).DISPATCHED).toBe(3);
       });
 

@@ -615,8 +615,8 @@ export class PostgresStore implements Store {
     return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
   }
 
-  async jobNextDueAt(): Promise<number | null> {
-    return (await this.rows<{ runAt: number | null }>(q.JobNextDueAt))[0]!.runAt;
+  async jobNextDueAt(params: { after: number }): Promise<number | null> {
+    return (await this.rows<{ runAt: number | null }>(q.JobNextDueAt, [params.after]))[0]!.runAt;
   }
 
   attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {

@@ -114,7 +114,7 @@ export const JobClaimDue = `WITH due AS (
     updated_at = $1::bigint
   FROM due, projects p WHERE jobs.seq = due.seq AND p.id = jobs.project_id
   RETURNING ${JOB_COLUMNS}, jobs.lease_expires_at AS "leaseExpiresAt"`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED'`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED' AND run_at > $1::bigint`;
 /** Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. */
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)

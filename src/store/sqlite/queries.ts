@@ -92,7 +92,7 @@ export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner =
   WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @dueBy
     AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED'`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND run_at > @after`;
 export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = @attemptId,
   lease_expires_at = @leaseExpiresAt, updated_at = @now
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_owner = @workerId

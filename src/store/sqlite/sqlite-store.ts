@@ -410,8 +410,8 @@ export class SqliteStore implements Store {
     });
   }
 
-  async jobNextDueAt(): Promise<number | null> {
-    return (this.sql(q.JobNextDueAt).get() as { runAt: number | null }).runAt;
+  async jobNextDueAt(params: { after: number }): Promise<number | null> {
+    return (this.sql(q.JobNextDueAt).get(params) as { runAt: number | null }).runAt;
   }
 
   attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
