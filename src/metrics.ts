@@ -20,6 +20,11 @@ export class Metrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly lateResultsIgnored = new Counter({
+    name: 'punctual_attempt_results_ignored_total',
+    help: 'Attempt results not recorded because their worker had lost the lease (the rescuer counted the attempt as lease_expired)',
+    registers: [this.registry],
+  });
   readonly deliveryDuration = new Histogram({
     name: 'punctual_delivery_duration_seconds',
     help: 'Duration of a delivery attempt, request sent to answer read',

@@ -137,8 +137,10 @@ export async function deliverAttempt(
     () => store.attemptFinish({ jobId: job.id, attemptId, workerId, now: finishedAt, result, next }),
     () => clock.now() < recordBy,
   );
-  metrics.attempts.inc({ outcome: result.outcome });
   metrics.deliveryDuration.observe(result.durationMs / 1000);
+  // An attempt whose lease was lost is counted once, by the rescuer, as lease_expired.
+  if (applied) metrics.attempts.inc({ outcome: result.outcome });
+  else metrics.lateResultsIgnored.inc();
   if (applied && next.kind === 'retry') deps.onRequeued(next.runAt);
   if (applied && next.kind === 'complete') metrics.jobsCompleted.inc();
   if (applied && next.kind === 'fail') metrics.jobsFailed.inc();

@@ -69,6 +69,8 @@ export class WebhookClient {
         return { kind: 'network_error', error: `${host} is a private or reserved address`, durationMs: elapsed() };
       }
     }
+    // A listener added to a signal that already fired never runs: the request would go out in full.
+    if (abort?.aborted) return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0 };
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     const onAbort = () => controller.abort();

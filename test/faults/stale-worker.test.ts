@@ -117,8 +117,11 @@ describe(`stale worker (${TEST_STORE})`, () => {
 
       // A's request finally gets its 200: the worst case, a success from a worker that lost the job.
       releaseFirstAttempt();
-      await pollUntil(async () => (await t.runtime.metrics.attempts.get()).values.find((v) => v.labels.outcome === 'success')?.value ?? 0, (n) => n === 2, 5_000, 'A to report its late success');
+      await pollUntil(async () => (await t.runtime.metrics.lateResultsIgnored.get()).values[0]?.value ?? 0, (n) => n === 1, 5_000, 'A to report its late success');
       expect(await attemptRows(t.databaseUrl, jobId)).toEqual(settled);
+      // Counted once each: A's attempt as the rescuer's lease_expired, B's as its success.
+      const outcomes = Object.fromEntries((await t.runtime.metrics.attempts.get()).values.map((v) => [v.labels.outcome, v.value]));
+      expect(outcomes).toEqual({ lease_expired: 1, success: 1 });
       expect(await t.store.jobGet({ projectId: p.projectId, jobId })).toEqual(completed);
       expect(completed).toMatchObject({ status: 'COMPLETED', attemptCount: 2 });
     },
