@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { translateSqliteError } from './sqlite-errors.js';
+import { isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
 
 interface PendingWrite {
   fn: () => unknown;
@@ -19,6 +19,8 @@ interface PendingWrite {
 export class GroupCommit {
   private pending: PendingWrite[] = [];
   private scheduled = false;
+  /** True from a write refused by the disk (full, read-only, I/O error) until a commit succeeds. */
+  private refusedByDisk = false;
   private readonly inSavepoint: (fn: () => unknown) => unknown;
 
   constructor(private readonly db: Database.Database) {
@@ -37,6 +39,16 @@ export class GroupCommit {
     });
   }
 
+  /** Whether the last writes were refused by the disk and none has been committed since (readiness). */
+  get failing(): boolean {
+    return this.refusedByDisk;
+  }
+
+  private fail(group: PendingWrite[], error: unknown): void {
+    if (isSqliteUnavailable(error)) this.refusedByDisk = true;
+    for (const write of group) write.reject(translateSqliteError(error));
+  }
+
   /** Runs everything pending now; also used on close so no accepted write is dropped. */
   flush(): void {
     this.scheduled = false;
@@ -47,13 +59,14 @@ export class GroupCommit {
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (error) {
-      for (const write of group) write.reject(translateSqliteError(error));
+      this.fail(group, error);
       return;
     }
     for (const write of group) {
       try {
         outcomes.push({ ok: true, value: this.inSavepoint(write.fn) });
       } catch (error) {
+        if (isSqliteUnavailable(error)) this.refusedByDisk = true;
         outcomes.push({ ok: false, value: translateSqliteError(error) });
       }
     }
@@ -66,9 +79,10 @@ export class GroupCommit {
       } catch {
         // nothing more to undo
       }
-      for (const write of group) write.reject(translateSqliteError(error));
+      this.fail(group, error);
       return;
     }
+    if (outcomes.every((outcome) => outcome.ok)) this.refusedByDisk = false;
     group.forEach((write, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) write.resolve(outcome.value);

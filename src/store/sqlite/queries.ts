@@ -19,6 +19,9 @@ const ATTEMPT_COLUMNS = `id, job_id AS jobId, attempt_number AS attemptNumber, s
   response_body AS responseBody`;
 
 export const SettingGet = 'SELECT value FROM settings WHERE key = ?';
+/** A write whose only purpose is to find out whether the disk takes writes again (readiness). */
+export const WriteProbe = `INSERT INTO settings (key, value) VALUES ('write_probe_at', @now)
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 export const SettingInsertIfAbsent = 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING';
 
 export const TeamInsert = 'INSERT INTO teams (id, name, plan, created_at) VALUES (@id, @name, @plan, @createdAt)';

@@ -138,8 +138,13 @@ export class SqliteStore implements Store {
     migrateSqlite(this.db);
   }
 
+  /**
+   * Ready while the file can be read and, after the disk refused a write (full, read-only, I/O
+   * error), once a small write commits again: not ready while writes would answer 503.
+   */
   async ping(): Promise<void> {
     this.sql('SELECT 1').get();
+    if (this.writer.failing) await this.writer.run(() => this.sql(q.WriteProbe).run({ now: String(Date.now()) }));
   }
 
   async close(): Promise<void> {
