@@ -153,13 +153,21 @@ describe(`crash loop: ${KILLS} × kill -9 under steady load (${TEST_STORE})`, ()
     const failedIds = [...statuses].filter(([, status]) => status === 'FAILED').map(([id]) => id);
     const failedAttempts = failedIds.length === 0 ? [] : await queryRows<{ job_id: string; outcome: string | null; max_retries: number }>(
       database.url,
-      `SELECT a.job_id, a.outcome, j.max_retries FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.status = 'FAILED'`,
+      `SELECT a.job_id, a.outcome, j.max_retries FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.status = 'FAILED' ORDER BY a.started_at`,
     );
-    /** FAILED jobs that used every attempt their policy allows, each one recorded as failed. */
+    /**
+     * FAILED jobs that used every attempt their policy allows, each recorded as failed for a reason
+     * this test causes: the receiver fails first attempts only, so any later failure must be an
+     * attempt cut by a kill (lease_expired) or one that outlived the 1 s timeout on a loaded machine.
+     */
     const failedByPolicy = new Set(
       failedIds.filter((id) => {
         const attempts = failedAttempts.filter((a) => a.job_id === id);
-        return attempts.length > 0 && attempts.length === attempts[0]!.max_retries + 1 && attempts.every((a) => a.outcome !== null && a.outcome !== 'success');
+        return (
+          attempts.length > 0 &&
+          attempts.length === attempts[0]!.max_retries + 1 &&
+          attempts.every((a, i) => a.outcome === 'lease_expired' || a.outcome === 'timeout' || (i === 0 && (a.outcome === 'http_error' || a.outcome === 'network_error')))
+        );
       }),
     );
 
@@ -170,6 +178,8 @@ describe(`crash loop: ${KILLS} × kill -9 under steady load (${TEST_STORE})`, ()
     const delivered = toDeliver.filter((id) => (successes.get(id) ?? 0) > 0);
     const lost = toDeliver.filter((id) => !failedByPolicy.has(id) && ((successes.get(id) ?? 0) === 0 || statuses.get(id) !== 'COMPLETED'));
     const duplicated = acknowledged.filter((id) => (successes.get(id) ?? 0) > 1);
+    /** Every delivery beyond a job's first: each must be an attempt that a kill left unrecorded. */
+    const extraDeliveries = duplicated.reduce((sum, id) => sum + successes.get(id)! - 1, 0);
     const wronglyDelivered = cancelled.filter(
       (id) => statuses.get(id) !== 'CANCELLED' || receiver.forJob(id).some((request) => request.arrivedAt >= cancelAcknowledgedAt.get(id)!),
     );
@@ -177,12 +187,12 @@ describe(`crash loop: ${KILLS} × kill -9 under steady load (${TEST_STORE})`, ()
       `[crash loop ${TEST_STORE}] ${KILLS} kills: acknowledged ${acknowledged.length}, cancelled (200) ${cancelled.length}, ` +
         `rescheduled (200) ${rescheduled}, requests cut or refused ${refusedOrCut}; delivered ${delivered.length}, lost ${lost.length}, ` +
         `failed after every allowed attempt ${failedByPolicy.size}, ` +
-        `duplicated ${duplicated.length} (attempts in flight at the kills: ${attemptsInFlightAtKills.size}), wrongly delivered after cancel ${wronglyDelivered.length}`,
+        `duplicated ${duplicated.length} (${extraDeliveries} extra deliveries; attempts in flight at the kills: ${attemptsInFlightAtKills.size}), wrongly delivered after cancel ${wronglyDelivered.length}`,
     );
     expect(acknowledged.length).toBeGreaterThan(KILLS * 10);
     expect(lost.map((id) => ({ id, status: statuses.get(id), requests: receiver.forJob(id).length, cancelUnanswered: cancelUnanswered.has(id) }))).toEqual([]);
     expect(wronglyDelivered).toEqual([]);
     expect(duplicated.filter((id) => !startedAtKills.has(id))).toEqual([]);
-    expect(duplicated.length).toBeLessThanOrEqual(attemptsInFlightAtKills.size);
+    expect(extraDeliveries).toBeLessThanOrEqual(attemptsInFlightAtKills.size);
   });
 });
