@@ -46,22 +46,31 @@ export class Metrics {
   });
   readonly rateLimitStoreCalls = new Counter({
     name: 'punctual_rate_limit_redis_calls_total',
-    help: 'Token takes sent to Redis (one per lease of tokens; about one per request at low rates)',
+    help: 'Rate-limit script calls sent to Redis (one per request at low rates; under load one per team per event-loop turn)',
     registers: [this.registry],
   });
   readonly inFlight = new Gauge({ name: 'punctual_attempts_in_flight', help: 'Delivery attempts under way', registers: [this.registry] });
 
   constructor(countByStatus: () => Promise<Record<JobStatus, number>>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'punctual_' });
-    let cached: { at: number; counts: Record<JobStatus, number> } | null = null;
+    // The count itself is shared: scrapes that arrive while one runs wait for it instead of starting another.
+    let cached: { at: number; counts: Promise<Record<JobStatus, number>> } | null = null;
     new Gauge({
       name: 'punctual_jobs',
       help: 'Jobs by state (counted at most every 5 s)',
       labelNames: ['state'],
       registers: [this.registry],
       async collect() {
-        if (!cached || Date.now() - cached.at > DEPTH_CACHE_MS) cached = { at: Date.now(), counts: await countByStatus() };
-        for (const state of JOB_STATUSES) this.set({ state }, cached.counts[state]);
+        if (!cached || Date.now() - cached.at > DEPTH_CACHE_MS) {
+          const counts = countByStatus();
+          cached = { at: Date.now(), counts };
+          // A failed count is not kept: the next scrape tries again.
+          counts.catch(() => {
+            if (cached?.counts === counts) cached = null;
+          });
+        }
+        const counts = await cached.counts;
+        for (const state of JOB_STATUSES) this.set({ state }, counts[state]);
       },
     });
   }

@@ -1,84 +1,79 @@
 import { Redis } from 'ioredis';
-import { decision, MemoryRateLimiter, peekTokens, type BucketRate, type RateDecision, type RateLimiter } from './token-bucket.js';
+import { decision, decisionInRow, MemoryRateLimiter, MILLI_PER_TOKEN, refill, type BucketRate, type RateDecision, type RateLimiter } from './token-bucket.js';
 
 /**
- * The token bucket of token-bucket.ts, kept in Redis so that the limit holds across instances.
+ * The token bucket of token-bucket.ts, kept in Redis so that one limit holds across instances.
  * The application clock is passed in, as everywhere else.
  *
- * A round trip per request costs more than the rest of a dispatch's CPU on a small machine, so an
- * instance takes tokens in leases: the atomic script hands out up to `want` tokens at once, which
- * the instance then spends locally. Every token still comes from the one bucket in Redis, so
- * instances together never admit more than the plan allows. What a lease can cost is the other
- * way: tokens an instance holds and does not spend. That is kept small three ways: a lease is sized
- * to the requests the instance saw in the last LEASE_SIZING_MS (one token at low rates, so a quiet
- * team still makes one round trip per request, exactly as without leases); it never takes more than
- * 1/LEASE_SHARE of what the bucket holds, so near the limit leases shrink to single tokens and the
- * buckets behave exactly; and unspent tokens lapse LEASE_TTL_MS after the grant.
+ * Exact, and coalesced. Nothing is held or decided in this process: every take is decided by the
+ * script against the one bucket in Redis, so instances together never admit more than one bucket
+ * would, and never refuse a request one bucket would admit. A round trip per request is still the
+ * cost at low rates; under load the takes of one team are grouped, the way a group commit groups
+ * writes: those that arrive in one event-loop turn, or while this team's call is in flight, go to
+ * Redis as ONE script call for n tokens at one `now`. The script refills the bucket, grants
+ * k = min(n, whole tokens) and returns k and the tokens before the first take; the first k
+ * waiting requests pass and the rest are refused, each told its own RateLimit-Remaining and
+ * Retry-After (decisionInRow): exactly what n single takes in a row at that instant would have
+ * been told. So a team costs one round trip per request when it is quiet and at most one per
+ * event-loop turn (and per call in flight) when it is busy.
  *
- * Tokens come back as a string because Redis truncates Lua numbers to integers.
+ * The script repeats refill() and takeTokens() of token-bucket.ts step for step, in thousandths
+ * of a token, and keeps its numbers as strings with 17 significant digits: Redis truncates Lua
+ * numbers to integers on the way out, and tostring() keeps only 14 digits, either of which would
+ * make the bucket in Redis differ from the same arithmetic in this process.
  */
-const LEASE_SHARE = 8;
-const LEASE_SIZING_MS = 50;
-const LEASE_TTL_MS = 100;
 const TAKE_SCRIPT = `
 local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
+local full = tonumber(ARGV[2]) * ${MILLI_PER_TOKEN}
 local now = tonumber(ARGV[3])
-local want = tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[1], 't', 'u')
-local tokens = tonumber(state[1])
+local wanted = tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 'm', 'u')
+local milli = tonumber(state[1])
 local updated = tonumber(state[2])
-if tokens == nil then
-  tokens = burst
+if milli == nil or updated == nil then
+  milli = full
   updated = now
 elseif now > updated then
-  tokens = math.min(burst, tokens + (now - updated) * rate / 1000)
+  milli = math.min(full, milli + (now - updated) * rate)
   updated = now
 end
-local granted = 0
-if tokens >= 1 then
-  granted = math.min(want, math.max(1, math.floor(tokens / ${LEASE_SHARE})))
-  tokens = tokens - granted
-end
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 'u', tostring(updated))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return {granted, tostring(tokens)}
+local whole = math.floor(milli / ${MILLI_PER_TOKEN})
+if whole * ${MILLI_PER_TOKEN} > milli then whole = whole - 1 end
+if whole < 0 then whole = 0 end
+local granted = math.min(wanted, whole)
+redis.call('HSET', KEYS[1], 'm', string.format('%.17g', milli - granted * ${MILLI_PER_TOKEN}), 'u', string.format('%.17g', updated))
+redis.call('PEXPIRE', KEYS[1], math.ceil(full / rate) + 1000)
+return {granted, string.format('%.17g', milli)}
 `;
 
 /** A Redis that does not answer within this costs a request no more than this. */
 const COMMAND_TIMEOUT_MS = 200;
 const WARN_EVERY_MS = 10_000;
 
-type TakeCommand = (key: string, rate: number, burst: number, now: number, want: number) => Promise<[number, string]>;
+type TakeCommand = (key: string, rate: number, burst: number, now: number, wanted: number) => Promise<[number, string]>;
 
-/** This instance's share of one team's bucket. */
-interface Lease {
-  /** Tokens taken from Redis and not yet spent here. */
-  tokens: number;
-  /** Application time of the last grant; unspent tokens lapse LEASE_TTL_MS after it. */
-  grantedAt: number;
-  /** The bucket in Redis at its last answer, and when (for RateLimit-Remaining and Retry-After). */
-  remoteTokens: number;
-  remoteAt: number;
-  /** The size of the last lease asked for. */
-  want: number;
-  /** Requests here in the last full window of LEASE_SIZING_MS: the size of the next lease. */
-  perWindow: number;
-  /** Requests seen since `windowStart` (performance.now()), in the window under way. */
-  seen: number;
-  windowStart: number;
-  /** Requests here waiting for a take from Redis. */
-  waiting: number;
-  /** A take from Redis under way; requests that find no token wait for it. */
-  pending: Promise<'answered' | 'failed'> | null;
+/** A request waiting for its team's next call to Redis. */
+interface WaitingTake {
+  rate: BucketRate;
+  now: number;
+  resolve: (decision: RateDecision) => void;
+}
+
+/** One team's takes on their way to Redis. */
+interface TeamTakes {
+  waiting: WaitingTake[];
+  /** A send is scheduled for the end of this event-loop turn. */
+  scheduled: boolean;
+  /** A call is in flight: takes arriving meanwhile wait for it to come back, then go together. */
+  inFlight: boolean;
 }
 
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   /** While Redis is unreachable each instance limits alone, as without REDIS_URL: never "reject everything". */
   private readonly fallback = new MemoryRateLimiter();
-  private readonly leases = new Map<string, Lease>();
-  private lastWarning = 0;
+  private readonly teams = new Map<string, TeamTakes>();
+  private lastWarning = Number.NEGATIVE_INFINITY;
 
   constructor(
     url: string,
@@ -113,83 +108,61 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  async take(key: string, rate: BucketRate, now: number): Promise<RateDecision> {
-    const lease = this.leaseOf(key, now);
-    const at = performance.now();
-    if (at - lease.windowStart >= LEASE_SIZING_MS) {
-      lease.perWindow = (lease.seen * LEASE_SIZING_MS) / (at - lease.windowStart);
-      lease.seen = 0;
-      lease.windowStart = at;
-    }
-    lease.seen += 1;
-    for (;;) {
-      if (lease.tokens >= 1) {
-        lease.tokens -= 1;
-        // Ask for the next lease while this one lasts, so that a steady stream never waits on Redis.
-        if (lease.want > 1 && lease.tokens < lease.want / 2 && !lease.pending) void this.refill(key, lease, rate, now);
-        return decision(this.remaining(lease, rate, now), true, rate);
+  take(key: string, rate: BucketRate, now: number): Promise<RateDecision> {
+    return new Promise((resolve) => {
+      let team = this.teams.get(key);
+      if (!team) {
+        team = { waiting: [], scheduled: false, inFlight: false };
+        this.teams.set(key, team);
       }
-      lease.waiting += 1;
-      const outcome = await (lease.pending ?? this.refill(key, lease, rate, now));
-      lease.waiting -= 1;
-      if (outcome === 'failed') return this.fallback.takeNow(key, rate, now);
-      // Redis had nothing to hand out when it answered: refused, as a single take would have been.
-      if (lease.tokens < 1 && lease.remoteTokens < 1) return decision(lease.remoteTokens, false, rate);
+      team.waiting.push({ rate, now, resolve });
+      this.scheduleSend(key, team);
+    });
+  }
+
+  private scheduleSend(key: string, team: TeamTakes): void {
+    if (team.scheduled || team.inFlight) return;
+    team.scheduled = true;
+    // setImmediate, not a microtask: requests read from different connections in one turn each
+    // run in a callback of their own, with the microtask queue drained after each, so only the
+    // check phase that follows sees all of the turn's takes.
+    setImmediate(() => void this.send(key, team));
+  }
+
+  private async send(key: string, team: TeamTakes): Promise<void> {
+    team.scheduled = false;
+    const batch = takeSameRateRun(team.waiting);
+    const rate = batch[0]!.rate;
+    // One instant for the whole batch: the latest of its requests' clocks, so that no request is
+    // decided on a bucket older than the one it arrived at.
+    const now = batch.reduce((latest, take) => Math.max(latest, take.now), Number.NEGATIVE_INFINITY);
+    team.inFlight = true;
+    let decisions: RateDecision[];
+    try {
+      this.hooks.onRoundTrip?.();
+      const take = (this.redis as unknown as { punctualTake: TakeCommand }).punctualTake;
+      const [granted, milliTokensBefore] = await take.call(this.redis, `punctual:rate:${key}`, rate.requestsPerSecond, rate.burst, now, batch.length);
+      decisions = batch.map((_, position) => decisionInRow(Number(milliTokensBefore), granted, position, rate));
+    } catch (error) {
+      const warn = now - this.lastWarning >= WARN_EVERY_MS;
+      if (warn) this.lastWarning = now;
+      this.hooks.onError(error, warn);
+      decisions = batch.map((waiting) => this.fallback.takeNow(key, waiting.rate, waiting.now));
     }
-  }
-
-  private leaseOf(key: string, now: number): Lease {
-    let lease = this.leases.get(key);
-    if (!lease) {
-      lease = { tokens: 0, grantedAt: now, remoteTokens: 0, remoteAt: now, want: 1, perWindow: 0, seen: 0, windowStart: performance.now(), waiting: 0, pending: null };
-      this.leases.set(key, lease);
-    } else if (lease.tokens > 0 && now - lease.grantedAt >= LEASE_TTL_MS) {
-      lease.tokens = 0;
-    }
-    return lease;
-  }
-
-  private refill(key: string, lease: Lease, rate: BucketRate, now: number): Promise<'answered' | 'failed'> {
-    // As many tokens as requests came here in the last window, or are waiting now: never much
-    // more than this instance has just shown it needs.
-    lease.want = Math.max(1, Math.round(lease.perWindow), lease.waiting);
-    const take = (this.redis as unknown as { punctualTake: TakeCommand }).punctualTake;
-    this.hooks.onRoundTrip?.();
-    const pending = take
-      .call(this.redis, `punctual:rate:${key}`, rate.requestsPerSecond, rate.burst, now, lease.want)
-      .then(([granted, tokens]) => {
-        lease.tokens += granted;
-        if (granted > 0) lease.grantedAt = now;
-        lease.remoteTokens = Number(tokens);
-        lease.remoteAt = now;
-        return 'answered' as const;
-      })
-      .catch((error: unknown) => {
-        const warn = now - this.lastWarning >= WARN_EVERY_MS;
-        if (warn) this.lastWarning = now;
-        this.hooks.onError(error, warn);
-        return 'failed' as const;
-      })
-      .finally(() => {
-        lease.pending = null;
-      });
-    lease.pending = pending;
-    return pending;
-  }
-
-  /** What this instance can tell of the bucket: Redis's tokens refilled since its answer, plus those held here. */
-  private remaining(lease: Lease, rate: BucketRate, now: number): number {
-    const remote = peekTokens({ tokens: lease.remoteTokens, updatedAt: lease.remoteAt }, rate, now);
-    return Math.min(rate.burst, remote + lease.tokens);
+    team.inFlight = false;
+    batch.forEach((waiting, position) => waiting.resolve(decisions[position]!));
+    if (team.waiting.length > 0) this.scheduleSend(key, team);
+    // A quiet team leaves nothing behind.
+    else if (this.teams.get(key) === team) this.teams.delete(key);
   }
 
   /** A plain read of the bucket; the refill arithmetic is token-bucket.ts's, as in the script. */
   async peek(key: string, rate: BucketRate, now: number): Promise<RateDecision> {
     try {
-      const [tokens, updatedAt] = await this.redis.hmget(`punctual:rate:${key}`, 't', 'u');
-      const state = tokens != null && updatedAt != null ? { tokens: Number(tokens), updatedAt: Number(updatedAt) } : undefined;
-      const left = peekTokens(state, rate, now);
-      return decision(left, left >= 1, rate);
+      const [milliTokens, updatedAt] = await this.redis.hmget(`punctual:rate:${key}`, 'm', 'u');
+      const state = milliTokens != null && updatedAt != null ? { milliTokens: Number(milliTokens), updatedAt: Number(updatedAt) } : undefined;
+      const left = refill(state, rate, now).milliTokens;
+      return decision(left, left >= MILLI_PER_TOKEN, rate);
     } catch {
       return this.fallback.peekNow(key, rate, now);
     }
@@ -198,4 +171,15 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     this.redis.disconnect();
   }
+}
+
+/**
+ * Removes and returns the takes at the head of `waiting` that share the first one's rate. A plan
+ * change between two requests of one turn is rare, but a script call has one rate: the takes
+ * after the change wait for the next call, so each is still decided at the rate it came with.
+ */
+function takeSameRateRun(waiting: WaitingTake[]): WaitingTake[] {
+  const first = waiting[0]!.rate;
+  const end = waiting.findIndex((take) => take.rate.requestsPerSecond !== first.requestsPerSecond || take.rate.burst !== first.burst);
+  return waiting.splice(0, end === -1 ? waiting.length : end);
 }

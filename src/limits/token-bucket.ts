@@ -1,6 +1,13 @@
 /**
  * SPEC section 6: a token bucket per team, `burst` tokens, refilled at `requestsPerSecond`.
- * The arithmetic lives here once; the Redis script applies the same steps atomically.
+ * The arithmetic lives here once; the Redis script (redis-rate-limiter.ts) applies the same steps,
+ * in the same order, atomically.
+ *
+ * The bucket is counted in thousandths of a token: a millisecond then refills exactly
+ * `requestsPerSecond` of them, so for whole-number rates (every default plan) the bucket is exact
+ * integer arithmetic. Counted in tokens, a rate of 100/s adds 0.1 a millisecond, which binary
+ * floating point cannot hold: the sums drift by an ulp, and a bucket that should hold exactly 1
+ * token could hold 0.9999999999999999 and refuse a request exact arithmetic admits.
  */
 export interface BucketRate {
   requestsPerSecond: number;
@@ -19,36 +26,76 @@ export interface RateDecision {
   retryAfterSeconds: number;
 }
 
+/** Thousandths of a token in one token. */
+export const MILLI_PER_TOKEN = 1000;
+
 export interface BucketState {
-  tokens: number;
+  /** What the bucket held at `updatedAt`, in thousandths of a token. */
+  milliTokens: number;
   updatedAt: number;
 }
 
-/** Refills `state` to `now` and takes a token if one is there. A clock that went back refills nothing. */
-export function takeToken(state: BucketState | undefined, rate: BucketRate, now: number): { state: BucketState; allowed: boolean } {
-  let tokens = state ? state.tokens : rate.burst;
-  const updatedAt = state ? Math.max(state.updatedAt, now) : now;
-  if (state && now > state.updatedAt) tokens = Math.min(rate.burst, tokens + ((now - state.updatedAt) * rate.requestsPerSecond) / 1000);
-  const allowed = tokens >= 1;
-  if (allowed) tokens -= 1;
-  return { state: { tokens, updatedAt }, allowed };
+/** The bucket at `now`: full when never used; a clock that went back refills nothing. */
+export function refill(state: BucketState | undefined, rate: BucketRate, now: number): BucketState {
+  const fullMilli = rate.burst * MILLI_PER_TOKEN;
+  if (!state) return { milliTokens: fullMilli, updatedAt: now };
+  if (now <= state.updatedAt) return state;
+  // A millisecond refills `requestsPerSecond` thousandths of a token.
+  return { milliTokens: Math.min(fullMilli, state.milliTokens + (now - state.updatedAt) * rate.requestsPerSecond), updatedAt: now };
 }
 
-export function decision(tokens: number, allowed: boolean, rate: BucketRate): RateDecision {
+/**
+ * Whole tokens in `milliTokens`. The correction keeps a division that rounds up to the next
+ * integer (a fractional count just below it) from granting a token the bucket does not hold.
+ */
+export function wholeTokens(milliTokens: number): number {
+  let whole = Math.floor(milliTokens / MILLI_PER_TOKEN);
+  if (whole * MILLI_PER_TOKEN > milliTokens) whole -= 1;
+  return Math.max(0, whole);
+}
+
+/**
+ * `wanted` takes in a row at one instant: refills to `now`, then grants one token to each take
+ * while whole tokens last, which is min(wanted, whole tokens) of them. `milliTokensBefore` is the
+ * bucket after the refill, before the first take (see decisionInRow).
+ */
+export function takeTokens(
+  state: BucketState | undefined,
+  rate: BucketRate,
+  now: number,
+  wanted: number,
+): { state: BucketState; milliTokensBefore: number; granted: number } {
+  const bucket = refill(state, rate, now);
+  const granted = Math.min(wanted, wholeTokens(bucket.milliTokens));
   return {
-    allowed,
-    limit: rate.burst,
-    remaining: Math.max(0, Math.floor(tokens)),
-    resetSeconds: Math.max(0, Math.ceil((rate.burst - tokens) / rate.requestsPerSecond - 1e-9)),
-    retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / rate.requestsPerSecond - 1e-9)),
+    state: { milliTokens: bucket.milliTokens - granted * MILLI_PER_TOKEN, updatedAt: bucket.updatedAt },
+    milliTokensBefore: bucket.milliTokens,
+    granted,
   };
 }
 
-/** The tokens a bucket holds at `now`, refilled but untouched (a full bucket when it was never used). */
-export function peekTokens(state: BucketState | undefined, rate: BucketRate, now: number): number {
-  if (!state) return rate.burst;
-  if (now <= state.updatedAt) return state.tokens;
-  return Math.min(rate.burst, state.tokens + ((now - state.updatedAt) * rate.requestsPerSecond) / 1000);
+/**
+ * What the take at `position` (0 first) of a row of takes at one instant is told, given the
+ * bucket before the first and how many were granted: the first `granted` pass, each seeing one
+ * token fewer than the one before it; the rest are refused and see what the granted left. This is
+ * exactly what each would be told taking alone, one after the other.
+ */
+export function decisionInRow(milliTokensBefore: number, granted: number, position: number, rate: BucketRate): RateDecision {
+  if (position < granted) return decision(milliTokensBefore - (position + 1) * MILLI_PER_TOKEN, true, rate);
+  return decision(milliTokensBefore - granted * MILLI_PER_TOKEN, false, rate);
+}
+
+/** The answer's figures for a bucket holding `milliTokens` after the take. */
+export function decision(milliTokens: number, allowed: boolean, rate: BucketRate): RateDecision {
+  // Thousandths of a token refilled per second.
+  const milliPerSecond = rate.requestsPerSecond * MILLI_PER_TOKEN;
+  return {
+    allowed,
+    limit: rate.burst,
+    remaining: wholeTokens(milliTokens),
+    resetSeconds: Math.max(0, Math.ceil((rate.burst * MILLI_PER_TOKEN - milliTokens) / milliPerSecond)),
+    retryAfterSeconds: Math.max(1, Math.ceil((MILLI_PER_TOKEN - milliTokens) / milliPerSecond)),
+  };
 }
 
 export interface RateLimiter {
@@ -71,14 +118,14 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 
   peekNow(key: string, rate: BucketRate, now: number): RateDecision {
-    const tokens = peekTokens(this.buckets.get(key), rate, now);
-    return decision(tokens, tokens >= 1, rate);
+    const { milliTokens } = refill(this.buckets.get(key), rate, now);
+    return decision(milliTokens, milliTokens >= MILLI_PER_TOKEN, rate);
   }
 
   takeNow(key: string, rate: BucketRate, now: number): RateDecision {
-    const { state, allowed } = takeToken(this.buckets.get(key), rate, now);
+    const { state, milliTokensBefore, granted } = takeTokens(this.buckets.get(key), rate, now, 1);
     this.buckets.set(key, state);
-    return decision(state.tokens, allowed, rate);
+    return decisionInRow(milliTokensBefore, granted, 0, rate);
   }
 
   async close(): Promise<void> {}
