@@ -24,7 +24,27 @@ export const DEFAULT_PLAN_NAME = 'unlimited';
 
 export class PlanFileError extends Error {}
 
-const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
+const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * The rate-limit pair of a plan: both null (no limit), or a rate above 0 and a burst of at least
+ * one. A bucket that can never hold a whole token refuses every request with a Retry-After that
+ * never comes true, and a rate of 0 never refills: both are mistakes, stopped at start.
+ */
+function checkRateLimit(where: string, requestsPerSecond: unknown, burst: unknown): void {
+  if (requestsPerSecond === null && burst === null) return;
+  if (requestsPerSecond === null || burst === null) {
+    throw new PlanFileError(`${where}: "requestsPerSecond" and "burst" must both be null (no rate limit) or both be numbers`);
+  }
+  if (!isFiniteNumber(requestsPerSecond) || requestsPerSecond <= 0) {
+    throw new PlanFileError(`${where}: "requestsPerSecond" must be a number above 0 (got ${JSON.stringify(requestsPerSecond)}); use null for both fields for no rate limit`);
+  }
+  if (!isFiniteNumber(burst) || burst < 1) {
+    throw new PlanFileError(
+      `${where}: "burst" must be a number of at least 1 (got ${JSON.stringify(burst)}): a bucket that never holds a whole token refuses every request`,
+    );
+  }
+}
 
 /** Validates one plan from a PUNCTUAL_PLANS file; throws with a sentence that names the field. */
 function parsePlan(name: string, raw: unknown): Plan {
@@ -35,10 +55,7 @@ function parsePlan(name: string, raw: unknown): Plan {
     if (!(field in plan)) throw new PlanFileError(`${where} is missing "${field}" (all four fields are required)`);
   }
   const { requestsPerSecond, burst, jobsPerMonth, maxRetriesCap } = plan;
-  const bothNull = requestsPerSecond === null && burst === null;
-  if (!bothNull && !(isPositive(requestsPerSecond) && isPositive(burst))) {
-    throw new PlanFileError(`${where}: "requestsPerSecond" and "burst" must both be null or both be positive numbers`);
-  }
+  checkRateLimit(where, requestsPerSecond, burst);
   if (jobsPerMonth !== null && !(Number.isInteger(jobsPerMonth) && (jobsPerMonth as number) >= 0)) {
     throw new PlanFileError(`${where}: "jobsPerMonth" must be null or an integer >= 0`);
   }

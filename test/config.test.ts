@@ -61,13 +61,30 @@ describe('configuration', () => {
       ['not JSON', '{', /not valid JSON/],
       ['an array', '[]', /JSON object/],
       ['a missing field', '{"x": {"requestsPerSecond": 1, "burst": 1, "jobsPerMonth": 1}}', /missing "maxRetriesCap"/],
-      ['rate without burst', '{"x": {"requestsPerSecond": 1, "burst": null, "jobsPerMonth": 1, "maxRetriesCap": 1}}', /both be null or both be positive/],
+      ['rate without burst', '{"x": {"requestsPerSecond": 1, "burst": null, "jobsPerMonth": 1, "maxRetriesCap": 1}}', /both be null \(no rate limit\) or both be numbers/],
+      ['a burst below 1', '{"x": {"requestsPerSecond": 1, "burst": 0.5, "jobsPerMonth": 1, "maxRetriesCap": 1}}', /plan "x": "burst" must be a number of at least 1 \(got 0.5\)/],
+      ['a burst of 0', '{"x": {"requestsPerSecond": 1, "burst": 0, "jobsPerMonth": 1, "maxRetriesCap": 1}}', /"burst" must be a number of at least 1 \(got 0\)/],
+      ['a burst as a string', '{"x": {"requestsPerSecond": 1, "burst": "10", "jobsPerMonth": 1, "maxRetriesCap": 1}}', /"burst" must be a number of at least 1 \(got "10"\)/],
+      ['a rate of 0', '{"x": {"requestsPerSecond": 0, "burst": 10, "jobsPerMonth": 1, "maxRetriesCap": 1}}', /plan "x": "requestsPerSecond" must be a number above 0 \(got 0\)/],
+      ['a negative rate', '{"x": {"requestsPerSecond": -5, "burst": 10, "jobsPerMonth": 1, "maxRetriesCap": 1}}', /"requestsPerSecond" must be a number above 0 \(got -5\)/],
       ['a negative quota', '{"x": {"requestsPerSecond": null, "burst": null, "jobsPerMonth": -1, "maxRetriesCap": 1}}', /jobsPerMonth/],
       ['a cap of 4', '{"x": {"requestsPerSecond": null, "burst": null, "jobsPerMonth": null, "maxRetriesCap": 4}}', /maxRetriesCap/],
     ])('refuses %s with a clear message', (_name, content, message) => {
       const path = write('bad.json', content);
       expect(() => loadPlans(path)).toThrow(PlanFileError);
       expect(() => loadPlans(path)).toThrow(message);
+    });
+
+    it('accepts a burst of exactly 1 and fractional rates', () => {
+      const path = write('edge.json', JSON.stringify({ slow: { requestsPerSecond: 0.5, burst: 1, jobsPerMonth: null, maxRetriesCap: 0 } }));
+      expect(loadPlans(path).slow).toEqual({ requestsPerSecond: 0.5, burst: 1, jobsPerMonth: null, maxRetriesCap: 0 });
+    });
+
+    it('stops the start on a burst below 1, saying which plan and why', () => {
+      const path = write('half.json', JSON.stringify({ half: { requestsPerSecond: 10, burst: 0.9, jobsPerMonth: null, maxRetriesCap: 3 } }));
+      expect(() => loadConfig({ PUNCTUAL_PLANS: path })).toThrow(
+        `PUNCTUAL_PLANS: ${path}: plan "half": "burst" must be a number of at least 1 (got 0.9): a bucket that never holds a whole token refuses every request`,
+      );
     });
 
     it('refuses a missing file', () => {
