@@ -94,6 +94,9 @@ function readInteger(value: unknown, field: string, [min, max]: readonly [number
   return value;
 }
 
+/** The code of the process warning about a team whose plan is not configured (see planOf). */
+export const UNKNOWN_PLAN_WARNING = 'PUNCTUAL_UNKNOWN_PLAN';
+
 export class ManageService {
   constructor(
     private readonly deps: {
@@ -106,9 +109,23 @@ export class ManageService {
     },
   ) {}
 
+  /** Teams already warned about a plan that is not configured: the plan is read on every request. */
+  private readonly warnedOfUnknownPlan = new Set<string>();
+
   planOf(team: TeamRow): Plan {
-    // A plan removed from PUNCTUAL_PLANS after teams were put on it falls back to the default plan.
-    return this.deps.plans[team.plan] ?? this.deps.plans[DEFAULT_PLAN_NAME]!;
+    if (Object.hasOwn(this.deps.plans, team.plan)) return this.deps.plans[team.plan]!;
+    // A plan removed from PUNCTUAL_PLANS after teams were put on it. Refusing the team's every
+    // request would be an outage for a configuration slip, so it is served on the default plan;
+    // but that may lift its limits, so the operator is told, once per team and process.
+    if (!this.warnedOfUnknownPlan.has(team.id)) {
+      this.warnedOfUnknownPlan.add(team.id);
+      process.emitWarning(
+        `team ${team.id} is on plan "${team.plan}", which is not among the configured plans (${Object.keys(this.deps.plans).join(', ')}): ` +
+          `it gets the limits of plan "${DEFAULT_PLAN_NAME}" until PUNCTUAL_PLANS defines "${team.plan}" again or the team is moved to another plan`,
+        { code: UNKNOWN_PLAN_WARNING },
+      );
+    }
+    return this.deps.plans[DEFAULT_PLAN_NAME]!;
   }
 
   private readPlan(body: Record<string, unknown>): string | undefined {
