@@ -37,6 +37,12 @@ describe('monthly job quota', () => {
     expect(usage.daily).toHaveLength(31);
     expect(usage.daily[30]).toEqual({ date: '2027-01-31', jobsCreated: 3 });
 
+    // The last millisecond of January is still January's quota; the first of February is a new one.
+    t.clock.set(Date.parse('2027-01-31T23:59:59.999Z'));
+    const lastMillisecond = await dispatch();
+    expect(lastMillisecond.statusCode).toBe(429);
+    expect(lastMillisecond.json()).toMatchObject({ error: 'QUOTA_EXCEEDED', data: { used: 3, resetsAt: '2027-02-01T00:00:00.000Z' } });
+    expect(lastMillisecond.headers['retry-after']).toBe('1');
     t.clock.set(Date.parse('2027-02-01T00:00:00.000Z'));
     expect((await dispatch()).statusCode).toBe(201);
     const february = await t.services.manage.usage(p.teamId);
