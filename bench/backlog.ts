@@ -126,7 +126,10 @@ async function main(): Promise<number> {
     console.log(`${machineLine()}, SQLite synchronous=${punctual.synchronous}, LOG_LEVEL=warn`);
     console.log('');
     const systems = [bare, punctual];
-    const common = { connections: o.connections, filler: o.filler, leadMs: o.leadMs, meter };
+    // Scraped as Prometheus would, but every second: the queue-depth count runs over every job.
+    const scrapeMetricsEveryMs = positiveNumber('BENCH_SCRAPE_MS', 1_000);
+    console.log(`Punctual's /metrics is scraped every ${scrapeMetricsEveryMs} ms during every run (queue depth counted at most every 5 s)`);
+    const common = { connections: o.connections, filler: o.filler, leadMs: o.leadMs, meter, scrapeMetricsEveryMs };
     const runs: LatenessRun[] = [];
     for (const system of systems) {
       runs.push(await latenessRun(receiver, system, { ...common, phase: `${system.name}warm`, jobs: o.warmupJobs, windowMs: 1_000 }));

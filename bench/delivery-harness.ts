@@ -560,9 +560,15 @@ export async function latenessRun(
     filler: string;
     meter?: () => () => CpuUse;
     pg?: (() => Promise<() => Promise<PgPhase>>) | null;
+    /** GET /metrics this often during the run, as Prometheus would (Punctual only). */
+    scrapeMetricsEveryMs?: number;
   },
 ): Promise<LatenessRun> {
   const stopPg = options.pg ? await options.pg() : null;
+  const scraper =
+    options.scrapeMetricsEveryMs && system.name === 'punctual'
+      ? setInterval(() => void fetch(`${system.origin}/metrics`).then((res) => res.arrayBuffer()).catch(() => {}), options.scrapeMetricsEveryMs)
+      : null;
   const stopMeter = options.meter?.();
   const start = Date.now() + options.leadMs;
   const due = (i: number) => start + Math.floor((i * options.windowMs) / options.jobs);
@@ -576,6 +582,7 @@ export async function latenessRun(
   const lastDue = due(options.jobs - 1);
   await sleep(Math.max(0, lastDue - Date.now()));
   const unique = await receiver.waitFor(options.phase, options.jobs, { idleMs: 10_000, notBefore: lastDue });
+  if (scraper) clearInterval(scraper);
   const cpu = stopMeter?.() ?? null;
   const pg = stopPg ? await stopPg() : null;
   const stats = await receiver.stats(options.phase);
