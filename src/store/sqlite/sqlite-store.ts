@@ -41,7 +41,7 @@ import type {
 } from '../store.js';
 import { JOB_STATUSES } from '../store.js';
 import { GroupCommit } from './group-commit.js';
-import { OffThreadReader } from './off-thread-reader.js';
+import { BackgroundConnection } from './background-connection.js';
 import { isSqliteUnavailable } from './sqlite-errors.js';
 import { migrateSqlite } from './migrate.js';
 import { principalFromRow } from '../principal-row.js';
@@ -99,8 +99,8 @@ export class SqliteStore implements Store {
    * are concurrent anyway.
    */
   private readonly cache = new ReadCache();
-  /** Counts over every job, off the main thread (see OffThreadReader). */
-  private readonly slowReads: OffThreadReader;
+  /** WAL checkpoints and counts over every job, off the main thread. */
+  private readonly background: BackgroundConnection;
   private cacheVersion = -1;
   private cacheCheckedThisTurn = false;
 
@@ -125,7 +125,12 @@ export class SqliteStore implements Store {
       });
     }
     this.writer = new GroupCommit(this.db);
-    this.slowReads = new OffThreadReader(options.path);
+    this.background = new BackgroundConnection({
+      databasePath: options.path,
+      synchronous: options.synchronous ?? 'FULL',
+      // SQLite's own checkpoints (in the commit that crosses 1,000 WAL pages) only while the background one is away.
+      onCheckpointing: (active) => this.db.open && this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`),
+    });
   }
 
   /** Prepared once, on first use, and reused. */
@@ -152,7 +157,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.slowReads.close();
+    await this.background.close();
     this.writer.flush();
     this.db.close();
   }
@@ -494,7 +499,7 @@ export class SqliteStore implements Store {
 
   async jobCountByStatus(): Promise<Record<JobStatus, number>> {
     const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
-    for (const row of await this.slowReads.all<{ status: JobStatus; n: number }>(q.JobCountByStatus)) counts[row.status] = row.n;
+    for (const row of await this.background.all<{ status: JobStatus; n: number }>(q.JobCountByStatus)) counts[row.status] = row.n;
     return counts;
   }
 

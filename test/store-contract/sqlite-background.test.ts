@@ -1,0 +1,61 @@
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { ProjectRow } from '../../src/store/store.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/**
+ * The embedded store's background connection: WAL checkpoints and counts over every job run in a
+ * worker thread, and the main connection no longer checkpoints inside its commits.
+ */
+describe('sqlite background connection', () => {
+  const T0 = Date.parse('2027-03-10T12:00:00.000Z');
+  const dir = makeTempDir();
+  const path = join(dir.path, 'background.db');
+  let store: SqliteStore;
+  const project: ProjectRow = { id: 'prj_bg', teamId: 'team_bg', name: 'P', webhookUrl: 'http://127.0.0.1:1/a', ...PROJECT_DEFAULTS, createdAt: T0 };
+
+  beforeAll(async () => {
+    store = new SqliteStore({ path });
+    await store.migrate();
+    await store.teamInsert({ id: project.teamId, name: 'T', plan: 'unlimited', createdAt: T0 });
+    await store.projectInsert({ project, secret: { id: 'whs_1', projectId: project.id, ciphertext: 'sealed-1', createdAt: T0, expiresAt: null } });
+  });
+  afterAll(async () => {
+    await store.close();
+    dir.remove();
+  });
+
+  const insert = (from: number, count: number) =>
+    store.jobCreate({
+      projectId: project.id,
+      teamId: project.teamId,
+      now: T0,
+      jobs: Array.from({ length: count }, (_, i) => ({ id: `job_bg${String(from + i).padStart(8, '0')}`, payload: `{"pad":"${'x'.repeat(500)}"}`, scheduledFor: null, runAt: T0 + 60_000, maxRetries: 3 })),
+      quota: null,
+      idempotency: null,
+      renderResponse: () => null,
+    });
+
+  it('moves committed pages into the database file on its own, below the size at which SQLite would checkpoint in a commit', async () => {
+    const before = statSync(path).size;
+    // Fewer than the 1,000 WAL pages at which SQLite would checkpoint inside a commit (with the
+    // background connection stopped, the file stays at its first page): only the background
+    // connection can have moved them.
+    for (let i = 0; i < 6; i++) await insert(i * 500, 500);
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size < before + 1_000_000) {
+      if (Date.now() > deadline) throw new Error(`the database file stayed at ${statSync(path).size} bytes: nothing checkpointed`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  it('counts jobs by status on the background connection, seeing the last commit', async () => {
+    await insert(10_000, 3);
+    const counts = await store.jobCountByStatus();
+    expect(counts.QUEUED).toBe(3_003);
+    expect(counts.COMPLETED).toBe(0);
+  });
+});
