@@ -7,7 +7,11 @@ import { makeTestApp, type TestApp, type TestProject } from '../support/make-app
 describe('rate limits', () => {
   let t: TestApp;
   let p: TestProject;
-  const plans = { ...DEFAULT_PLANS, small: { requestsPerSecond: 2, burst: 5, jobsPerMonth: null, maxRetriesCap: 3 } };
+  const plans = {
+    ...DEFAULT_PLANS,
+    small: { requestsPerSecond: 2, burst: 5, jobsPerMonth: null, maxRetriesCap: 3 },
+    single: { requestsPerSecond: 100, burst: 1, jobsPerMonth: null, maxRetriesCap: 3 },
+  };
   const list = (key = p.key) => t.api(key, { method: 'GET', url: '/api/jobs' });
 
   beforeAll(async () => {
@@ -41,6 +45,19 @@ describe('rate limits', () => {
 
     t.clock.advance(10_000);
     expect((await list()).headers['ratelimit-remaining']).toBe('4');
+  });
+
+  it('refills exactly at a whole-number rate: at 100/s the token due 10 ms after the last is there at the 10th millisecond', async () => {
+    const single = await t.makeProject({ plan: 'single' });
+    const get = () => t.api(single.key, { method: 'GET', url: '/api/jobs' });
+    expect((await get()).statusCode).toBe(200);
+    const statuses = [];
+    // A refused request stores the refill so far: in tokens, ten sums of 0.1 make 0.9999999999999999.
+    for (let ms = 1; ms <= 10; ms++) {
+      t.clock.advance(1);
+      statuses.push((await get()).statusCode);
+    }
+    expect(statuses).toEqual([...Array<number>(9).fill(429), 200]);
   });
 
   it('puts RateLimit-Limit, -Remaining and -Reset on authenticated error answers too, each of which took a token', async () => {
