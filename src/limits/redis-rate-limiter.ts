@@ -138,15 +138,14 @@ export class RedisRateLimiter implements RateLimiter {
     const now = batch.reduce((latest, take) => Math.max(latest, take.now), Number.NEGATIVE_INFINITY);
     team.inFlight = true;
     let decisions: RateDecision[];
+    let failure: { error: unknown } | null = null;
     try {
       this.hooks.onRoundTrip?.();
       const take = (this.redis as unknown as { punctualTake: TakeCommand }).punctualTake;
       const [granted, milliTokensBefore] = await take.call(this.redis, `punctual:rate:${key}`, rate.requestsPerSecond, rate.burst, now, batch.length);
       decisions = batch.map((_, position) => decisionInRow(Number(milliTokensBefore), granted, position, rate));
     } catch (error) {
-      const warn = now - this.lastWarning >= WARN_EVERY_MS;
-      if (warn) this.lastWarning = now;
-      this.hooks.onError(error, warn);
+      failure = { error };
       decisions = batch.map((waiting) => this.fallback.takeNow(key, waiting.rate, waiting.now));
     }
     team.inFlight = false;
@@ -154,6 +153,12 @@ export class RedisRateLimiter implements RateLimiter {
     if (team.waiting.length > 0) this.scheduleSend(key, team);
     // A quiet team leaves nothing behind.
     else if (this.teams.get(key) === team) this.teams.delete(key);
+    // Reported after the requests are answered: a hook that throws cannot leave them waiting.
+    if (failure) {
+      const warn = now - this.lastWarning >= WARN_EVERY_MS;
+      if (warn) this.lastWarning = now;
+      this.hooks.onError(failure.error, warn);
+    }
   }
 
   /** A plain read of the bucket; the refill arithmetic is token-bucket.ts's, as in the script. */
