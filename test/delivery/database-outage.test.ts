@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { makeAppBehindProxy } from '../support/app-behind-proxy.js';
 import type { CuttableProxy } from '../support/cuttable-proxy.js';
-import { TEST_STORE, type TestApp } from '../support/make-app.js';
+import { makeTestApp, TEST_STORE, type TestApp } from '../support/make-app.js';
+import { PG_TEST_URL } from '../support/postgres.js';
 import { TestReceiver } from '../support/receiver.js';
 
 /**
@@ -71,4 +74,53 @@ describe.runIf(TEST_STORE === 'postgres')('losing the database', () => {
     expect(after.statusCode).toBe(201);
     expect(during).toEqual([503, 503, 503]);
   }, 90_000);
+});
+
+/**
+ * Between a password rotation and the moment every instance has the new password, new connections
+ * fail authentication (SQLSTATE class 28). That is the database being out of reach, not a bug in
+ * the request: 503 with Retry-After, never 500. Simulated with a role that may not log in for a
+ * while, since the test server may trust every local connection whatever its password.
+ */
+describe.runIf(TEST_STORE === 'postgres')('losing the right to log in', () => {
+  it('answers 503 with Retry-After while new connections are refused, then recovers', async () => {
+    const role = `punctual_rotation_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG_TEST_URL });
+    await admin.connect();
+    // A superuser, so that it can migrate the test's schema without a list of grants.
+    await admin.query(`CREATE ROLE ${role} LOGIN SUPERUSER`);
+    let t: TestApp | undefined;
+    try {
+      t = await makeTestApp({
+        rewriteDatabaseUrl: (url) => {
+          const asRole = new URL(url);
+          asRole.username = role;
+          asRole.password = '';
+          return asRole.toString();
+        },
+      });
+      const p = await t.makeProject();
+      const dispatch = () => t!.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { n: 1 } } });
+      expect((await dispatch()).statusCode).toBe(201);
+
+      await admin.query(`ALTER ROLE ${role} NOLOGIN`);
+      // Its open connections end too, so the pool has to open new ones, which are refused.
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+      // The first answers may come from pooled connections finding out they were ended; the later
+      // ones are refused logins (28000).
+      for (let i = 0; i < 5; i++) {
+        const res = await dispatch();
+        expect(res.statusCode).toBe(503);
+        expect(res.json()).toMatchObject({ error: 'UNAVAILABLE' });
+        expect(res.headers['retry-after']).toBe('1');
+      }
+
+      await admin.query(`ALTER ROLE ${role} LOGIN`);
+      expect((await dispatch()).statusCode).toBe(201);
+    } finally {
+      await t?.close();
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
+  });
 });

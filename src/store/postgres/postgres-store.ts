@@ -14,7 +14,7 @@
  * nothing is cached, so a lost notification cannot leave a revoked key working.
  *
  * A database that cannot be reached surfaces as UnavailableError (503, Retry-After) within the
- * connect or statement timeout, never as a hang or a 500.
+ * connect or statement timeout, never as a hang or a 500 (postgres-errors.ts says which errors).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +49,7 @@ import {
 import { principalFromRow } from '../principal-row.js';
 import { ReadCache } from '../read-cache.js';
 import { sessionFromRow } from '../session-row.js';
+import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from './postgres-errors.js';
 import * as q from './queries.js';
 import { TickBatcher } from './tick-batcher.js';
 
@@ -78,30 +79,6 @@ const types = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
-
-/** Errors that mean "the database is not reachable right now", as opposed to a bug. */
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006',
-  // read_only_sql_transaction: connected to a replica or a demoted primary, as during a failover.
-  '25006',
-]);
-
-function isUnavailable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|connection is closed/i.test(
-    e.message ?? '',
-  );
-}
-
-function translate(error: unknown): unknown {
-  if (!isUnavailable(error)) return error;
-  const unavailable = new UnavailableError('The database is unreachable; retry shortly', {}, { 'retry-after': '1' });
-  // Kept for logs and start-up errors; never sent to clients.
-  unavailable.cause = error;
-  return unavailable;
-}
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
@@ -155,11 +132,21 @@ export class PostgresStore implements Store {
     this.pool.on('error', () => {});
   }
 
+  /**
+   * One statement. On the pool (its own implicit transaction), a statement that lost a deadlock or
+   * a serialization conflict was rolled back whole and runs once more; inside a transaction
+   * (`client` given) the whole transaction is retried instead, by transaction().
+   */
   private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client: Queryable = this.pool): Promise<pg.QueryResult<R>> {
     try {
       return await client.query<R>(text, values);
     } catch (error) {
-      throw translate(error);
+      if (client !== this.pool || !isWriteConflict(error)) throw translatePostgresError(error);
+    }
+    try {
+      return await client.query<R>(text, values);
+    } catch (error) {
+      throw translatePostgresError(error);
     }
   }
 
@@ -167,13 +154,26 @@ export class PostgresStore implements Store {
     return (await this.query<R>(text, values, client)).rows;
   }
 
-  /** A short transaction on one connection; never held across anything but its own statements. */
+  /**
+   * A short transaction on one connection; never held across anything but its own statements. One
+   * that lost a deadlock or a serialization conflict was rolled back whole by PostgreSQL and runs
+   * once more; a second loss answers 503, for the client to retry.
+   */
   private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    try {
+      return await this.transactionOnce(fn);
+    } catch (error) {
+      if (!(error instanceof UnavailableError && isWriteConflict(error.cause))) throw error;
+    }
+    return this.transactionOnce(fn);
+  }
+
+  private async transactionOnce<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
     } catch (error) {
-      throw translate(error);
+      throw translatePostgresError(error);
     }
     let broken = false;
     try {
@@ -182,9 +182,11 @@ export class PostgresStore implements Store {
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      broken = isUnavailable(error);
+      // fn's statements throw translated errors: look at what PostgreSQL said.
+      const cause = error instanceof UnavailableError ? error.cause : error;
+      broken = isPostgresUnavailable(cause) && !isWriteConflict(cause);
       if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
-      throw translate(error);
+      throw translatePostgresError(error);
     } finally {
       client.release(broken);
     }
@@ -200,7 +202,7 @@ export class PostgresStore implements Store {
     try {
       client = await this.pool.connect();
     } catch (error) {
-      throw translate(error);
+      throw translatePostgresError(error);
     }
     try {
       // Waiting for another instance's migration, or a long migration, is not a stuck statement.
