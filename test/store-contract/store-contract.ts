@@ -2,26 +2,37 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
 import type { JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
 
+/** A fresh, empty database for one test, and what the contract needs to look into it. */
+export interface ContractDatabase {
+  /** A new store on this database, not migrated yet: each call is another instance, as another process would be. */
+  openStore(): Store;
+  /** The rows of its schema_migrations table, read directly, by version. */
+  migrationRows(): Promise<{ version: number; name: string }[]>;
+  /** The numbers of the migration files this store ships. */
+  migrationVersions: number[];
+  /** Removes the database; the stores opened on it are closed by then. */
+  drop(): Promise<void>;
+}
+
 /**
  * The behaviour every store must have, whatever its engine. A store's test file calls
- * describeStoreContract with a factory for a fresh, migrated store; a behaviour change starts here.
+ * describeStoreContract with a factory for a fresh database; a behaviour change starts here.
  */
-export function describeStoreContract(
-  name: string,
-  makeStore: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
-  enabled = true,
-): void {
+export function describeStoreContract(name: string, makeDatabase: () => Promise<ContractDatabase>, enabled = true): void {
   describe.runIf(enabled)(`store contract: ${name}`, () => {
+    let database: ContractDatabase;
     let store: Store;
-    let cleanup: () => Promise<void>;
     let seq = 0;
     const T0 = Date.parse('2027-03-10T12:00:00.000Z');
 
     beforeEach(async () => {
-      ({ store, cleanup } = await makeStore());
+      database = await makeDatabase();
+      store = database.openStore();
+      await store.migrate();
     });
     afterEach(async () => {
-      await cleanup();
+      await store.close();
+      await database.drop();
     });
 
     async function makeProject(teamPlan = 'unlimited'): Promise<ProjectRow> {
@@ -58,6 +69,26 @@ export function describeStoreContract(
     it('migrates twice without harm', async () => {
       await store.migrate();
       await store.ping();
+    });
+
+    it('migrates a fresh database from three instances at once, applying each migration once', async () => {
+      const fresh = await makeDatabase();
+      const instances = [fresh.openStore(), fresh.openStore(), fresh.openStore()];
+      try {
+        // As instances started together do: whoever comes second must find the work done, not redo it or fail.
+        await Promise.all(instances.map((instance) => instance.migrate()));
+        const rows = await fresh.migrationRows();
+        expect(rows.map((row) => row.version)).toEqual(fresh.migrationVersions);
+        expect(rows.every((row) => row.name.startsWith(String(row.version).padStart(4, '0')))).toBe(true);
+        for (const [i, instance] of instances.entries()) {
+          await instance.ping();
+          await instance.teamInsert({ id: `team_m${i}`, name: 'T', plan: 'unlimited', createdAt: T0 });
+        }
+        expect(await instances[0]!.teamCount()).toBe(3);
+      } finally {
+        for (const instance of instances) await instance.close();
+        await fresh.drop();
+      }
     });
 
     it('keeps the first value of a setting', async () => {

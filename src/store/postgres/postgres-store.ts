@@ -16,8 +16,6 @@
  * A database that cannot be reached surfaces as UnavailableError (503, Retry-After) within the
  * connect or statement timeout, never as a hang or a 500 (postgres-errors.ts says which errors).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { UnavailableError } from '../../errors.js';
 import {
@@ -49,6 +47,7 @@ import {
 import { principalFromRow } from '../principal-row.js';
 import { ReadCache } from '../read-cache.js';
 import { sessionFromRow } from '../session-row.js';
+import { migratePostgres } from './migrate.js';
 import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from './postgres-errors.js';
 import * as q from './queries.js';
 import { TickBatcher } from './tick-batcher.js';
@@ -65,14 +64,20 @@ export interface PostgresStoreOptions {
   onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void;
 }
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
-/** Any constant shared by all instances: migrations run under this advisory lock. */
-const MIGRATION_LOCK_KEY = 7_353_911;
 const NOTIFY_CHANNEL = 'punctual_job_due';
 const CONFIG_CHANNEL = 'punctual_config_changed';
 /** Jobs due further ahead than this are left to other instances' next-due timers (they look at least every 30 s). */
 const NOTIFY_HORIZON_MS = 30_000;
 const LISTEN_RETRY_MS = 1_000;
+const CONNECT_TIMEOUT_MS_DEFAULT = 5_000;
+const STATEMENT_TIMEOUT_MS_DEFAULT = 10_000;
+/**
+ * TCP keepalive on the pool's and the migration's connections, probing after this much silence
+ * (then, with Node's libuv, ten probes a second apart): an idle connection whose server vanished
+ * without a word (a dead host, a dropped route) fails within about 20 s instead of the operating
+ * system's two hours, so the pool does not hand it out and a migration does not wait on it for ever.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 /** bigint columns hold epoch milliseconds, well inside Number's exact range: read them as numbers. */
 const types = {
@@ -115,21 +120,30 @@ export class PostgresStore implements Store {
   private createGroup: { params: JobCreateParams; resolve: (result: JobCreateResult) => void; reject: (error: unknown) => void }[] = [];
 
   constructor(private readonly options: PostgresStoreOptions) {
-    const statementTimeout = options.statementTimeoutMs ?? 10_000;
+    const statementTimeout = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS_DEFAULT;
     this.pool = new pg.Pool({
-      connectionString: options.url,
+      ...this.connectionConfig('punctual'),
       max: options.poolSize ?? 10,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
       idleTimeoutMillis: 30_000,
       // The server cancels a statement past this; the client gives up a little later if the server is gone.
       statement_timeout: statementTimeout,
       query_timeout: statementTimeout + 1_000,
-      application_name: 'punctual',
-      types,
-      ...(options.schema && { options: `-c search_path=${options.schema}` }),
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     this.pool.on('error', () => {});
+  }
+
+  /** What the pool's connections and the migration's share. */
+  private connectionConfig(applicationName: string): pg.ClientConfig {
+    return {
+      connectionString: this.options.url,
+      connectionTimeoutMillis: this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
+      application_name: applicationName,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+      types,
+      ...(this.options.schema && { options: `-c search_path=${this.options.schema}` }),
+    };
   }
 
   /**
@@ -197,50 +211,18 @@ export class PostgresStore implements Store {
     await this.query(q.NotifyDue, [String(runAt)], client);
   }
 
-  async migrate(): Promise<void> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (error) {
-      throw translatePostgresError(error);
-    }
-    try {
-      // Waiting for another instance's migration, or a long migration, is not a stuck statement.
-      await client.query('SET statement_timeout = 0');
-      // Instances starting together take turns; the second finds everything applied.
-      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
-      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
-      for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort()) {
-        const version = Number(file.slice(0, 4));
-        if (applied.has(version)) continue;
-        await client.query('BEGIN');
-        try {
-          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, file, Date.now()]);
-          await client.query(readFileSync(MIGRATIONS_DIR + file, 'utf8'));
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          throw new Error(`Migration ${file} failed: ${(error as Error).message}`);
-        }
-      }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-      await client.query('RESET statement_timeout').catch(() => {});
-      client.release();
-    }
+  /** On a connection of its own, without the pool's timeouts: see migrate.ts. */
+  migrate(): Promise<void> {
+    return migratePostgres(this.connectionConfig('punctual-migrate'));
   }
 
   async databaseNow(): Promise<number> {
-    return (await this.rows<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now;
+    return (await this.rows<{ now: number }>(q.DatabaseNow))[0]!.now;
   }
 
   /** Ready means reachable and writable: a replica or a demoted primary is not ready. */
   async ping(): Promise<void> {
-    const [row] = await this.rows<{ writable: boolean }>(
-      "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable",
-    );
+    const [row] = await this.rows<{ writable: boolean }>(q.DatabaseWritable);
     if (!row?.writable) throw new UnavailableError('The database is read-only (a replica?)', {}, { 'retry-after': '1' });
   }
 

@@ -242,3 +242,19 @@ export const SessionGet = `SELECT s.token_hash AS "tokenHash", s.user_id AS "use
 export const SessionDelete = 'DELETE FROM sessions WHERE token_hash = $1';
 export const SessionDeleteByUser = 'DELETE FROM sessions WHERE user_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)';
 export const SessionDeleteExpired = 'DELETE FROM sessions WHERE expires_at <= $1';
+
+/**
+ * The migrating session waits as long as it takes: for another instance's migration (the lock) and
+ * for a long migration. Set per session, over any default of the role or database.
+ */
+export const MigrationSessionWithoutTimeouts = 'SET statement_timeout = 0; SET lock_timeout = 0';
+export const MigrationLock = 'SELECT pg_advisory_lock($1)';
+export const SchemaMigrationsCreate = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`;
+export const SchemaMigrationsList = 'SELECT version FROM schema_migrations';
+/** Recorded first, in the migration's own transaction (graphile's trick): two sessions cannot both apply it. */
+export const SchemaMigrationInsert = 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)';
+
+export const DatabaseNow = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now';
+/** Ready means reachable and writable: a replica or a demoted primary is not ready. */
+export const DatabaseWritable = "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable";
