@@ -10,8 +10,10 @@
  *
  * Keys, projects and secrets are cached per instance (ReadCache) while the instance listens:
  * every change to them sends a NOTIFY in its own transaction, and every instance drops its cache
- * when it arrives (within about a millisecond here). While the LISTEN connection is down,
- * nothing is cached, so a lost notification cannot leave a revoked key working.
+ * when it arrives (within about a millisecond here). While the LISTEN connection is down, nothing
+ * is cached. A LISTEN connection that goes silent without an error is found out by its heartbeat
+ * (see PostgresListener), so a missed notification leaves a revoked key working on this instance
+ * for at most the heartbeat's interval plus its timeout.
  *
  * A database that cannot be reached surfaces as UnavailableError (503, Retry-After) within the
  * connect or statement timeout, never as a hang or a 500 (postgres-errors.ts says which errors).
@@ -47,6 +49,7 @@ import {
 import { principalFromRow } from '../principal-row.js';
 import { ReadCache } from '../read-cache.js';
 import { sessionFromRow } from '../session-row.js';
+import { PostgresListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from './postgres-errors.js';
 import * as q from './queries.js';
@@ -62,20 +65,22 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Called when the LISTEN connection is lost or comes back (for logs). */
   onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void;
+  /** The LISTEN connection's heartbeat (defaults in listener.ts); tests shorten them. */
+  listenHeartbeatIntervalMs?: number;
+  listenHeartbeatTimeoutMs?: number;
 }
 
 const NOTIFY_CHANNEL = 'punctual_job_due';
 const CONFIG_CHANNEL = 'punctual_config_changed';
 /** Jobs due further ahead than this are left to other instances' next-due timers (they look at least every 30 s). */
 const NOTIFY_HORIZON_MS = 30_000;
-const LISTEN_RETRY_MS = 1_000;
 const CONNECT_TIMEOUT_MS_DEFAULT = 5_000;
 const STATEMENT_TIMEOUT_MS_DEFAULT = 10_000;
 /**
- * TCP keepalive on the pool's and the migration's connections, probing after this much silence
- * (then, with Node's libuv, ten probes a second apart): an idle connection whose server vanished
- * without a word (a dead host, a dropped route) fails within about 20 s instead of the operating
- * system's two hours, so the pool does not hand it out and a migration does not wait on it for ever.
+ * TCP keepalive on every connection, probing after this much silence (then, with Node's libuv,
+ * ten probes a second apart): an idle connection whose server vanished without a word (a dead
+ * host, a dropped route) fails within about 20 s instead of the operating system's two hours,
+ * so the pool does not hand it out and a migration does not wait on it for ever.
  */
 const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
@@ -112,11 +117,10 @@ function allot(requests: JobCreateParams[], used: Map<string, number>): Outcome[
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   private readonly pool: pg.Pool;
-  private listener: pg.Client | null = null;
+  private listener: PostgresListener | null = null;
   private onJobDue: ((runAt: number) => void) | null = null;
   /** Off until the LISTEN connection hears CONFIG_CHANNEL, and again whenever it is lost. */
   private readonly cache = new ReadCache(false);
-  private closed = false;
   private createGroup: { params: JobCreateParams; resolve: (result: JobCreateResult) => void; reject: (error: unknown) => void }[] = [];
 
   constructor(private readonly options: PostgresStoreOptions) {
@@ -133,7 +137,7 @@ export class PostgresStore implements Store {
     this.pool.on('error', () => {});
   }
 
-  /** What the pool's connections and the migration's share. */
+  /** What every connection of this store shares: the pool's, the LISTEN connection and the migration's. */
   private connectionConfig(applicationName: string): pg.ClientConfig {
     return {
       connectionString: this.options.url,
@@ -232,55 +236,29 @@ export class PostgresStore implements Store {
    */
   async listenJobDue(listener: (runAt: number) => void): Promise<void> {
     this.onJobDue = listener;
-    const connect = async (): Promise<void> => {
-      if (this.closed) return;
-      const client = new pg.Client({
-        connectionString: this.options.url,
-        connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
-        application_name: 'punctual-listen',
-        ...(this.options.schema && { options: `-c search_path=${this.options.schema}` }),
-      });
-      const retry = (error?: unknown) => {
-        if (this.listener !== client) return;
-        this.listener = null;
-        this.cache.setEnabled(false);
-        client.removeAllListeners();
-        client.on('error', () => {});
-        void client.end().catch(() => {});
-        this.options.onListenerState?.('lost', error);
-        if (!this.closed) setTimeout(() => void connect(), LISTEN_RETRY_MS).unref();
-      };
-      this.listener = client;
-      client.on('error', retry);
-      client.on('end', () => retry());
-      client.on('notification', (message) => {
-        if (message.channel === CONFIG_CHANNEL) return this.cache.drop();
-        const runAt = Number(message.payload);
-        if (Number.isFinite(runAt)) this.onJobDue?.(runAt);
-      });
-      try {
-        await client.connect();
-        await client.query(`LISTEN ${NOTIFY_CHANNEL}; LISTEN ${CONFIG_CHANNEL}`);
-        // Changes made before this point are in what the next reads see.
-        if (this.listener === client) this.cache.setEnabled(true);
-        this.options.onListenerState?.('connected');
-      } catch (error) {
-        retry(error);
-      }
-    };
-    await connect();
+    if (this.listener) return;
+    this.listener = new PostgresListener({
+      config: this.connectionConfig('punctual-listen'),
+      heartbeatIntervalMs: this.options.listenHeartbeatIntervalMs,
+      heartbeatTimeoutMs: this.options.listenHeartbeatTimeoutMs,
+      onNotification: (channel, payload) => {
+        if (channel === CONFIG_CHANNEL) return this.cache.drop();
+        const runAt = Number(payload);
+        if (channel === NOTIFY_CHANNEL && Number.isFinite(runAt)) this.onJobDue?.(runAt);
+      },
+      onState: (state, error) => {
+        // Changes committed before LISTEN succeeded are in what the next reads see; from then on
+        // each one arrives as a notification. Lost, anything may have been missed.
+        this.cache.setEnabled(state === 'connected');
+        this.options.onListenerState?.(state, error);
+      },
+    });
+    await this.listener.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     this.cache.setEnabled(false);
-    const listener = this.listener;
-    this.listener = null;
-    if (listener) {
-      listener.removeAllListeners();
-      listener.on('error', () => {});
-      await listener.end().catch(() => {});
-    }
+    await this.listener?.close();
     await this.pool.end();
   }
 

@@ -258,3 +258,8 @@ export const SchemaMigrationInsert = 'INSERT INTO schema_migrations (version, na
 export const DatabaseNow = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now';
 /** Ready means reachable and writable: a replica or a demoted primary is not ready. */
 export const DatabaseWritable = "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable";
+
+/** Both channels on the LISTEN connection, in one round trip. */
+export const ListenAll = 'LISTEN punctual_job_due; LISTEN punctual_config_changed';
+/** The LISTEN connection's heartbeat: any answer proves the connection still carries bytes both ways. */
+export const ListenerHeartbeat = 'SELECT 1';
