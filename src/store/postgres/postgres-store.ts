@@ -596,7 +596,16 @@ export class PostgresStore implements Store {
     ]);
     const started = new Map(rows.map((row) => [row.jobId, row.attemptNumber]));
     return batch.map((b) => (started.has(b.jobId) ? { attemptNumber: started.get(b.jobId)! } : null));
-  });
+  }, PostgresStore.mayBeOneRowsFault);
+
+  /**
+   * A batch statement that failed for another reason than the database being unreachable (a
+   * value it refused, say) changed nothing and may have failed for one row: its rows run again
+   * one at a time. An unreachable database would fail them all alike, so they are not.
+   */
+  private static mayBeOneRowsFault(error: unknown): boolean {
+    return !(error instanceof UnavailableError);
+  }
 
   /** Results arriving in the same event-loop turn share one statement (and one commit). */
   private readonly finishes = new TickBatcher<AttemptFinishParams, boolean>(async (batch) => {
@@ -619,9 +628,14 @@ export class PostgresStore implements Store {
     const requeuedAt = batch
       .filter((b) => applied.has(b.jobId) && (b.next.kind === 'retry' || b.next.kind === 'release'))
       .map((b) => (b.next.kind === 'retry' ? b.next.runAt : b.now));
-    if (requeuedAt.length > 0) await this.notifyDue(Math.min(...requeuedAt), Math.min(...batch.map((b) => b.now)));
+    if (requeuedAt.length > 0) {
+      // After the commit, and only a hint (other instances' timers find the jobs anyway): a failed
+      // hint must not fail results that are already stored, or a retry of them would find them
+      // applied and report the lease lost.
+      await this.notifyDue(Math.min(...requeuedAt), Math.min(...batch.map((b) => b.now))).catch(() => {});
+    }
     return batch.map((b) => applied.has(b.jobId));
-  });
+  }, PostgresStore.mayBeOneRowsFault);
 
   private finishAttempt(params: AttemptFinishParams, client?: Queryable): Promise<boolean> {
     const { next, result } = params;
