@@ -43,7 +43,15 @@ export default defineConfig({
     // The API, delivery and process suites run once per store; store-specific tests run once.
     projects: [
       sqliteProject,
-      ...(await postgresProject(['test/api/**/*.test.ts', 'test/delivery/**/*.test.ts', 'test/first-start.test.ts', 'test/durability.test.ts', 'test/cli.test.ts'])),
+      ...(await postgresProject([
+        'test/api/**/*.test.ts',
+        'test/delivery/**/*.test.ts',
+        'test/first-start.test.ts',
+        'test/durability.test.ts',
+        'test/cli.test.ts',
+        'test/webhook-url-guard.test.ts',
+        'test/dashboard/browser.test.ts',
+      ])),
     ],
   },
 });
