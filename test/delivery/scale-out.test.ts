@@ -94,6 +94,9 @@ describe.runIf(TEST_STORE === 'postgres')('several instances on one database', (
     const at = (q: number) => lateness[Math.min(lateness.length - 1, Math.floor(q * lateness.length))]!;
     console.log(`scale-out: ${INSTANCES} instances, ${JOBS} jobs: lateness p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${lateness.at(-1)} ms`);
     expect(lateness[0]).toBeGreaterThanOrEqual(0); // never early
-    expect(lateness.at(-1)).toBeLessThan(1_000); // SPEC section 3: the first attempt starts within a second
+    // A correctness bound, not a speed goal: SPEC section 3 promises that under normal load a job's
+    // first attempt starts within one second of its time. How fast it really is (milliseconds) is
+    // measured by the benchmarks (bench:lateness, BENCHMARKS.md), never asserted in a test.
+    expect(lateness.at(-1)).toBeLessThan(1_000);
   });
 });
