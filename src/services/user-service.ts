@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import { decoyPasswordHash, generatePassword, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from '../crypto/passwords.js';
 import { newUserId } from '../crypto/random-ids.js';
 import { InvalidRequestError, NotFoundError, RateLimitedError, UnauthorizedError } from '../errors.js';
-import type { Store, UserRow } from '../store/store.js';
+import type { Store, UserRow, UserWithPassword } from '../store/store.js';
 import { formatTimestamp } from '../timestamp.js';
 import type { LoginThrottle } from './login-throttle.js';
 
@@ -84,25 +84,32 @@ export class UserService {
   /**
    * The user whose password this is. Throttled per account and per address before the password
    * is even checked, so a locked account cannot be probed; the same answer for an unknown email
-   * and a wrong password, after the same scrypt work.
+   * and a wrong password, after the same scrypt work. The attempt is counted as a failure before
+   * anything is awaited and forgiven only if the password is right, so parallel guesses cannot
+   * all pass the throttle's check at once.
    */
   async authenticate(emailInput: string, password: string, address: string): Promise<UserRow> {
     const email = emailInput.trim().toLowerCase();
-    const wait = this.deps.throttle.retryAfterSeconds(email, address);
-    if (wait > 0) {
+    const reservation = this.deps.throttle.reserve(email, address);
+    if ('retryAfterSeconds' in reservation) {
+      const wait = reservation.retryAfterSeconds;
       throw new RateLimitedError(
         `Too many failed logins for this account or from your address. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? 's' : ''}.`,
         {},
         { 'retry-after': String(wait) },
       );
     }
-    const found = email.length <= EMAIL_MAX ? await this.deps.store.userGetByEmail(email) : null;
-    const ok = await verifyPassword(password.slice(0, PASSWORD_MAX_LENGTH * 4), found?.passwordHash ?? (await decoyPasswordHash()));
-    if (!found || !ok) {
-      this.deps.throttle.recordFailure(email, address);
-      throw new UnauthorizedError('Wrong email or password');
+    let found: UserWithPassword | null;
+    let ok: boolean;
+    try {
+      found = email.length <= EMAIL_MAX ? await this.deps.store.userGetByEmail(email) : null;
+      ok = await verifyPassword(password.slice(0, PASSWORD_MAX_LENGTH * 4), found?.passwordHash ?? (await decoyPasswordHash()));
+    } catch (error) {
+      this.deps.throttle.release(reservation.attempt);
+      throw error;
     }
-    this.deps.throttle.recordSuccess(email);
+    if (!found || !ok) throw new UnauthorizedError('Wrong email or password');
+    this.deps.throttle.succeeded(reservation.attempt);
     const { passwordHash: _hash, ...user } = found;
     return user;
   }

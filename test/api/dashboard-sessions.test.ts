@@ -118,6 +118,23 @@ describe('dashboard sessions', () => {
     expect((await login('member@example.com', PASSWORD, '10.2.0.2')).statusCode).toBe(303);
   });
 
+  it('gives wrong guesses sent all at once no more tries than guesses sent one after another', async () => {
+    await t.services.users.create({ email: 'parallel@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    const guesses = 12;
+    // Each from its own address, so that only the account's limit applies.
+    const answers = await Promise.all(Array.from({ length: guesses }, (_, i) => login('parallel@example.com', `guess ${i}`, `10.3.0.${i}`)));
+    const statuses = answers.map((response) => response.statusCode);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(LOGIN_FAILURES_PER_ACCOUNT);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(guesses - LOGIN_FAILURES_PER_ACCOUNT);
+    expect((await login('parallel@example.com', PASSWORD, '10.3.1.1')).statusCode).toBe(429);
+  });
+
+  it('does not hold right passwords against the address, though each counts while it is checked', async () => {
+    await t.services.users.create({ email: 'office@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    for (let i = 0; i <= LOGIN_FAILURES_PER_ADDRESS; i += 1) expect((await login('office@example.com', PASSWORD, '10.4.0.1')).statusCode).toBe(303);
+    expect((await login('office@example.com', 'one wrong guess', '10.4.0.1')).statusCode).toBe(401);
+  });
+
   it('refuses a form POST without the CSRF token, with a wrong one, or from another site', async () => {
     const url = `/projects/${mine.projectId}/keys`;
     const keysBefore = (await t.services.manage.listKeys(mine.projectId)).keys.length;
