@@ -6,7 +6,8 @@ import { randomBase62 } from './random-ids.js';
  * parameters are stored with each hash (`scrypt$N$r$p$salt$hash`, base64), so raising them later
  * leaves existing hashes verifiable. N=2^15, r=8 costs 32 MiB and roughly 50-100 ms per hash: slow
  * enough to make a stolen table expensive to crack, fast enough for a login. scrypt runs on libuv's
- * thread pool, so a login never blocks the event loop that delivers webhooks.
+ * thread pool, so a login never blocks the event loop that delivers webhooks (nor, with the slots
+ * below, the pool's threads that its DNS lookups need).
  */
 const COST = { N: 2 ** 15, r: 8, p: 1 } as const;
 const KEY_LENGTH = 32;
@@ -18,10 +19,38 @@ export const PASSWORD_MIN_LENGTH = 10;
 /** Longer input costs scrypt nothing much, but a cap keeps request bodies honest. */
 export const PASSWORD_MAX_LENGTH = 200;
 
+/**
+ * scrypt shares libuv's thread pool (UV_THREADPOOL_SIZE, 4 by default) with dns.lookup, which
+ * every webhook delivery calls, and the pool serves its queue first come, first served: a flood of
+ * logins would put hundreds of 50-100 ms hashes ahead of a delivery's lookup. So at most one
+ * thread fewer than the pool holds computes scrypt at a time; other logins wait their turn here,
+ * and a lookup always finds a thread free.
+ */
+export const SCRYPT_CONCURRENCY = Math.max(1, (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 1);
+
+let scryptsRunning = 0;
+const waitingForScrypt: (() => void)[] = [];
+
+async function inScryptSlot<T>(task: () => Promise<T>): Promise<T> {
+  if (scryptsRunning < SCRYPT_CONCURRENCY) scryptsRunning += 1;
+  // The slot is handed over by the task that finishes (the count stays as it is), so no newcomer can take it first.
+  else await new Promise<void>((resolve) => waitingForScrypt.push(resolve));
+  try {
+    return await task();
+  } finally {
+    const next = waitingForScrypt.shift();
+    if (next) next();
+    else scryptsRunning -= 1;
+  }
+}
+
 function derive(password: string, salt: Buffer, cost: { N: number; r: number; p: number }, keyLength: number): Promise<Buffer> {
   const options: ScryptOptions = { ...cost, maxmem: Math.max(MAX_MEMORY, 256 * cost.N * cost.r) };
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key))),
+  return inScryptSlot(
+    () =>
+      new Promise((resolve, reject) =>
+        scrypt(password.normalize('NFC'), salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key))),
+      ),
   );
 }
 
