@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { loadPlans, type Plans } from './plans.js';
 
@@ -13,6 +14,11 @@ export interface Config {
   port: number;
   /** Base URL printed in the quickstart and used for the development receiver. */
   publicUrl: string;
+  /**
+   * Which peers' X-Forwarded-For, -Proto and -Host to believe (request.ip, request.protocol,
+   * request.host): none (false), every one (true), the nearest N hops, or these addresses and ranges.
+   */
+  trustProxy: TrustProxy;
   adminToken: string | null;
   /** The login of the first dashboard user, created on first start (PUNCTUAL_ADMIN_EMAIL). */
   adminEmail: string;
@@ -25,6 +31,8 @@ export interface Config {
   /** On SIGTERM, how long in-flight deliveries may run before they are aborted and released. */
   shutdownDrainMs: number;
 }
+
+export type TrustProxy = boolean | number | string[];
 
 export class ConfigError extends Error {}
 
@@ -42,6 +50,38 @@ function parseIntegerIn(name: string, value: string | undefined, fallback: numbe
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
   return n;
+}
+
+/** proxy-addr's names for ranges (127.0.0.1/8 and ::1; 169.254.0.0/16 and fe80::/10; 10/8, 172.16/12, 192.168/16 and fc00::/7). */
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isAddressOrRange(entry: string): boolean {
+  if (NAMED_RANGES.has(entry)) return true;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+}
+
+function parseTrustProxy(value: string | undefined): TrustProxy {
+  const text = value?.trim() ?? '';
+  if (text === '' || /^(false|no)$/i.test(text)) return false;
+  if (/^(true|yes)$/i.test(text)) return true;
+  // Digits are a hop count, so "1" is one proxy in front, not "true".
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops > 100) throw new ConfigError(`PUNCTUAL_TRUST_PROXY as a hop count must be from 0 to 100, got "${value}"`);
+    return hops === 0 ? false : hops;
+  }
+  const entries = text.split(',').map((entry) => entry.trim());
+  const bad = entries.find((entry) => !isAddressOrRange(entry));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `PUNCTUAL_TRUST_PROXY must be true, false, a hop count or a comma-separated list of IP addresses and CIDR ranges (or loopback, linklocal, uniquelocal); "${bad}" is none of these`,
+    );
+  }
+  return entries;
 }
 
 function parseDatabase(env: NodeJS.ProcessEnv): Config['database'] {
@@ -97,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     port,
     publicUrl,
+    trustProxy: parseTrustProxy(env.PUNCTUAL_TRUST_PROXY),
     adminToken,
     adminEmail: env.PUNCTUAL_ADMIN_EMAIL?.trim() || 'admin@localhost',
     secretKey,

@@ -4,7 +4,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config, TrustProxy } from '../config.js';
 import { InvalidRequestError, NotFoundError, UnavailableError } from '../errors.js';
 import type { Viewer } from '../services/access-service.js';
 import type { AuthenticatedKey } from '../services/auth-service.js';
@@ -33,7 +33,7 @@ declare module 'fastify' {
 }
 
 export interface AppDeps {
-  config: Pick<Config, 'production' | 'logLevel' | 'publicUrl'>;
+  config: Pick<Config, 'production' | 'logLevel' | 'publicUrl' | 'trustProxy'>;
   store: Store;
   clock: Clock;
   services: Services;
@@ -42,6 +42,16 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * PUNCTUAL_TRUST_PROXY as Fastify's trustProxy. Fastify 5 ignores a number (it trusts no hop
+ * then, because a hop count believes whatever peer connects), so a hop count is given as the
+ * function proxy-addr would build from it: the nearest N hops, the socket's peer first.
+ */
+function fastifyTrustProxy(trust: TrustProxy): FastifyServerOptions['trustProxy'] {
+  if (typeof trust !== 'number') return trust;
+  return (_address: string, hop: number) => hop < trust;
+}
 
 export interface App extends FastifyInstance {
   /** Refuse new requests with 503 while in-flight ones finish (graceful shutdown). */
@@ -57,6 +67,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       redact: ['req.headers.authorization', 'req.headers.cookie'],
     },
     bodyLimit: BODY_LIMIT,
+    trustProxy: fastifyTrustProxy(deps.config.trustProxy),
     // A client-supplied X-Request-Id is kept (when sane) so a trace crosses services.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

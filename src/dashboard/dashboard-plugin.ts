@@ -31,15 +31,21 @@ const PAGE_HEADERS = {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
-/** A POST from another site: its Origin (or Sec-Fetch-Site) says so, whatever cookie came with it. */
-function crossSite(request: FastifyRequest): boolean {
+/**
+ * A POST from another site: its Origin (or Sec-Fetch-Site) says so, whatever cookie came with it.
+ * This site is the host the request was addressed to (request.host: the Host header, or a trusted
+ * proxy's X-Forwarded-Host) or PUNCTUAL_PUBLIC_URL's origin, since a proxy may rewrite Host to
+ * the upstream's name while the browser's Origin keeps the public one.
+ */
+function crossSite(request: FastifyRequest, publicOrigin: string): boolean {
   if (request.headers['sec-fetch-site'] === 'cross-site') return true;
   const origin = request.headers.origin;
   if (origin === undefined || origin === 'null') return origin === 'null';
   try {
     const from = new URL(origin);
-    // Read the Host header with the origin's scheme, so default ports compare equal (localhost:80 = localhost).
-    return from.host !== new URL(`${from.protocol}//${request.headers.host ?? ''}`).host;
+    if (from.origin === publicOrigin) return false;
+    // Read the host with the origin's scheme, so default ports compare equal (localhost:80 = localhost).
+    return from.host !== new URL(`${from.protocol}//${request.host}`).host;
   } catch {
     return true;
   }
@@ -52,6 +58,7 @@ function crossSite(request: FastifyRequest): boolean {
  */
 export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   installFormBodyParser(app);
+  const publicOrigin = new URL(deps.publicUrl).origin;
   app.decorateRequest('signedIn', null);
   // Pages are not part of the HTTP API: keep them out of /openapi.json.
   app.addHook('onRoute', (route) => {
@@ -77,7 +84,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, de
       return reply.redirect(`/login${next}`, 303);
     }
     if (SAFE_METHODS.has(request.method)) return;
-    const forged = crossSite(request) || (!isPublic && !SessionService.csrfMatches(request.signedIn!.session, formFields(request.body)._csrf));
+    const forged = crossSite(request, publicOrigin) || (!isPublic && !SessionService.csrfMatches(request.signedIn!.session, formFields(request.body)._csrf));
     if (forged) {
       const ctx = request.signedIn ? await pageContext(deps, request) : null;
       const page = errorPage(ctx, {

@@ -9,7 +9,11 @@ import { accountPage, loginPage } from '../views/auth-pages.js';
 /** Login, logout and the account page. */
 export const authRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { users, sessions } = deps.services;
-  /** Secure when the request came over TLS here, or when the public URL says users reach us over https (a TLS proxy). */
+  /**
+   * Secure when the public URL says users reach us over https, or when a proxy trusted through
+   * PUNCTUAL_TRUST_PROXY says this request came over https (X-Forwarded-Proto): Punctual itself
+   * listens on plain HTTP, so request.protocol is https only on a trusted proxy's word.
+   */
   const secureCookie = (request: FastifyRequest) => request.protocol === 'https' || deps.publicUrl.startsWith('https:');
 
   app.get('/login', { config: { publicPage: true } }, async (request, reply) => {
