@@ -1,5 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock, type Clock } from '../../src/clock.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+import { TestReceiver } from '../support/receiver.js';
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+async function signIn(t: TestApp<Clock>, email: string, password: string): Promise<{ cookie: string; csrf: string }> {
+  const form = new URLSearchParams({ email, password }).toString();
+  const login = await t.app.inject({ method: 'POST', url: '/login', headers: FORM, payload: form });
+  expect(login.statusCode).toBe(303);
+  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie } })).body)![1]!;
+  return { cookie, csrf };
+}
 
 /** Dashboard pages through app.inject, on both stores: filters, validation shown beside fields. */
 describe('dashboard pages', () => {
@@ -8,16 +21,13 @@ describe('dashboard pages', () => {
   let cookie: string;
   let csrf: string;
   const jobIds: string[] = [];
-  const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
   beforeAll(async () => {
     // Private webhooks refused, as in production, so the URL check has something to refuse.
     t = await makeTestApp({ allowPrivateWebhooks: false });
     p = await t.makeProject({ webhookUrl: 'https://93.184.216.34/hook' });
     await t.services.users.create({ email: 'pages@example.com', password: 'pages password 1', teamIds: [p.teamId], operator: false });
-    const login = await t.app.inject({ method: 'POST', url: '/login', headers: FORM, payload: 'email=pages%40example.com&password=pages+password+1' });
-    cookie = String(login.headers['set-cookie']).split(';')[0]!;
-    csrf = /name="_csrf" value="([^"]+)"/.exec((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie } })).body)![1]!;
+    ({ cookie, csrf } = await signIn(t, 'pages@example.com', 'pages password 1'));
     // Three jobs an hour apart: 00:00, 01:00, 02:00 on 2027-01-01 (the test clock).
     for (let i = 0; i < 3; i += 1) {
       const response = await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { n: i }, scheduledFor: '2027-06-01T00:00:00Z' } });
@@ -28,6 +38,8 @@ describe('dashboard pages', () => {
   afterAll(() => t.close());
 
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
+  const post = (url: string, fields: Record<string, string> = {}) =>
+    t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
   const listed = (body: string) => jobIds.filter((id) => body.includes(`/jobs/${id}"`));
 
   it('filters jobs by creation time (UTC) and status, and goes straight to a job by id', async () => {
@@ -88,5 +100,179 @@ describe('dashboard pages', () => {
     const again = await cancel();
     expect(again.statusCode).toBe(409);
     expect(again.body).toContain('Only a QUEUED job can be changed or cancelled; this one is CANCELLED');
+  });
+
+  it('revokes a key, after which the API answers 401 to it', async () => {
+    const created = await post(`/projects/${p.projectId}/keys`, { name: 'to revoke' });
+    expect(created.statusCode).toBe(201);
+    const key = /<code id="new-key" class="secret">(pk_[A-Za-z0-9]+)<\/code>/.exec(created.body)![1]!;
+    expect((await t.api(key, { method: 'GET', url: `/api/jobs/${jobIds[0]}` })).statusCode).toBe(200);
+    const keyId = (await t.services.manage.listKeys(p.projectId)).keys.find((k) => k.name === 'to revoke')!.keyId;
+    expect(created.body).toContain(`action="/projects/${p.projectId}/keys/${keyId}/revoke"`);
+    const revoked = await post(`/projects/${p.projectId}/keys/${keyId}/revoke`);
+    expect(revoked.statusCode).toBe(303);
+    expect(revoked.headers.location).toBe(`/projects/${p.projectId}?done=key-revoked`);
+    const refused = await t.api(key, { method: 'GET', url: `/api/jobs/${jobIds[0]}` });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().error).toBe('UNAUTHORIZED');
+    const page = await get(revoked.headers.location as string);
+    expect(page.body).toContain('The key is revoked: requests with it now answer 401.');
+    expect(page.body).toMatch(/<td data-label="Name">to revoke<\/td>[^]*?<span class="badge badge-cancelled">revoked<\/span>/);
+  });
+
+  it('reschedules a queued job to a time typed as UTC', async () => {
+    const url = `/projects/${p.projectId}/jobs/${jobIds[1]}`;
+    const done = await post(`${url}/reschedule`, { scheduledFor: '2027-07-04T09:30' });
+    expect(done.statusCode).toBe(303);
+    expect(done.headers.location).toBe(`${url}?done=rescheduled`);
+    expect((await t.api(p.key, { method: 'GET', url: `/api/jobs/${jobIds[1]}` })).json()).toMatchObject({ status: 'QUEUED', scheduledFor: '2027-07-04T09:30:00.000Z' });
+    const page = await get(done.headers.location as string);
+    expect(page.body).toContain('Job rescheduled.');
+    expect(page.body).toContain('<time datetime="2027-07-04T09:30:00.000Z">');
+  });
+
+  it('saves a valid webhook URL', async () => {
+    const saved = await post(`/projects/${p.projectId}/webhook`, { webhookUrl: ' https://93.184.216.34/new-hook ' });
+    expect(saved.statusCode).toBe(303);
+    expect(saved.headers.location).toBe(`/projects/${p.projectId}/webhook?done=url-saved`);
+    expect((await t.services.manage.getProject(p.projectId)).webhookUrl).toBe('https://93.184.216.34/new-hook');
+    expect((await get(saved.headers.location as string)).body).toContain('value="https://93.184.216.34/new-hook"');
+  });
+
+  it('saves accept-any-2xx, the timeout and the concurrency, and clears accept-any-2xx when unchecked', async () => {
+    const retry = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000' };
+    const url = `/projects/${p.projectId}/settings`;
+    const saved = await post(url, { ...retry, deliveryTimeoutMs: '5000', deliveryConcurrency: '7', acceptAny2xx: 'true' });
+    expect(saved.statusCode).toBe(303);
+    expect(saved.headers.location).toBe(`${url}?done=settings-saved`);
+    expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ deliveryTimeoutMs: 5000, deliveryConcurrency: 7, acceptAny2xx: true });
+    const page = (await get(url)).body;
+    expect(page).toMatch(/name="deliveryTimeoutMs"[^>]*value="5000"|value="5000"[^>]*name="deliveryTimeoutMs"/);
+    expect(page).toMatch(/name="deliveryConcurrency"[^>]*value="7"|value="7"[^>]*name="deliveryConcurrency"/);
+    expect(page).toMatch(/<input[^>]*name="acceptAny2xx"[^>]*checked/);
+    expect((await post(url, { ...retry, deliveryTimeoutMs: '5000', deliveryConcurrency: '7' })).statusCode).toBe(303);
+    expect((await t.services.manage.getProject(p.projectId)).acceptAny2xx).toBe(false);
+  });
+});
+
+/**
+ * Pages over real deliveries (the delivery engine, the real clock and a real receiver), on both
+ * stores: what a payload and a receiver's answer look like on the job page, and every form of one
+ * team tried by a user of another.
+ */
+describe('dashboard pages over real deliveries', () => {
+  let t: TestApp<Clock>;
+  let receiver: TestReceiver;
+  let victim: TestProject;
+  let intruderProject: TestProject;
+  let owner: { cookie: string; csrf: string };
+  let intruder: { cookie: string; csrf: string };
+  let queuedJobId: string;
+  let failedJobId: string;
+  let victimKeyId: string;
+  const PASSWORD = 'pages password 2';
+
+  async function dispatch(project: TestProject, body: Record<string, unknown>): Promise<string> {
+    const response = await t.api(project.key, { method: 'POST', url: '/api/jobs/dispatch', payload: body });
+    expect(response.statusCode).toBe(201);
+    return response.json().jobId;
+  }
+
+  async function statusOf(jobId: string): Promise<string | undefined> {
+    return (await t.store.jobGet({ projectId: victim.projectId, jobId }))?.status;
+  }
+
+  /** Polls the job's row to a deadline (expect.poll cannot run in beforeAll). */
+  async function waitForStatus(jobId: string, status: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await statusOf(jobId)) !== status) {
+      if (Date.now() > deadline) throw new Error(`${jobId} never reached ${status} (it is ${await statusOf(jobId)})`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  beforeAll(async () => {
+    t = await makeTestApp({ clock: systemClock, delivery: true });
+    receiver = await new TestReceiver().start();
+    receiver.answer((request) => {
+      const payload = request.json.payload as { answer?: string; fail?: boolean } | undefined;
+      return payload?.fail ? { status: 500, body: 'no' } : { status: 200, body: payload?.answer ?? 'ok' };
+    });
+    victim = await t.makeProject({ webhookUrl: receiver.url });
+    intruderProject = await t.makeProject({ webhookUrl: receiver.url });
+    await t.services.users.create({ email: 'owner@example.com', password: PASSWORD, teamIds: [victim.teamId], operator: false });
+    await t.services.users.create({ email: 'intruder@example.com', password: PASSWORD, teamIds: [intruderProject.teamId], operator: false });
+    owner = await signIn(t, 'owner@example.com', PASSWORD);
+    intruder = await signIn(t, 'intruder@example.com', PASSWORD);
+    queuedJobId = await dispatch(victim, { payload: { later: true }, scheduledFor: new Date(Date.now() + 30 * 86_400_000).toISOString() });
+    failedJobId = await dispatch(victim, { payload: { fail: true }, maxRetries: 0 });
+    await waitForStatus(failedJobId, 'FAILED');
+    victimKeyId = (await t.services.manage.listKeys(victim.projectId)).keys[0]!.keyId;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('shows a payload and a response body holding <script> as text on the job page', async () => {
+    const jobId = await dispatch(victim, { payload: { note: '<script>alert(1)</script>', answer: '<script>alert(2)</script>' } });
+    await waitForStatus(jobId, 'COMPLETED');
+    const page = await t.app.inject({ method: 'GET', url: `/projects/${victim.projectId}/jobs/${jobId}`, headers: { cookie: owner.cookie } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain('<script>alert');
+    expect(page.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page.body).toMatch(/<tr class="attempt">[^]*&lt;script&gt;alert\(2\)&lt;\/script&gt;[^]*<\/tr>/);
+  });
+
+  it("answers every form of another team's project with the 404 of an unknown id, and changes nothing", async () => {
+    const unknown = { teamId: 'team_unknown0000000000', projectId: 'prj_unknown0000000000', jobId: 'job_unknown00000000000000000000', keyId: 'key_unknown0000000000' };
+    const theirs = { teamId: victim.teamId, projectId: victim.projectId, queuedJobId, failedJobId, keyId: victimKeyId };
+    const settings = { 'retryPolicy.initialDelayMs': '1', 'retryPolicy.factor': '1', 'retryPolicy.maxDelayMs': '1', deliveryTimeoutMs: '1000', deliveryConcurrency: '1', acceptAny2xx: 'true' };
+    type Ids = { teamId: string; projectId: string; queuedJobId: string; failedJobId: string; keyId: string };
+    const forms = (ids: Ids): [string, Record<string, string>][] => [
+      [`/projects/${ids.projectId}/jobs/${ids.queuedJobId}/cancel`, {}],
+      [`/projects/${ids.projectId}/jobs/${ids.queuedJobId}/reschedule`, { scheduledFor: '2099-02-01T00:00' }],
+      [`/projects/${ids.projectId}/jobs/${ids.failedJobId}/retry`, {}],
+      [`/projects/${ids.projectId}/keys`, { name: 'intruder' }],
+      [`/projects/${ids.projectId}/keys/${ids.keyId}/revoke`, {}],
+      [`/projects/${ids.projectId}/settings`, settings],
+      [`/projects/${ids.projectId}/webhook`, { webhookUrl: 'https://93.184.216.34/stolen' }],
+      [`/projects/${ids.projectId}/webhook/reveal`, {}],
+      [`/projects/${ids.projectId}/webhook/rotate`, {}],
+      [`/projects/${ids.projectId}/webhook/test`, {}],
+      [`/teams/${ids.teamId}/projects`, { name: 'intruder', webhookUrl: 'https://93.184.216.34/stolen' }],
+    ];
+    // Their job or key under the intruder's own project, beside an unknown one there.
+    const mixed = (ids: Pick<Ids, 'queuedJobId' | 'failedJobId' | 'keyId'>) =>
+      forms({ teamId: intruderProject.teamId, projectId: intruderProject.projectId, ...ids }).filter(([url]) => /\/(jobs|keys)\/[^/]+\//.test(url));
+
+    const snapshot = async () => ({
+      project: await t.services.manage.getProject(victim.projectId),
+      keys: await t.services.manage.listKeys(victim.projectId),
+      secrets: await t.services.manage.listWebhookSecrets(victim.projectId),
+      projects: await t.services.manage.listProjects(victim.teamId),
+      queued: await t.store.jobGet({ projectId: victim.projectId, jobId: queuedJobId }),
+      failed: await t.store.jobGet({ projectId: victim.projectId, jobId: failedJobId }),
+      delivered: receiver.requests.length,
+    });
+    const before = await snapshot();
+    const post = (url: string, fields: Record<string, string>) =>
+      t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie: intruder.cookie }, payload: new URLSearchParams({ _csrf: intruder.csrf, ...fields }).toString() });
+
+    const pairs = [
+      ...forms(theirs).map((form, i) => [form, forms({ ...unknown, queuedJobId: unknown.jobId, failedJobId: unknown.jobId })[i]!] as const),
+      ...mixed(theirs).map((form, i) => [form, mixed({ queuedJobId: unknown.jobId, failedJobId: unknown.jobId, keyId: unknown.keyId })[i]!] as const),
+    ];
+    expect(pairs).toHaveLength(11 + 4);
+    for (const [[url, fields], [unknownUrl, sameFields]] of pairs) {
+      const refused = await post(url, fields);
+      const absent = await post(unknownUrl, sameFields);
+      expect(refused.statusCode, url).toBe(404);
+      expect(refused.body, url).toBe(absent.body);
+      expect(refused.body).not.toContain('whsec_');
+    }
+    // A test delivery or a retry would have reached the receiver by now if either had been let through.
+    expect(await snapshot()).toEqual(before);
+    expect(await statusOf(failedJobId)).toBe('FAILED');
   });
 });

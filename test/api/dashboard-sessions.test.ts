@@ -93,6 +93,20 @@ describe('dashboard sessions', () => {
     }
   });
 
+  it('refuses a login posted from another site, even with the right password', async () => {
+    for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { origin: 'null' }]) {
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/login',
+        headers: { ...FORM, ...headers },
+        payload: form({ email: 'member@example.com', password: PASSWORD }),
+      });
+      expect(response.statusCode).toBe(403);
+      expect(response.body).toContain('This form could not be accepted');
+      expect(response.headers['set-cookie']).toBeUndefined();
+    }
+  });
+
   it('starts a new session at every login and ends the one the browser had', async () => {
     const first = sessionCookie(await login('member@example.com', PASSWORD));
     const second = sessionCookie(await login('member@example.com', PASSWORD, '127.0.0.1', first));
