@@ -83,7 +83,10 @@ export async function pageContext(deps: DashboardDeps, request: FastifyRequest, 
   };
 }
 
-/** A path on this site to return to after logging in; anything else (//evil, https://…) becomes "/". */
+/**
+ * A path on this site to return to after logging in; anything else (//evil, https://…) becomes "/".
+ * No control characters either: Node refuses them in the Location header.
+ */
 export function safeNextPath(next: unknown): string {
-  return typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) ? next : '/';
+  return typeof next === 'string' && /^\/(?![/\\])[^\s\p{Cc}]*$/u.test(next) ? next : '/';
 }

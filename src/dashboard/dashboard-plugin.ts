@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { PunctualError } from '../errors.js';
+import { InvalidRequestError, NotFoundError, PunctualError } from '../errors.js';
 import { SESSION_COOKIE } from '../api/routes/manage.js';
 import { SessionService } from '../services/session-service.js';
 import { formFields, installFormBodyParser } from './form-body.js';
@@ -30,6 +30,12 @@ const PAGE_HEADERS = {
 };
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/** Whether any value of a parsed query string or form (strings, or arrays of them) contains U+0000. */
+function holdsNul(fields: unknown): boolean {
+  if (!fields || typeof fields !== 'object') return false;
+  return Object.values(fields).some((value) => [value].flat().some((item) => typeof item === 'string' && item.includes('\u0000')));
+}
 
 /**
  * A POST from another site: its Origin (or Sec-Fetch-Site) says so, whatever cookie came with it.
@@ -94,6 +100,15 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, de
       });
       return sendPage(reply, page, 403);
     }
+  });
+
+  // No id, filter or field of the dashboard holds U+0000, and PostgreSQL refuses it in a query
+  // parameter where SQLite would just find nothing: such a value is refused here, before any
+  // service sees it, so both stores answer alike (public pages check their few fields themselves).
+  app.addHook('preHandler', async (request) => {
+    if (request.routeOptions.config.publicPage === true) return;
+    if (holdsNul(request.query)) throw new NotFoundError('No such page');
+    if (holdsNul(formFields(request.body))) throw new InvalidRequestError('A form field holds the character U+0000, which no field accepts');
   });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {

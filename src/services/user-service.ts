@@ -7,8 +7,12 @@ import { formatTimestamp } from '../timestamp.js';
 import type { LoginThrottle } from './login-throttle.js';
 
 const EMAIL_MAX = 254;
-/** Deliberately loose (admin@localhost is a fine address here): the address is a login name, never mailed. */
-const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/;
+/**
+ * Deliberately loose (admin@localhost is a fine address here): the address is a login name, never
+ * mailed. No control characters: PostgreSQL refuses U+0000 in a query parameter, and no account
+ * could have one.
+ */
+const EMAIL_SHAPE = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
 export function userView(user: UserRow, teamIds: string[]) {
   return { userId: user.id, email: user.email, operator: user.isOperator, teams: teamIds, createdAt: formatTimestamp(user.createdAt) };
@@ -102,7 +106,8 @@ export class UserService {
     let found: UserWithPassword | null;
     let ok: boolean;
     try {
-      found = email.length <= EMAIL_MAX ? await this.deps.store.userGetByEmail(email) : null;
+      // Text that is no email is looked up nowhere, so it answers as an unknown email on both stores.
+      found = email.length <= EMAIL_MAX && EMAIL_SHAPE.test(email) ? await this.deps.store.userGetByEmail(email) : null;
       ok = await verifyPassword(password.slice(0, PASSWORD_MAX_LENGTH * 4), found?.passwordHash ?? (await decoyPasswordHash()));
     } catch (error) {
       this.deps.throttle.release(reservation.attempt);

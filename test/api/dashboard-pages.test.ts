@@ -153,6 +153,31 @@ describe('dashboard pages', () => {
     expect((await post(url, { ...retry, deliveryTimeoutMs: '5000', deliveryConcurrency: '7' })).statusCode).toBe(303);
     expect((await t.services.manage.getProject(p.projectId)).acceptAny2xx).toBe(false);
   });
+
+  // PostgreSQL refuses U+0000 in a query parameter where SQLite finds nothing: both must answer as for any unknown or invalid value.
+  it('answers U+0000 in a filter or a form field as an unknown or invalid value, not a failure', async () => {
+    const jobs = `/projects/${p.projectId}/jobs`;
+    for (const query of ['jobId=job_%00', 'cursor=%00', 'status=QUEUED%00', 'jobId=job_1&jobId=job_%00']) {
+      const response = await get(`${jobs}?${query}`);
+      expect(response.statusCode, query).toBe(404);
+      expect(response.body).toContain('Not found');
+    }
+    const keysBefore = (await t.services.manage.listKeys(p.projectId)).keys.length;
+    const projectBefore = await t.services.manage.getProject(p.projectId);
+    for (const [url, fields] of [
+      [`/projects/${p.projectId}/keys`, { name: 'a\u0000b' }],
+      [`/projects/${p.projectId}/webhook`, { webhookUrl: 'https://exa\u0000mple.com/hook' }],
+      [`/projects/${p.projectId}/jobs/${jobIds[0]}/reschedule`, { scheduledFor: '2027-07-04T09:30\u0000' }],
+      [`/teams/${p.teamId}/projects`, { name: 'nul\u0000project' }],
+    ] as const) {
+      const response = await post(url, fields);
+      expect(response.statusCode, url).toBe(400);
+      expect(response.body).toContain('A form field holds the character U+0000, which no field accepts');
+    }
+    expect((await t.services.manage.listKeys(p.projectId)).keys).toHaveLength(keysBefore);
+    expect(await t.services.manage.getProject(p.projectId)).toEqual(projectBefore);
+    expect((await t.services.manage.listProjects(p.teamId)).projects).toHaveLength(1);
+  });
 });
 
 /**

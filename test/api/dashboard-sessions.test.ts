@@ -93,6 +93,21 @@ describe('dashboard sessions', () => {
     }
   });
 
+  // PostgreSQL refuses U+0000 in a query parameter; SQLite would look the email up and find nobody.
+  it('answers an email holding U+0000 as an unknown one, and ignores a next path holding it', async () => {
+    const response = await login('member\u0000@example.com', PASSWORD, '10.0.0.10');
+    expect(response.statusCode).toBe(401);
+    expect(response.body).toContain('Wrong email or password.');
+    const nul = await t.app.inject({ method: 'POST', url: '/login', headers: FORM, payload: 'email=a%00b%40c&password=whatever+it+is' });
+    expect(nul.statusCode).toBe(401);
+    const next = await t.app.inject({ method: 'POST', url: '/login', headers: FORM, payload: form({ email: 'member@example.com', password: PASSWORD, next: '/account\u0000' }) });
+    expect(next.statusCode).toBe(303);
+    expect(next.headers.location).toBe('/');
+    const page = await t.app.inject({ method: 'GET', url: '/login?next=%2Faccount%00' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('name="next" value="/"');
+  });
+
   it('refuses a login posted from another site, even with the right password', async () => {
     for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { origin: 'null' }]) {
       const response = await t.app.inject({
