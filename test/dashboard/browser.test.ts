@@ -50,8 +50,7 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     return ((await response.json()) as { jobId: string }).jobId;
   }
 
-  /** Reloads the page until `text` shows, to a deadline: the page is server-rendered, so it changes on reload. */
-  /** Reloads a job's page until its status badge reads `status`. */
+  /** Reloads a job's page until its status badge reads `status`, to a deadline (server-rendered, it changes only on reload). */
   async function reloadUntil(url: string, status: string, timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -136,6 +135,10 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.waitForSelector('#new-key');
     apiKey = (await page.locator('#new-key').innerText()).trim();
+    // The button sits beside the field it submits, not across the card.
+    const input = (await page.getByLabel('Key name').boundingBox())!;
+    const button = (await page.getByRole('button', { name: 'Create key' }).boundingBox())!;
+    expect(button.x - (input.x + input.width)).toBeLessThan(32);
     await shot('key-created');
     const jobId = await dispatch({ payload: { order: 1042 } });
     await receiver.waitFor(() => receiver.forJob(jobId).length === 1);
@@ -254,6 +257,12 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     expect(remaining).toBeLessThanOrEqual(200);
     const today = new Date().toISOString().slice(0, 10);
     expect(await page.locator('svg.chart title', { hasText: today }).textContent()).toBe(`${today}: ${dispatched} jobs`);
+    // At 0% only the track shows: it has a border that stands out from the card (3:1 or more).
+    const track = await page.getByLabel('Monthly quota used').evaluate((element) => {
+      const style = getComputedStyle(element);
+      return { width: style.borderTopWidth, color: style.borderTopColor, appearance: style.appearance };
+    });
+    expect(track).toEqual({ width: '1px', color: 'rgb(140, 149, 159)', appearance: 'none' });
     await shot('usage');
   });
 
@@ -279,6 +288,10 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await phone.goto(`${base}/projects/${projectId}/jobs`);
     // No sideways scrolling: the jobs table turns into one card per job.
     expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    // A status badge keeps its own width in its card instead of stretching across it.
+    const cell = (await phone.locator('tbody td[data-label="Status"]').first().boundingBox())!;
+    const badge = (await phone.locator('tbody td[data-label="Status"] .badge').first().boundingBox())!;
+    expect(badge.width).toBeLessThan(cell.width / 2);
     await shot('jobs-phone', phone);
     await phone.goto(`${base}/projects/${projectId}`);
     expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
