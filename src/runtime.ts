@@ -62,9 +62,11 @@ export async function openRuntime(
     onBackgroundError: (error: unknown) => void;
     /** Redis did not answer a rate-limit check (at most one call every 10 s). */
     onRateLimitWarning?: (error: unknown) => void;
+    /** PostgreSQL: the LISTEN connection (wake-ups, cache invalidation) was lost or is back. */
+    onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void;
   },
 ): Promise<Runtime> {
-  const store = await openStore(config.database);
+  const store = await openStore(config.database, options.onListenerState ? { onListenerState: options.onListenerState } : {});
   try {
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateSecretKey(config.database.path) : null);
     if (!secretKey) throw new Error('PUNCTUAL_SECRET_KEY is required');

@@ -30,12 +30,16 @@ async function warnOnClockSkew(store: Store, clock: Clock, log: FastifyBaseLogge
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
   const releaseLock = config.database.kind === 'sqlite' ? acquireServeLock(config.database.path) : () => {};
-  let log: Pick<FastifyBaseLogger, 'error' | 'warn'> = console as unknown as Pick<FastifyBaseLogger, 'error' | 'warn'>;
+  let log: Pick<FastifyBaseLogger, 'error' | 'warn' | 'info'> = console as unknown as Pick<FastifyBaseLogger, 'error' | 'warn' | 'info'>;
   const runtime = await openRuntime(config, clock, {
     generateAdminToken: true,
     onBackgroundError: (error) => log.error({ err: error }, 'background write failed'),
     onRateLimitWarning: (error) =>
       log.warn({ err: error }, 'Redis did not answer a rate-limit check: limiting per instance until it does'),
+    onListenerState: (state, error) =>
+      state === 'lost'
+        ? log.warn({ err: error }, 'lost the PostgreSQL LISTEN connection: caches off and wake-ups from other instances paused until it is back')
+        : log.info('PostgreSQL LISTEN connection up'),
   });
   const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
   log = app.log;

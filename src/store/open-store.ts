@@ -4,7 +4,10 @@ import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { Store } from './store.js';
 
 /** The one place that picks a driver, from DATABASE_URL; migrations run before it is handed out. */
-export async function openStore(database: Config['database'], options: { schema?: string } = {}): Promise<Store> {
+export async function openStore(
+  database: Config['database'],
+  options: { schema?: string; onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void } = {},
+): Promise<Store> {
   const store: Store =
     database.kind === 'postgres'
       ? new PostgresStore({
@@ -13,6 +16,7 @@ export async function openStore(database: Config['database'], options: { schema?
           connectTimeoutMs: database.connectTimeoutMs,
           statementTimeoutMs: database.statementTimeoutMs,
           ...(options.schema && { schema: options.schema }),
+          ...(options.onListenerState && { onListenerState: options.onListenerState }),
         })
       : new SqliteStore({ path: database.path, synchronous: database.synchronous });
   try {

@@ -3,7 +3,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../src/clock.js';
-import { makeTestApp, type TestApp } from '../support/make-app.js';
+import { makeTestApp, TEST_STORE, type TestApp } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
 import { freePort } from '../support/spawn-punctual.js';
 
@@ -20,7 +20,8 @@ if (!haveChromium) {
   console.warn(`\nSKIPPING the dashboard browser tests: ${CHROMIUM} is missing (apt-get install chromium).\n`);
 }
 
-const ARTIFACTS = new URL('../../test-artifacts/dashboard/', import.meta.url).pathname;
+// One folder per store: both vitest projects run this file.
+const ARTIFACTS = new URL(`../../test-artifacts/dashboard/${TEST_STORE}/`, import.meta.url).pathname;
 const EMAIL = 'dev@example.com';
 const PASSWORD = 'a sturdy password 42';
 

@@ -210,9 +210,18 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * A hint to the other instances, sent after the change it is about was committed: if it cannot
+   * be sent, the change stands (so the caller must not answer an error for it) and the others find
+   * the job with their next-due timers. Inside a transaction it fails with it.
+   */
   private async notifyDue(runAt: number, now: number, client?: Queryable): Promise<void> {
     if (runAt - now > NOTIFY_HORIZON_MS) return;
-    await this.query(q.NotifyDue, [String(runAt)], client);
+    if (client) {
+      await this.query(q.NotifyDue, [String(runAt)], client);
+      return;
+    }
+    await this.query(q.NotifyDue, [String(runAt)]).catch(() => {});
   }
 
   /** On a connection of its own, without the pool's timeouts: see migrate.ts. */
@@ -632,7 +641,7 @@ export class PostgresStore implements Store {
       // After the commit, and only a hint (other instances' timers find the jobs anyway): a failed
       // hint must not fail results that are already stored, or a retry of them would find them
       // applied and report the lease lost.
-      await this.notifyDue(Math.min(...requeuedAt), Math.min(...batch.map((b) => b.now))).catch(() => {});
+      await this.notifyDue(Math.min(...requeuedAt), Math.min(...batch.map((b) => b.now)));
     }
     return batch.map((b) => applied.has(b.jobId));
   }, PostgresStore.mayBeOneRowsFault);
