@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { ProjectRow, Store } from '../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import type { ProjectRow } from '../../src/store/store.js';
+import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
 
 /**
  * Instances cache keys, projects and secrets while they listen; a change made through one reaches
@@ -48,29 +48,13 @@ describe.runIf(await postgresAvailable())('postgres store caches across instance
     }
   }
 
-  async function statements(store: Store, fn: () => Promise<unknown>): Promise<number> {
-    const pool = (store as unknown as { pool: { query: (...args: unknown[]) => unknown } }).pool;
-    const query = pool.query;
-    let n = 0;
-    pool.query = (...args: unknown[]) => {
-      n += 1;
-      return query.apply(pool, args);
-    };
-    try {
-      await fn();
-    } finally {
-      pool.query = query;
-    }
-    return n;
-  }
-
   it('serves a listening instance from its cache, and drops it when another instance revokes, rotates or patches', async () => {
     await listening(a);
     expect((await a.apiKeyFindByHash(hash))!.key.revokedAt).toBeNull();
     expect((await a.projectGetMany([project.id]))[0]!.webhookUrl).toBe('http://127.0.0.1:1/a');
     expect((await a.webhookSecretListActive({ projectId: project.id, now: T0 })).map((s) => s.ciphertext)).toEqual(['sealed-1']);
     // Cached: no statement reaches the database.
-    expect(await statements(a, () => Promise.all([a.apiKeyFindByHash(hash), a.projectGet(project.id), a.webhookSecretListActive({ projectId: project.id, now: T0 })]))).toBe(0);
+    expect(await countStatements(a, () => Promise.all([a.apiKeyFindByHash(hash), a.projectGet(project.id), a.webhookSecretListActive({ projectId: project.id, now: T0 })]))).toBe(0);
 
     await b.apiKeyRevoke({ keyId: 'key_cache', now: T0 + 1 });
     await eventually(async () => (await a.apiKeyFindByHash(hash))!.key.revokedAt === T0 + 1);

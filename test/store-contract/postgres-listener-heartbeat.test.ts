@@ -3,7 +3,7 @@ import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import { CuttableProxy } from '../support/cuttable-proxy.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
 
 /**
  * An instance caches keys, projects and secrets only while its LISTEN connection hears every
@@ -61,28 +61,11 @@ describe.runIf(await postgresAvailable())('postgres: a LISTEN connection that go
     }
   }
 
-  /** How many statements `fn` sends through `a`'s pool: none when it is served from the cache. */
-  async function statements(fn: () => Promise<unknown>): Promise<number> {
-    const pool = (a as unknown as { pool: { query: (...args: unknown[]) => unknown } }).pool;
-    const query = pool.query;
-    let n = 0;
-    pool.query = (...args: unknown[]) => {
-      n += 1;
-      return query.apply(pool, args);
-    };
-    try {
-      await fn();
-    } finally {
-      pool.query = query;
-    }
-    return n;
-  }
-
   it('turns the cache off within the heartbeat interval plus its timeout, and on again only once LISTEN is back', async () => {
     await a.listenJobDue(() => {});
     await eventually(() => listenerStates.at(-1) === 'connected', 'LISTEN', 10_000);
     expect((await a.apiKeyFindByHash(hash))!.key.revokedAt).toBeNull();
-    expect(await statements(() => a.apiKeyFindByHash(hash))).toBe(0);
+    expect(await countStatements(a, () => a.apiKeyFindByHash(hash))).toBe(0);
 
     // Only the LISTEN connection goes silent (its startup packet names it); the pool's
     // connections keep working, so what `a` reads shows whether its cache is on.
@@ -93,7 +76,7 @@ describe.runIf(await postgresAvailable())('postgres: a LISTEN connection that go
     expect((await a.apiKeyFindByHash(hash))!.key.revokedAt).toBe(T0 + 1);
 
     // New LISTEN connections go silent too, so LISTEN cannot come back: nothing is cached meanwhile.
-    expect(await statements(() => a.apiKeyFindByHash(hash))).toBe(1);
+    expect(await countStatements(a, () => a.apiKeyFindByHash(hash))).toBe(1);
     await b.projectUpdate({ projectId: project.id, patch: { webhookUrl: 'http://127.0.0.1:1/b' } });
     expect((await a.projectGet(project.id))!.webhookUrl).toBe('http://127.0.0.1:1/b');
     expect(listenerStates.filter((state) => state === 'connected')).toHaveLength(1);
@@ -101,7 +84,7 @@ describe.runIf(await postgresAvailable())('postgres: a LISTEN connection that go
     proxy.restore();
     await eventually(() => listenerStates.at(-1) === 'connected', 'LISTEN again', 10_000);
     await a.apiKeyFindByHash(hash);
-    expect(await statements(() => a.apiKeyFindByHash(hash))).toBe(0);
+    expect(await countStatements(a, () => a.apiKeyFindByHash(hash))).toBe(0);
     // And changes reach the cache again by notification.
     await b.teamUpdate({ teamId: project.teamId, plan: 'free' });
     await eventually(async () => (await a.apiKeyFindByHash(hash))!.team.plan === 'free', 'the plan change', 5_000);

@@ -54,3 +54,20 @@ export async function makeSchema(): Promise<{ name: string; drop: () => Promise<
     },
   };
 }
+
+/** How many statements `fn` sends through a PostgreSQL store's pool: none when it is served from its cache. */
+export async function countStatements(store: object, fn: () => Promise<unknown>): Promise<number> {
+  const pool = (store as { pool: { query: (...args: unknown[]) => unknown } }).pool;
+  const query = pool.query;
+  let n = 0;
+  pool.query = (...args: unknown[]) => {
+    n += 1;
+    return query.apply(pool, args);
+  };
+  try {
+    await fn();
+  } finally {
+    pool.query = query;
+  }
+  return n;
+}
