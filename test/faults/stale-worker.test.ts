@@ -73,14 +73,16 @@ describe(`stale worker (${TEST_STORE})`, () => {
       const settled = await pollUntil(() => attemptRows(database.url, jobId), (rows) => rows.length === 2 && rows[1]!.outcome === 'success', 10_000, 'the second attempt to be recorded');
       expect(settled).toEqual([{ n: 1, outcome: 'lease_expired' }, { n: 2, outcome: 'success' }]);
 
-      // Woken up, the first instance times out its request and tries to record that result.
+      // Woken up, the first instance times out its request and tries to record that result: the
+      // store refuses it (the lease is gone), so it is counted as ignored, not as an attempt.
       first.server.child.kill('SIGCONT');
-      await pollUntil(
+      const metrics = await pollUntil(
         () => fetch(`${first.base}/metrics`).then((r) => r.text()),
-        (text) => /punctual_attempts_total\{outcome="(timeout|network_error)"\} 1/.test(text),
+        (text) => /punctual_attempt_results_ignored_total 1/.test(text),
         20_000,
         'the stale worker to report its late result',
       );
+      expect(metrics).not.toMatch(/punctual_attempts_total\{outcome="(timeout|network_error)"\}/);
       expect(await attemptRows(database.url, jobId)).toEqual(settled);
       expect(await queryRows(database.url, 'SELECT status, attempt_count AS attempts FROM jobs WHERE id = $1', [jobId])).toEqual([{ status: 'COMPLETED', attempts: 2 }]);
       expect(receiver.forJob(jobId).map((r) => r.json.attemptNumber)).toEqual([1, 2]);
