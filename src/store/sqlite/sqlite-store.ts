@@ -7,10 +7,11 @@
  * Reads run directly on the same connection; WAL means they never wait for a writer, and a write's
  * promise resolves only after its commit, so a read issued after it sees it.
  *
- * Durability: synchronous=FULL (default) fsyncs the WAL at every group commit, so an acknowledged
- * job survives power loss; NORMAL survives a process crash (kill -9) but not an OS crash.
+ * Durability: synchronous=FULL (default) fsyncs the WAL after every group commit, before any of
+ * its writes is acknowledged, so an acknowledged job survives power loss; the fsync runs on a
+ * libuv thread (GroupCommit). NORMAL survives a process crash (kill -9) but not an OS crash.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
@@ -109,7 +110,8 @@ export class SqliteStore implements Store {
     this.db = new Database(options.path);
     try {
       this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      // FULL's fsync is GroupCommit's, off the event loop; SQLite's own would block it at every commit.
+      this.db.pragma('synchronous = NORMAL');
       // Another process (the CLI beside a running server) may hold the write lock briefly.
       this.db.pragma('busy_timeout = 5000');
       this.db.pragma('foreign_keys = ON');
@@ -124,13 +126,26 @@ export class SqliteStore implements Store {
         cause: error,
       });
     }
-    this.writer = new GroupCommit(this.db);
+    this.writer = new GroupCommit(this.db, (options.synchronous ?? 'FULL') === 'FULL' ? (done) => this.syncWal(done) : null);
     this.background = new BackgroundConnection({
       databasePath: options.path,
-      synchronous: options.synchronous ?? 'FULL',
+      synchronous: 'NORMAL',
       // SQLite's own checkpoints (in the commit that crosses 1,000 WAL pages) only while the background one is away.
       onCheckpointing: (active) => this.db.open && this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`),
     });
+  }
+
+  /** The WAL file, opened at the first sync (it exists once something was committed in WAL mode). */
+  private walFd: number | null = null;
+
+  private syncWal(done: (error: Error | null) => void): void {
+    try {
+      this.walFd ??= openSync(`${this.db.name}-wal`, 'r');
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    fdatasync(this.walFd, done);
   }
 
   /** Prepared once, on first use, and reused. */
@@ -158,7 +173,10 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     await this.background.close();
-    this.writer.flush();
+    // Every accepted write committed and on disk before the file is let go.
+    await this.writer.settle();
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
     this.db.close();
   }
 
