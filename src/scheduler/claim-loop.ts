@@ -18,6 +18,13 @@ export const MAX_SLEEP_MS = 30_000;
  * the last 25 ms before its time a job is DISPATCHED, so a cancel then answers JOB_NOT_QUEUED.
  */
 export const CLAIM_LOOKAHEAD_MS = 25;
+/**
+ * The loop claims at most this often when it wakes for jobs already in the store: jobs due close
+ * together (one every 2 ms) are then claimed several per transaction instead of one each. A job
+ * is still claimed at least CLAIM_LOOKAHEAD_MS - CLAIM_MIN_INTERVAL_MS before its time, which is
+ * more than the dispatcher's START_AHEAD_MS. A dispatch due sooner wakes the loop at once.
+ */
+export const CLAIM_MIN_INTERVAL_MS = 10;
 /** After a storage error, wait this long before claiming again, instead of spinning. */
 export const ERROR_BACKOFF_MS = 1_000;
 
@@ -127,7 +134,7 @@ export class ClaimLoop {
         const next = await store.jobNextDueAt({ after: claimedUpTo });
         // A job that became due while we looked may be missing from `next`: look again.
         if (this.again) continue;
-        this.sleepUntil(next ?? clock.now() + MAX_SLEEP_MS);
+        this.sleepUntil(next === null ? clock.now() + MAX_SLEEP_MS : Math.max(next, clock.now() + CLAIM_LOOKAHEAD_MS + CLAIM_MIN_INTERVAL_MS));
         return;
       }
     } catch (error) {
