@@ -4,7 +4,8 @@ import { ConfigError, type Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { loadOrCreateSecretKey } from './crypto/secret-key-file.js';
 import { DeliveryEngine } from './delivery/delivery-engine.js';
-import { WebhookClient } from './delivery/webhook-client.js';
+import { ThreadedWebhookSender } from './delivery/threaded-webhook-sender.js';
+import type { WebhookSender } from './delivery/webhook-client.js';
 import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
 import { MemoryRateLimiter, type RateLimiter } from './limits/token-bucket.js';
 import { Metrics } from './metrics.js';
@@ -21,7 +22,7 @@ export interface Runtime {
   store: Store;
   services: Services;
   metrics: Metrics;
-  webhookClient: WebhookClient;
+  webhookClient: WebhookSender;
   /** Set when this start generated the admin token (shown once). */
   generatedAdminToken: string | null;
   /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
@@ -73,7 +74,7 @@ export async function openRuntime(
     await checkSecretKey(store, secretKey);
     const admin = await resolveAdminToken(store, config.adminToken, options.generateAdminToken);
     const metrics = new Metrics(() => store.jobCountByStatus());
-    const webhookClient = new WebhookClient({ allowPrivate: config.allowPrivateWebhooks, userAgent: USER_AGENT });
+    const webhookClient = new ThreadedWebhookSender({ allowPrivate: config.allowPrivateWebhooks, userAgent: USER_AGENT });
     const rateLimiter: RateLimiter = config.redisUrl
       ? new RedisRateLimiter(config.redisUrl, {
           onError: (error, warn) => {

@@ -4,8 +4,7 @@ import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
-import { webhookSignature } from './signature.js';
-import type { SendResult, WebhookClient } from './webhook-client.js';
+import type { SendResult, WebhookSender } from './webhook-client.js';
 
 /** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
 export const LEASE_MARGIN_MS = 30_000;
@@ -13,7 +12,7 @@ export const LEASE_MARGIN_MS = 30_000;
 export interface DeliveryDeps {
   store: Store;
   clock: Clock;
-  client: WebhookClient;
+  client: WebhookSender;
   metrics: Metrics;
   workerId: string;
   /** A failed attempt queued the job again for `runAt`: the scheduler must wake for it. */
@@ -44,17 +43,6 @@ async function untilDue(clock: Clock, runAt: number, shutdown?: AbortSignal): Pr
 /** The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as accepted. */
 export function webhookBody(jobId: string, attemptId: string, attemptNumber: number, payload: string): string {
   return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${JSON.stringify(attemptId)},"attemptNumber":${attemptNumber},"payload":${payload}}`;
-}
-
-/** The signed headers of one request: Authorization with the newest secret, Standard Webhooks with all active ones. */
-export function webhookHeaders(webhookId: string, secrets: string[], body: string, nowMs: number): Record<string, string> {
-  const timestamp = Math.floor(nowMs / 1000);
-  return {
-    authorization: `Bearer ${secrets[0] ?? ''}`,
-    'webhook-id': webhookId,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': webhookSignature(secrets, webhookId, timestamp, body),
-  };
 }
 
 export function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
@@ -113,7 +101,10 @@ export async function deliverAttempt(
     sent = { kind: 'network_error', error: 'the project has no active webhook secret', durationMs: 0 };
   } else {
     body = webhookBody(job.id, attemptId, started.attemptNumber, job.payload);
-    sent = await deps.client.send(project.webhookUrl, webhookHeaders(job.id, secrets, body, clock.now()), body, project.deliveryTimeoutMs, shutdown);
+    sent = await deps.client.deliver(
+      { url: project.webhookUrl, webhookId: job.id, secrets, timestampMs: clock.now(), body, timeoutMs: project.deliveryTimeoutMs },
+      shutdown,
+    );
   }
 
   const result = toAttemptResult(sent, project.acceptAny2xx);

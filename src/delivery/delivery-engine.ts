@@ -8,14 +8,14 @@ import type { Store } from '../store/store.js';
 import type { ImmediateDelivery } from '../services/jobs-service.js';
 import { LEASE_MARGIN_MS } from './deliver-attempt.js';
 import { Dispatcher } from './dispatcher.js';
-import type { WebhookClient } from './webhook-client.js';
+import type { WebhookSender } from './webhook-client.js';
 
 export interface DeliveryEngineOptions {
   store: Store;
   clock: Clock;
   metrics: Metrics;
   log: FastifyBaseLogger;
-  client: WebhookClient;
+  client: WebhookSender;
   signingSecrets: (projectId: string) => Promise<string[]>;
   globalConcurrency: number;
   /**

@@ -14,6 +14,17 @@ export function webhookSignature(secrets: string[], id: string, timestamp: numbe
   return secrets.map((secret) => `v1,${sign(secret, id, timestamp, body)}`).join(' ');
 }
 
+/** The signed headers of one request: Authorization with the newest secret, Standard Webhooks with all active ones. */
+export function webhookHeaders(webhookId: string, secrets: string[], body: string, nowMs: number): Record<string, string> {
+  const timestamp = Math.floor(nowMs / 1000);
+  return {
+    authorization: `Bearer ${secrets[0] ?? ''}`,
+    'webhook-id': webhookId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': webhookSignature(secrets, webhookId, timestamp, body),
+  };
+}
+
 /** A receiver's check: does any v1 entry match this secret? (Used by `punctual listen`.) */
 export function verifyWebhookSignature(secret: string, id: string, timestamp: number, body: string, header: string): boolean {
   const expected = Buffer.from(sign(secret, id, timestamp, body));

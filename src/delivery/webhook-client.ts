@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
 import { isBlockedAddress } from './address-guard.js';
+import { webhookHeaders } from './signature.js';
 
 /** The response body kept with an attempt. */
 export const RESPONSE_BODY_LIMIT = 4096;
@@ -17,6 +18,25 @@ export type SendResult =
  * U+0000, which PostgreSQL text refuses (the attempt could then never be recorded), becomes U+FFFD too.
  */
 const keepableText = (text: string): string => text.replaceAll('\u0000', '\ufffd');
+
+/** One webhook request, signed where it is sent (see ThreadedWebhookSender). */
+export interface WebhookRequest {
+  url: string;
+  /** The job's id: `webhook-id`, and part of what is signed. */
+  webhookId: string;
+  /** Active secrets, newest first: the newest goes in Authorization, each signs. */
+  secrets: string[];
+  /** The instant signed as `webhook-timestamp` (application clock, ms). */
+  timestampMs: number;
+  body: string;
+  timeoutMs: number;
+}
+
+/** What delivery needs of an HTTP client: one signed request, its outcome, nothing thrown. */
+export interface WebhookSender {
+  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult>;
+  close(): Promise<void>;
+}
 
 class BlockedAddressError extends Error {
   readonly code = 'PUNCTUAL_BLOCKED_ADDRESS';
@@ -49,7 +69,7 @@ function describe(error: unknown): string {
  * Outbound webhook requests: keep-alive pools per origin (undici), redirects never followed,
  * one deadline for the whole answer, and the private-address guard at connect time.
  */
-export class WebhookClient {
+export class WebhookClient implements WebhookSender {
   private readonly agent: Agent;
 
   constructor(private readonly options: { allowPrivate: boolean; userAgent: string }) {
@@ -57,6 +77,11 @@ export class WebhookClient {
       keepAliveTimeout: 30_000,
       connect: options.allowPrivate ? {} : { lookup: guardedLookup },
     });
+  }
+
+  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult> {
+    const headers = webhookHeaders(request.webhookId, request.secrets, request.body, request.timestampMs);
+    return this.send(request.url, headers, request.body, request.timeoutMs, abort);
   }
 
   async send(url: string, headers: Record<string, string>, body: string, timeoutMs: number, abort?: AbortSignal): Promise<SendResult> {

@@ -3,8 +3,8 @@ import { generateApiKey } from '../crypto/api-keys.js';
 import { newAttemptId, newKeyId, newProjectId, newSecretId, newTeamId, newTestJobId } from '../crypto/random-ids.js';
 import { generateWebhookSecret, type SecretBox } from '../crypto/secret-box.js';
 import { checkWebhookUrl } from '../delivery/address-guard.js';
-import { toAttemptResult, webhookBody, webhookHeaders } from '../delivery/deliver-attempt.js';
-import type { WebhookClient } from '../delivery/webhook-client.js';
+import { toAttemptResult, webhookBody } from '../delivery/deliver-attempt.js';
+import type { WebhookSender } from '../delivery/webhook-client.js';
 import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
 import type { ApiKeyRow, ProjectPatch, ProjectRow, Store, TeamRow } from '../store/store.js';
@@ -105,7 +105,7 @@ export class ManageService {
       plans: Plans;
       secretBox: SecretBox;
       allowPrivateWebhooks: boolean;
-      webhookClient: WebhookClient;
+      webhookClient: WebhookSender;
     },
   ) {}
 
@@ -303,12 +303,14 @@ export class ManageService {
     const secrets = await this.signingSecrets(projectId);
     const jobId = newTestJobId();
     const body = webhookBody(jobId, newAttemptId(), 1, '{"test":true}');
-    const sent = await this.deps.webhookClient.send(
-      project.webhookUrl,
-      webhookHeaders(jobId, secrets, body, this.deps.clock.now()),
+    const sent = await this.deps.webhookClient.deliver({
+      url: project.webhookUrl,
+      webhookId: jobId,
+      secrets,
+      timestampMs: this.deps.clock.now(),
       body,
-      project.deliveryTimeoutMs,
-    );
+      timeoutMs: project.deliveryTimeoutMs,
+    });
     const { outcome, statusCode, durationMs, responseBody, error } = toAttemptResult(sent, project.acceptAny2xx);
     return { outcome, statusCode, durationMs, responseBody, error };
   }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import type { Plans } from '../plans.js';
-import type { WebhookClient } from '../delivery/webhook-client.js';
+import type { WebhookSender } from '../delivery/webhook-client.js';
 import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 import { AuthService } from './auth-service.js';
@@ -29,7 +29,7 @@ export interface ServiceDeps {
   store: Store;
   rateLimiter: RateLimiter;
   metrics: Metrics;
-  webhookClient: WebhookClient;
+  webhookClient: WebhookSender;
   /** Set by the server once its delivery engine exists; the CLI has none. */
   onJobDue: (runAt: number) => void;
   immediateDelivery: () => ImmediateDelivery | null;
