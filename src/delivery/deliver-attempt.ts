@@ -81,14 +81,23 @@ export async function deliverAttempt(
   const attemptId = newAttemptId(clock.now());
   // A held job is started a little ahead of its time (Dispatcher's START_AHEAD_MS); its attempt
   // starts at the due time, when its request leaves.
-  const startedAt = Math.max(clock.now(), job.runAt);
-  const started = await store.attemptStart({
-    jobId: job.id,
-    attemptId,
-    workerId,
-    now: startedAt,
-    leaseExpiresAt: startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
-  });
+  let startedAt = 0;
+  // Nothing has been sent yet, so a start refused while the database is away is simply tried
+  // again, within the claim's lease: the job goes out once the database is back, instead of
+  // waiting for its lease to expire and be rescued.
+  const started = await retryWhileUnavailable(
+    () => {
+      startedAt = Math.max(clock.now(), job.runAt);
+      return store.attemptStart({
+        jobId: job.id,
+        attemptId,
+        workerId,
+        now: startedAt,
+        leaseExpiresAt: startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
+      });
+    },
+    () => clock.now() < job.leaseExpiresAt - LEASE_MARGIN_MS / 2 && !shutdown?.aborted,
+  );
   if (!started) return;
   await untilDue(clock, job.runAt, shutdown);
   metrics.deliveryLateness.observe(Math.max(0, clock.now() - job.runAt) / 1000);

@@ -65,6 +65,11 @@ export class Dispatcher {
     return this.deps.globalConcurrency - this.inFlight - this.waitingCount - this.timedCount;
   }
 
+  /** Whether this worker holds the job (waiting, held for its time or in flight). */
+  holds(jobId: string): boolean {
+    return this.held.has(jobId);
+  }
+
   get inFlightCount(): number {
     return this.inFlight;
   }

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
 import type { Dispatcher } from '../delivery/dispatcher.js';
+import { UnavailableError } from '../errors.js';
 import type { Store } from '../store/store.js';
 
 /** Claims per transaction. */
@@ -43,6 +44,12 @@ export class ClaimLoop {
   private starved = false;
   /** True when the last claim skipped saturated projects: a freed slot may let their jobs through. */
   private skippedProjects = false;
+  /**
+   * True after a claim failed for want of the database: it may have committed before the answer
+   * was lost, leaving jobs claimed by this worker that it never received (on PostgreSQL, a
+   * connection cut mid-claim). They would wait for their lease to expire; the next pass takes them.
+   */
+  private claimUncertain = false;
 
   constructor(
     private readonly deps: { store: Store; clock: Clock; dispatcher: Dispatcher; workerId: string; log: FastifyBaseLogger },
@@ -104,6 +111,14 @@ export class ClaimLoop {
   private async claimAll(): Promise<void> {
     const { store, clock, dispatcher } = this.deps;
     try {
+      if (this.claimUncertain) {
+        const orphans = (await store.jobListDispatchedTo({ workerId: this.deps.workerId })).filter((job) => !dispatcher.holds(job.id));
+        this.claimUncertain = false;
+        if (orphans.length > 0) {
+          this.deps.log.warn({ count: orphans.length }, 'taking jobs claimed by a claim whose answer was lost');
+          await dispatcher.submit(orphans);
+        }
+      }
       for (;;) {
         // The horizon of the last claim: every job due by then that could be claimed now was.
         let claimedUpTo = 0;
@@ -138,6 +153,7 @@ export class ClaimLoop {
         return;
       }
     } catch (error) {
+      if (error instanceof UnavailableError) this.claimUncertain = true;
       this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');
       if (this.running) this.sleepUntil(clock.now() + ERROR_BACKOFF_MS);
     }

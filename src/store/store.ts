@@ -338,7 +338,9 @@ export interface Store {
   jobNextDueAt(params: { after: number }): Promise<number | null>;
   /**
    * DISPATCHED → STARTED for the lease holder, recording the attempt before its request leaves.
-   * Null when the lease was lost (the job is no longer this worker's to send).
+   * Null when the lease was lost (the job is no longer this worker's to send). Idempotent for one
+   * attemptId: a start whose commit may or may not have happened (a connection cut before the
+   * answer) is simply asked again, and answers the same attempt without counting it twice.
    */
   attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null>;
   /** Records the attempt's result and moves the job on, only if this worker still holds that attempt's lease. */
@@ -350,6 +352,11 @@ export interface Store {
    * one has its attempt recorded as lease_expired and is retried (runAt from `retryAt`) or FAILED.
    */
   jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]>;
+  /**
+   * The jobs claimed by this worker and not yet started. After a claim whose answer was lost (the
+   * connection broke after the commit), these include jobs the worker never heard of.
+   */
+  jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]>;
   /** On shutdown: this worker's DISPATCHED jobs (never sent) return to QUEUED, due at once. */
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number>;
   jobCountByStatus(): Promise<Record<JobStatus, number>>;

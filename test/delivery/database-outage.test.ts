@@ -64,7 +64,11 @@ describe.runIf(TEST_STORE === 'postgres')('losing the database', () => {
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     proxy.restore();
 
-    await receiver.waitFor(() => acknowledged.every((id) => receiver.forJob(id).length > 0), 60_000, 'every acknowledged job');
+    await receiver.waitFor(() => acknowledged.every((id) => receiver.forJob(id).length > 0), 60_000, 'every acknowledged job').catch(async (error: unknown) => {
+      const missing = acknowledged.filter((id) => receiver.forJob(id).length === 0);
+      const states = await Promise.all(missing.map(async (jobId) => ({ job: await t.store.jobGet({ projectId: p.projectId, jobId }), attempts: await t.store.attemptListByJob(jobId) })));
+      throw new Error(`${(error as Error).message}; not delivered: ${JSON.stringify(states)}`);
+    });
     const deadline = Date.now() + 10_000;
     while ((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode !== 200) {
       if (Date.now() > deadline) throw new Error('readyz never recovered');

@@ -257,6 +257,29 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect((await claim(T0 + 5)).map((j) => j.id)).toEqual(['job_busy']);
       });
 
+      it('lists the jobs claimed by a worker and not yet started', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_mine1'), job('job_mine2'), job('job_theirs')]);
+        await claim(T0, 2, 'wrk_me');
+        await claim(T0, 1, 'wrk_them');
+        await store.attemptStart({ jobId: 'job_mine2', attemptId: 'att_mine2', workerId: 'wrk_me', now: T0, leaseExpiresAt: T0 + 1000 });
+        const mine = await store.jobListDispatchedTo({ workerId: 'wrk_me' });
+        expect(mine.map((j) => [j.id, j.status])).toEqual([['job_mine1', 'DISPATCHED']]);
+        expect(mine[0]!.leaseExpiresAt).toBe(T0 + 30_000 + 30_000);
+      });
+
+      it('a start asked again for the same attempt answers that attempt and counts it once; another attempt id is refused', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_again')]);
+        await claim(T0);
+        const start = (attemptId: string) => store.attemptStart({ jobId: 'job_again', attemptId, workerId: 'wrk_a', now: T0 + 1, leaseExpiresAt: T0 + 1000 });
+        expect(await start('att_again1')).toEqual({ attemptNumber: 1 });
+        expect(await start('att_again1')).toEqual({ attemptNumber: 1 });
+        expect(await start('att_other')).toBeNull();
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_again' })).toMatchObject({ status: 'STARTED', attemptCount: 1 });
+        expect((await store.attemptListByJob('job_again')).map((a) => a.id)).toEqual(['att_again1']);
+      });
+
       it('a released attempt queues the job at once without spending its retry budget', async () => {
         const project = await makeProject();
         await create(project, [job('job_rel', { maxRetries: 0 })]);

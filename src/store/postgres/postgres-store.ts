@@ -719,6 +719,10 @@ export class PostgresStore implements Store {
     });
   }
 
+  jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {
+    return this.rows<ClaimedJob>(q.JobListDispatchedTo, [params.workerId]);
+  }
+
   async jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
     const released = (await this.query(q.JobReleaseDispatched, [params.workerId, params.now])).rowCount ?? 0;
     if (released > 0) await this.notifyDue(params.now, params.now);

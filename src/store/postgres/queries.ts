@@ -118,14 +118,21 @@ export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE statu
 /** Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. */
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
+  ), again AS (
+    -- Asked again for an attempt already started (its first answer was lost): read before the update below.
+    SELECT jobs.id FROM jobs JOIN input i ON jobs.id = i.job_id
+    WHERE jobs.status = 'STARTED' AND jobs.lease_attempt_id = i.attempt_id AND jobs.lease_owner = i.worker_id
   ), started AS (
-    UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = i.attempt_id,
-      lease_expires_at = i.lease_expires_at, updated_at = i.now
-    FROM input i WHERE jobs.id = i.job_id AND jobs.status = 'DISPATCHED' AND jobs.lease_owner = i.worker_id
+    UPDATE jobs SET status = 'STARTED', attempt_count = jobs.attempt_count + CASE WHEN jobs.status = 'DISPATCHED' THEN 1 ELSE 0 END,
+      lease_attempt_id = i.attempt_id, lease_expires_at = i.lease_expires_at, updated_at = i.now
+    FROM input i WHERE jobs.id = i.job_id AND jobs.lease_owner = i.worker_id
+      AND (jobs.status = 'DISPATCHED' OR (jobs.status = 'STARTED' AND jobs.lease_attempt_id = i.attempt_id))
     RETURNING jobs.id AS job_id, i.attempt_id, i.now, jobs.attempt_count - jobs.round_start_attempt_count AS n
+  ), recorded AS (
+    INSERT INTO attempts (id, job_id, attempt_number, started_at)
+    SELECT attempt_id, job_id, n, now FROM started WHERE job_id NOT IN (SELECT id FROM again)
   )
-  INSERT INTO attempts (id, job_id, attempt_number, started_at) SELECT attempt_id, job_id, n, now FROM started
-  RETURNING job_id AS "jobId", attempt_number AS "attemptNumber"`;
+  SELECT job_id AS "jobId", n AS "attemptNumber" FROM started`;
 /** Many attempts' results in one statement, each guarded by its lease and attempt. Returns the jobs it applied to. */
 export const AttemptFinishMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::int[], $8::text[],
@@ -174,6 +181,8 @@ export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = $2
   WHERE id = $1 AND status = 'DISPATCHED' AND lease_expires_at < $3`;
 export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = $2 WHERE lease_owner = $1 AND status = 'DISPATCHED'`;
+export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "leaseExpiresAt" FROM jobs
+  WHERE status = 'DISPATCHED' AND lease_owner = $1`;
 export const JobCountByStatus = 'SELECT status, count(*)::int AS n FROM jobs GROUP BY status';
 
 export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = $1 ORDER BY started_at, attempt_number`;

@@ -96,11 +96,13 @@ export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner =
     AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND run_at > @after`;
-export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + 1, lease_attempt_id = @attemptId,
-  lease_expires_at = @leaseExpiresAt, updated_at = @now
-  WHERE id = @jobId AND status = 'DISPATCHED' AND lease_owner = @workerId
+/** Idempotent for one attempt: started again with the same attempt id, it counts nothing twice. */
+export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + (status = 'DISPATCHED'),
+  lease_attempt_id = @attemptId, lease_expires_at = @leaseExpiresAt, updated_at = @now
+  WHERE id = @jobId AND lease_owner = @workerId AND (status = 'DISPATCHED' OR (status = 'STARTED' AND lease_attempt_id = @attemptId))
   RETURNING attempt_count - round_start_attempt_count AS attemptNumber`;
 export const AttemptInsert = `INSERT INTO attempts (id, job_id, attempt_number, started_at) VALUES (@attemptId, @jobId, @attemptNumber, @now)`;
+export const AttemptJobGet = 'SELECT job_id AS jobId FROM attempts WHERE id = ?';
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const JobFinishAttempt = `UPDATE jobs SET status = @status,
   run_at = COALESCE(@runAt, run_at), queued_at = CASE WHEN @status = 'QUEUED' THEN @now ELSE queued_at END,
@@ -121,6 +123,8 @@ export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @n
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
 export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
+export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
+  WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
 
 export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY started_at, attempt_number`;

@@ -451,6 +451,9 @@ export class SqliteStore implements Store {
     return this.writer.run(() => {
       const started = this.sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
       if (!started) return null;
+      // Asked again for an attempt already recorded: nothing more to record.
+      const recorded = this.sql(q.AttemptJobGet).get(params.attemptId) as { jobId: string } | undefined;
+      if (recorded?.jobId === params.jobId) return started;
       this.sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber: started.attemptNumber, now: params.now });
       return started;
     });
@@ -509,6 +512,10 @@ export class SqliteStore implements Store {
         return lease;
       });
     });
+  }
+
+  async jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {
+    return this.sql(q.JobListDispatchedTo).all(params.workerId) as ClaimedJob[];
   }
 
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
