@@ -51,6 +51,7 @@ export class DeliveryEngine {
 
   async start(): Promise<void> {
     this.running = true;
+    this.options.client.prepare();
     // Other instances' dispatches wake this one too (a hint: the next-due timer stays behind it).
     await this.options.store.listenJobDue?.((runAt) => this.claimLoop.notifyDue(runAt));
     if (this.options.takeOverLeasesAtStart) await this.rescuer.tick(Number.MAX_SAFE_INTEGER);

@@ -8,7 +8,8 @@ import type { FromThread, ThreadSettings, ToThread } from './webhook-thread.js';
  * also parses dispatches and commits to SQLite; here they run beside it, on another core. Requests
  * of one turn go to the thread in one message, and its answers come back the same way.
  *
- * The thread starts at the first request (a CLI or an instance that never delivers starts none).
+ * The thread starts with the delivery engine (prepare), or at the first request (a test delivery
+ * from the CLI).
  * If it dies, the requests it held fail as network errors (retried as the policy says) and the
  * next request starts a new one.
  */
@@ -21,6 +22,10 @@ export class ThreadedWebhookSender implements WebhookSender {
   private nextSignalId = 0;
 
   constructor(private readonly settings: ThreadSettings) {}
+
+  prepare(): void {
+    if (!this.worker) this.start();
+  }
 
   deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult> {
     if (abort?.aborted) return Promise.resolve({ kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0 });

@@ -34,6 +34,8 @@ export interface WebhookRequest {
 
 /** What delivery needs of an HTTP client: one signed request, its outcome, nothing thrown. */
 export interface WebhookSender {
+  /** Gets ready to send (a thread to start), so that the first delivery does not wait for it. */
+  prepare(): void;
   deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult>;
   close(): Promise<void>;
 }
@@ -78,6 +80,8 @@ export class WebhookClient implements WebhookSender {
       connect: options.allowPrivate ? {} : { lookup: guardedLookup },
     });
   }
+
+  prepare(): void {}
 
   deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult> {
     const headers = webhookHeaders(request.webhookId, request.secrets, request.body, request.timestampMs);
