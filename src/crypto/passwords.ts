@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { UnavailableError } from '../errors.js';
 import { randomBase62 } from './random-ids.js';
 
 /**
@@ -28,10 +29,20 @@ export const PASSWORD_MAX_LENGTH = 200;
  */
 export const SCRYPT_CONCURRENCY = Math.max(1, (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 1);
 
+/**
+ * Password checks allowed to wait for a slot. At 50-100 ms a hash, this is a second or two of
+ * work; beyond it a flood only grows memory and everyone's wait, so the rest are turned away
+ * (503 with Retry-After) instead of queued.
+ */
+export const SCRYPT_QUEUE_LIMIT = 64;
+
 let scryptsRunning = 0;
 const waitingForScrypt: (() => void)[] = [];
 
 async function inScryptSlot<T>(task: () => Promise<T>): Promise<T> {
+  if (scryptsRunning >= SCRYPT_CONCURRENCY && waitingForScrypt.length >= SCRYPT_QUEUE_LIMIT) {
+    throw new UnavailableError('Too many sign-ins are being checked right now; try again in a moment', {}, { 'retry-after': '1' });
+  }
   if (scryptsRunning < SCRYPT_CONCURRENCY) scryptsRunning += 1;
   // The slot is handed over by the task that finishes (the count stays as it is), so no newcomer can take it first.
   else await new Promise<void>((resolve) => waitingForScrypt.push(resolve));

@@ -113,7 +113,9 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, de
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const known = error instanceof PunctualError ? error : null;
-    if (!known || known.statusCode >= 500) request.log.error({ err: error }, 'dashboard error');
+    // UNAVAILABLE (storage away, too many sign-ins at once) is a moment to wait, not a fault to log.
+    const busy = known?.statusCode === 503;
+    if ((!known || known.statusCode >= 500) && !busy) request.log.error({ err: error }, 'dashboard error');
     const status = known?.statusCode ?? (error.statusCode && error.statusCode < 500 ? error.statusCode : 500);
     const ctx = request.signedIn ? await pageContext(deps, request).catch(() => null) : null;
     const page =
@@ -121,7 +123,10 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, de
         ? errorPage(ctx, { status, title: 'Not found', message: 'There is nothing here, or it belongs to a team you are not in.' })
         : status < 500
           ? errorPage(ctx, { status, title: 'That request could not be read', message: known?.data.message ?? 'Reload the page and try again.' })
-          : errorPage(ctx, { status, title: 'Something went wrong', message: `Something failed on our side; request id ${request.id} identifies it in the logs.` });
+          : busy
+            ? errorPage(ctx, { status, title: 'Busy for a moment', message: known!.data.message })
+            : errorPage(ctx, { status, title: 'Something went wrong', message: `Something failed on our side; request id ${request.id} identifies it in the logs.` });
+    if (known) reply.headers(known.headers);
     return sendPage(reply, page, status);
   });
 

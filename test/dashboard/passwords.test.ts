@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { hashPassword, verifyPassword } from '../../src/crypto/passwords.js';
+import { SCRYPT_CONCURRENCY, SCRYPT_QUEUE_LIMIT, hashPassword, verifyPassword } from '../../src/crypto/passwords.js';
+import { UnavailableError } from '../../src/errors.js';
 
 describe('password checks and the libuv thread pool', () => {
   it('leaves a thread for DNS lookups while a flood of passwords is being checked, checking every one in turn', async () => {
@@ -20,5 +21,16 @@ describe('password checks and the libuv thread pool', () => {
     const results = await Promise.all(checks);
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(results.at(-1)).toBe(true);
+  });
+
+  it('turns checks away with UNAVAILABLE once SCRYPT_QUEUE_LIMIT are waiting, and checks the rest', async () => {
+    const stored = await hashPassword('the right password');
+    const accepted = SCRYPT_CONCURRENCY + SCRYPT_QUEUE_LIMIT;
+    const results = await Promise.allSettled(Array.from({ length: accepted + 5 }, () => verifyPassword('the right password', stored)));
+    expect(results.slice(0, accepted).every((r) => r.status === 'fulfilled' && r.value === true)).toBe(true);
+    const refused = results.slice(accepted);
+    expect(refused.every((r) => r.status === 'rejected' && r.reason instanceof UnavailableError)).toBe(true);
+    // Once the queue drains, checks are taken again.
+    expect(await verifyPassword('the right password', stored)).toBe(true);
   });
 });
