@@ -122,8 +122,11 @@ describe('/manage/v1', () => {
     expect(JSON.stringify(listed)).not.toContain(key.key);
 
     await t.api(key.key, { method: 'GET', url: '/api/jobs' });
-    await new Promise((r) => setImmediate(r));
-    expect((await get(`/manage/v1/projects/${project.projectId}/keys`)).json().keys[0].lastUsedAt).toBe(iso(t.clock.now()));
+    // lastUsedAt is written in the background, after the answer: poll for it to a deadline.
+    const lastUsedAt = async () => (await get(`/manage/v1/projects/${project.projectId}/keys`)).json().keys[0].lastUsedAt as string | null;
+    const deadline = Date.now() + 5_000;
+    while ((await lastUsedAt()) === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(await lastUsedAt()).toBe(iso(t.clock.now()));
 
     const revokedAt = iso(t.clock.now());
     const revoked = await t.admin({ method: 'DELETE', url: `/manage/v1/keys/${key.keyId}` });

@@ -228,6 +228,31 @@ describe('delivery', () => {
     expect(cancelled.length + others.length).toBe(60);
   });
 
+  it('never sends a job at its old time once its reschedule answered 200', async () => {
+    const p = await project();
+    const due = Date.now() + 500;
+    const ids = await Promise.all(
+      Array.from({ length: 60 }, () => dispatch(p, { payload: {}, scheduledFor: new Date(due).toISOString() })),
+    );
+    // Reschedules to a second later, fired from 30 ms before to 30 ms after the old due time.
+    const later = due + 1_000;
+    const moved: string[] = [];
+    await Promise.all(
+      ids.map(async (id, i) => {
+        await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now() - 30 + i)));
+        const res = await t.api(p.key, { method: 'PATCH', url: `/api/jobs/${id}`, payload: { scheduledFor: new Date(later).toISOString() } });
+        if (res.statusCode === 200) moved.push(id);
+        else expect(res.json()).toMatchObject({ error: 'JOB_NOT_QUEUED' });
+      }),
+    );
+    for (const id of ids) await waitForStatus(p, id, 'COMPLETED');
+    expect(moved.length).toBeGreaterThan(0);
+    for (const id of moved) {
+      expect(receiver.forJob(id)).toHaveLength(1);
+      expect(receiver.forJob(id)[0]!.arrivedAt).toBeGreaterThanOrEqual(later);
+    }
+  });
+
   it('serves test deliveries: signed, not a job, and reports the answer', async () => {
     const p = await project();
     receiver.answer({ status: 202, body: 'accepted' });

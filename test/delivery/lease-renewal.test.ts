@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestApp, SECOND, type TestApp } from '../support/make-app.js';
+import { TestReceiver } from '../support/receiver.js';
+
+/**
+ * SPEC section 3: a claimed job's lease is renewed while its request runs, so a slow delivery is
+ * never rescued mid-flight; a lease nobody renews is. Injected clock: the test moves time past the
+ * lease and drives the renewal and the rescuer itself.
+ */
+describe('lease renewal (injected clock)', () => {
+  let t: TestApp;
+  let receiver: TestReceiver;
+  let release: () => void = () => {};
+  beforeAll(async () => {
+    receiver = await new TestReceiver().start();
+    t = await makeTestApp({ delivery: true });
+  });
+  afterAll(async () => {
+    release();
+    await t.close();
+    await receiver.close();
+  });
+
+  it('keeps a job whose request is still running, and rescues it once renewals stop', async () => {
+    const held = new Promise<void>((resolve) => (release = resolve));
+    receiver.answer({ status: 200, held });
+    // A 60 s timeout: the request stays open however far the test moves the clock.
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryTimeoutMs: 60 * SECOND } });
+    const jobId = (await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {} } })).json().jobId as string;
+    await receiver.waitFor(() => receiver.forJob(jobId).length === 1, 5_000, 'the request to be under way');
+    const engine = t.engine!;
+
+    // Past the lease (60 s + 30 s), renewed first: nothing to rescue.
+    t.clock.advance(100 * SECOND);
+    await engine.dispatcher.renewLeases();
+    expect(await engine.rescuer.tick()).toBe(0);
+    expect((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('STARTED');
+
+    // Past it again without a renewal (a worker that stopped): the rescuer takes it.
+    t.clock.advance(100 * SECOND);
+    expect(await engine.rescuer.tick()).toBe(1);
+    expect((await t.store.attemptListByJob(jobId))[0]).toMatchObject({ outcome: 'lease_expired' });
+  });
+});
