@@ -123,6 +123,7 @@ export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @n
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
 export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
+/** The `status IN (…)` repeats the partial index's condition: without it SQLite scans every job. */
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
   WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
