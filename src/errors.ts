@@ -90,6 +90,22 @@ export class UnavailableError extends PunctualError {
   readonly code = 'UNAVAILABLE';
   readonly statusCode = 503;
 }
+export class InvalidCronError extends PunctualError {
+  readonly code = 'INVALID_CRON';
+  readonly statusCode = 400;
+}
+export class InvalidTimezoneError extends PunctualError {
+  readonly code = 'INVALID_TIMEZONE';
+  readonly statusCode = 400;
+}
+export class ScheduleNotFoundError extends PunctualError {
+  readonly code = 'SCHEDULE_NOT_FOUND';
+  readonly statusCode = 404;
+}
+export class AttemptNotPendingError extends PunctualError {
+  readonly code = 'ATTEMPT_NOT_PENDING';
+  readonly statusCode = 409;
+}
 
 /** The contract's error table, for the test that keeps it and SPEC.md in step. */
 export const ERROR_CLASSES = [
@@ -110,4 +126,8 @@ export const ERROR_CLASSES = [
   QuotaExceededError,
   InternalError,
   UnavailableError,
+  InvalidCronError,
+  InvalidTimezoneError,
+  ScheduleNotFoundError,
+  AttemptNotPendingError,
 ] as const;

@@ -42,7 +42,7 @@ async function untilDue(clock: Clock, runAt: number, shutdown?: AbortSignal): Pr
 
 /** The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as accepted. */
 export function webhookBody(jobId: string, attemptId: string, attemptNumber: number, payload: string): string {
-  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${JSON.stringify(attemptId)},"attemptNumber":${attemptNumber},"payload":${payload}}`;
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},"payload":${payload}}`;
 }
 
 export function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {

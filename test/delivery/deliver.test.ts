@@ -48,7 +48,7 @@ describe('delivery', () => {
     expect(request!.json).toEqual({
       jobId,
       attemptId: expect.stringMatching(/^att_/),
-      attempt: request!.json.attemptId,
+      attempt: 1,
       attemptNumber: 1,
       payload: { hello: 'world', n: [1, 2] },
     });
@@ -109,6 +109,24 @@ describe('delivery', () => {
     // The first retry waits initialDelayMs (50 ms) plus up to 10%.
     expect(second!.arrivedAt - first!.arrivedAt).toBeGreaterThanOrEqual(50);
     expect(done.attemptCount).toBe(2);
+  });
+
+  it("runs Dispatched's documented receiver logic right: `attempt > 1` is true on a retry, false on the first try", async () => {
+    const p = await project();
+    // The receiver of Dispatched's documentation: `const { jobId, attempt, payload } = req.body; if (attempt > 1) …`.
+    const branches: string[] = [];
+    receiver.answer((request) => {
+      const { attempt } = request.json as { attempt: number };
+      branches.push(attempt > 1 ? 'retry' : 'first');
+      return branches.length === 1 ? { status: 500 } : { status: 200 };
+    });
+    const jobId = await dispatch(p);
+    await waitForStatus(p, jobId, 'COMPLETED');
+    expect(branches).toEqual(['first', 'retry']);
+    expect(receiver.forJob(jobId).map((r) => [r.json.attempt, r.json.attemptNumber])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
   });
 
   it('fails after maxRetries, keeps lastError, and the retry endpoint starts a fresh budget', async () => {
