@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, NotFoundError, PunctualError } from '../errors.js';
 import { SESSION_COOKIE } from '../api/routes/manage.js';
@@ -63,6 +64,8 @@ function crossSite(request: FastifyRequest, publicOrigin: string): boolean {
  * HTML error pages apply to its routes only; the JSON API keeps its parsers and error shape.
  */
 export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  // Cookies parsed and set for the dashboard's routes only: its hooks would run on every API answer otherwise.
+  await app.register(fastifyCookie);
   installFormBodyParser(app);
   const publicOrigin = new URL(deps.publicUrl).origin;
   app.decorateRequest('signedIn', null);

@@ -18,6 +18,9 @@ export const sha256 = (text: string): Buffer => createHash('sha256').update(text
 
 export type AuthenticatedKey = ApiKeyPrincipal & { plan: Plan };
 
+/** Hashes of keys that matched a stored key, kept so that a busy client's key is hashed once, not per request. */
+const KNOWN_KEY_HASHES_MAX = 10_000;
+
 export class AuthService {
   constructor(
     private readonly deps: {
@@ -29,14 +32,27 @@ export class AuthService {
     },
   ) {}
 
+  /**
+   * Token to SHA-256, for keys that matched a stored key. A key's hash never changes, so this
+   * needs no invalidation: revocation, like every other change, is seen by the lookup by hash
+   * that follows, which is the store's (cached and invalidated there). Only keys that matched are
+   * kept, so guessed keys cannot fill it; at the cap it starts over.
+   */
+  private readonly knownKeyHashes = new Map<string, Buffer>();
+
   async authenticateApiKey(authorization: string | undefined): Promise<AuthenticatedKey> {
     const token = bearerToken(authorization);
     if (!token) throw new UnauthorizedError('Send your API key as "Authorization: Bearer pk_…"');
     if (!looksLikeApiKey(token)) throw new UnauthorizedError('That API key is not valid');
-    const hash = hashApiKey(token);
+    const known = this.knownKeyHashes.get(token);
+    const hash = known ?? hashApiKey(token);
     const principal = await this.deps.store.apiKeyFindByHash(hash);
     // The lookup is by hash; the constant-time compare guards against a store that matched loosely.
     if (!principal || !sameHash(principal.key.hash, hash)) throw new UnauthorizedError('That API key is not valid');
+    if (!known) {
+      if (this.knownKeyHashes.size >= KNOWN_KEY_HASHES_MAX) this.knownKeyHashes.clear();
+      this.knownKeyHashes.set(token, hash);
+    }
     if (principal.key.revokedAt !== null) throw new UnauthorizedError('That API key has been revoked');
     const now = this.deps.clock.now();
     if (principal.key.lastUsedAt === null || now - principal.key.lastUsedAt >= KEY_TOUCH_INTERVAL_MS) {
