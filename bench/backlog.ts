@@ -18,17 +18,17 @@
  */
 import Database from 'better-sqlite3';
 import {
+  BACKLOG_BATCH,
   clean,
   describeLateness,
   latenessGoal,
   latenessOptions,
+  insertBacklog,
   latenessRun,
-  load,
   machineLine,
   memoryOf,
   ms,
   payloadFiller,
-  payloadOf,
   positiveNumber,
   printLatenessTable,
   startAll,
@@ -41,7 +41,7 @@ import { postgresUrlFromEnv } from './pg-bench.js';
 
 const P99_DELTA_GOAL_MS = 2;
 const RSS_GOAL_MB = 300;
-const BATCH = 100;
+const BATCH = BACKLOG_BATCH;
 const AHEAD_MS = 30 * 86_400_000;
 const backlog = Math.round(positiveNumber('BENCH_BACKLOG', 1_000_000) / BATCH) * BATCH;
 const backlogConnections = Math.round(positiveNumber('BENCH_BACKLOG_CONNECTIONS', 16));
@@ -50,44 +50,22 @@ const backlogFiller = payloadFiller(Math.round(positiveNumber('BENCH_BACKLOG_PAY
 const CHUNK = 100_000;
 
 /** Inserts the backlog, printing progress; returns the jobs/s over the whole insert. */
-async function insertBacklog(system: System, phase: string): Promise<number> {
-  const started = Date.now();
-  let failures = 0;
-  let firstFailure: string | null = null;
-  for (let done = 0; done < backlog; ) {
-    const jobs = Math.min(CHUNK, backlog - done);
-    const offset = done;
-    const result = await load(system, {
-      path: '/api/jobs/dispatch/batch',
-      connections: backlogConnections,
-      count: Math.ceil(jobs / BATCH),
-      body: (request) => {
-        const due = Date.now() + AHEAD_MS;
-        const scheduledFor = new Date(due).toISOString();
-        const items: string[] = [];
-        for (let j = 0; j < BATCH; j += 1) {
-          items.push(`{"payload":${payloadOf(`${phase}:${offset + request * BATCH + j}`, due, backlogFiller)},"scheduledFor":"${scheduledFor}"}`);
-        }
-        return `{"jobs":[${items.join(',')}]}`;
-      },
-      ok: (status, text) => {
-        if (status !== 200) return false;
-        const answers = (JSON.parse(text) as { jobs: { jobId?: string }[] }).jobs;
-        return answers.length === BATCH && answers.every((a) => typeof a.jobId === 'string');
-      },
-    });
-    failures += result.failures;
-    firstFailure ??= result.firstFailure;
-    done += jobs;
-    const seconds = (Date.now() - started) / 1000;
-    const memory = memoryOf(system.child.pid!);
-    console.log(
-      `  ${system.name}: ${done} backlog jobs in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)} jobs/s), ` +
-        `RSS ${memory.rssMb.toFixed(0)} MB (${memory.anonMb.toFixed(0)} anonymous), peak ${memory.peakMb.toFixed(0)} MB`,
-    );
-  }
-  if (failures > 0) throw new Error(`${system.name}: ${failures} batch requests failed, first: ${firstFailure}`);
-  return backlog / ((Date.now() - started) / 1000);
+function insertWithProgress(system: System, phase: string): Promise<number> {
+  return insertBacklog(system, {
+    phase,
+    jobs: backlog,
+    connections: backlogConnections,
+    filler: backlogFiller,
+    aheadMs: AHEAD_MS,
+    chunk: CHUNK,
+    progress: (done, seconds) => {
+      const memory = memoryOf(system.child.pid!);
+      console.log(
+        `  ${system.name}: ${done} backlog jobs in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)} jobs/s), ` +
+          `RSS ${memory.rssMb.toFixed(0)} MB (${memory.anonMb.toFixed(0)} anonymous), peak ${memory.peakMb.toFixed(0)} MB`,
+      );
+    },
+  });
 }
 
 function memoryLine(step: string, systems: System[]): void {
@@ -138,7 +116,7 @@ async function main(): Promise<number> {
     memoryLine('after the runs without backlog', systems);
 
     const rates: Record<string, number> = {};
-    for (const system of [punctual, bare]) rates[system.name] = await insertBacklog(system, `backlog-${system.name}`);
+    for (const system of [punctual, bare]) rates[system.name] = await insertWithProgress(system, `backlog-${system.name}`);
     memoryLine('after the backlog insert', systems);
 
     for (const system of systems) {

@@ -8,7 +8,9 @@
  * validateDispatchInput from dist/), gives each job an id with the same generator, and stores
  * nothing:
  *   - a job due now (scheduledFor absent or past) is forwarded at once, and its 201 leaves after
- *     the receiver has answered: the fair "at once" pipe, one round trip behind the client;
+ *     the receiver has answered: the fair "at once" pipe, one round trip behind the client; with
+ *     BARE_ANSWER=at-once (bench/compare.ts) its 201 leaves at once instead and the forward runs
+ *     behind it, as a queue that answers before delivering does;
  *   - a job due later waits on an in-memory setTimeout until its scheduledFor (re-armed when the
  *     timer fires a hair early on the monotonic clock, and in steps of at most 2^31−1 ms, the
  *     longest Node timer), then is forwarded; its 201 (or batch 200) leaves at once.
@@ -34,6 +36,8 @@ const [schemas, validation, ids, timestamps] = await Promise.all([
 
 const receiverUrl = process.env.BARE_RECEIVER_URL;
 if (!receiverUrl) throw new Error('BARE_RECEIVER_URL is required');
+const answerAtOnce = process.env.BARE_ANSWER === 'at-once';
+if (!answerAtOnce && (process.env.BARE_ANSWER ?? '') !== '') throw new Error(`BARE_ANSWER must be "at-once" or unset, got "${process.env.BARE_ANSWER}"`);
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const agent = new Agent({ keepAliveTimeout: 30_000 });
 let forwardErrors = 0;
@@ -67,8 +71,9 @@ function schedule(jobId: string, payload: string, due: number): void {
 async function take(body: unknown, receivedAt: number): Promise<Record<string, unknown>> {
   const input = validation.validateDispatchInput(body, receivedAt);
   const jobId = ids.newJobId();
-  if (input.scheduledFor === null || input.scheduledFor <= Date.now()) await forward(jobId, input.payload);
-  else schedule(jobId, input.payload, input.scheduledFor);
+  if (input.scheduledFor !== null && input.scheduledFor > Date.now()) schedule(jobId, input.payload, input.scheduledFor);
+  else if (answerAtOnce) void forward(jobId, input.payload);
+  else await forward(jobId, input.payload);
   return { jobId, status: 'QUEUED', scheduledFor: timestamps.formatNullableTimestamp(input.scheduledFor), maxRetries: input.maxRetries ?? 0 };
 }
 

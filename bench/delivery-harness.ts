@@ -19,13 +19,14 @@
  * lag or lateness; phases keep the two systems' and the warm-ups' deliveries apart.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import ts from 'typescript';
 import { Pool } from 'undici';
 import {
   createSchema,
@@ -86,7 +87,7 @@ export function payloadOf(key: string, ref: number, filler: string): string {
 // ---------------------------------------------------------------------------------------------
 // Child processes
 
-function killed(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL', graceMs = 0): Promise<void> {
+export function killed(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL', graceMs = 0): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((done) => {
     child.once('exit', () => done());
@@ -95,9 +96,40 @@ function killed(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL', graceMs
   });
 }
 
-/** Spawns `node [execArgv] --import tsx <entry>` and waits for its one line of JSON on stdout. */
-async function spawnWithJsonLine<T>(entry: string, env: NodeJS.ProcessEnv, execArgv: string[] = []): Promise<{ child: ChildProcess; info: T }> {
-  const child = spawn(process.execPath, [...execArgv, '--import', 'tsx', resolve(here, entry)], {
+/**
+ * A bench server (e.g. 'bare-pipe.ts') as plain JavaScript, for a process whose memory is measured:
+ * under tsx it would carry the loader (a thread and about 20 MB of RSS here) that Punctual, run
+ * from dist/, does not. Transpiled once per run (types only removed, as tsx does) into a
+ * temporary copy of bench/'s place in the tree, with dist/ and node_modules/ linked beside it so
+ * that its imports resolve as from bench/; removed when this process exits.
+ */
+export function compiledBenchServer(entry: string): string {
+  if (!compiledRoot) {
+    const root = mkdtempSync(join(tmpdir(), 'punctual-bench-js-'));
+    compiledRoot = root;
+    process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+    mkdirSync(join(root, 'bench'));
+    symlinkSync(resolve(here, '../dist'), join(root, 'dist'));
+    symlinkSync(resolve(here, '../node_modules'), join(root, 'node_modules'));
+    writeFileSync(join(root, 'package.json'), '{"type":"module"}\n');
+  }
+  const target = join(compiledRoot, 'bench', entry.replace(/\.ts$/, '.js'));
+  if (!existsSync(target)) {
+    const source = readFileSync(resolve(here, entry), 'utf8');
+    const options = { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false };
+    writeFileSync(target, ts.transpileModule(source, { compilerOptions: options, fileName: entry }).outputText);
+  }
+  return target;
+}
+let compiledRoot: string | null = null;
+
+/**
+ * Spawns `node [execArgv] --import tsx <entry>` (an entry in bench/), or `node [execArgv] <entry>`
+ * for a path from compiledBenchServer, and waits for its one line of JSON on stdout.
+ */
+export async function spawnWithJsonLine<T>(entry: string, env: NodeJS.ProcessEnv, execArgv: string[] = []): Promise<{ child: ChildProcess; info: T }> {
+  const script = entry.endsWith('.js') ? [entry] : ['--import', 'tsx', resolve(here, entry)];
+  const child = spawn(process.execPath, [...execArgv, ...script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -152,7 +184,7 @@ export class Receiver {
     return new Receiver(child, `http://127.0.0.1:${port}/hook`);
   }
 
-  private ask(type: 'count' | 'stats' | 'dump', phase: string, path?: string): Promise<Record<string, unknown>> {
+  private ask(type: 'count' | 'stats' | 'dump' | 'arrivals', phase: string, path?: string): Promise<Record<string, unknown>> {
     const id = this.nextId++;
     return new Promise((done) => {
       this.waiting.set(id, done);
@@ -163,6 +195,11 @@ export class Receiver {
   /** Writes the phase's deliveries (`jobId key arrival` lines) to `path`. */
   async dump(phase: string, path: string): Promise<void> {
     await this.ask('dump', phase, path);
+  }
+
+  /** Each key's first arrival (wall-clock ms, sub-millisecond) in the phase. */
+  async arrivals(phase: string): Promise<Record<string, number>> {
+    return ((await this.ask('arrivals', phase)) as { arrivals: Record<string, number> }).arrivals;
   }
 
   async count(phase: string): Promise<{ unique: number; deliveries: number; malformed: number }> {
@@ -198,7 +235,8 @@ export class Receiver {
 }
 
 export interface System {
-  name: 'bare' | 'punctual';
+  /** 'bare' and 'punctual' in bench:e2e/lateness/backlog; bench/compare.ts has more. */
+  name: string;
   /** The first (or only) process and its origin. */
   origin: string;
   child: ChildProcess;
@@ -217,6 +255,54 @@ export interface PunctualSystem extends System {
   /** A line that says which store, e.g. "SQLite synchronous=FULL" or "PostgreSQL, 2 instances". */
   storeLine: string;
   synchronous: string;
+  /** Lines and bytes its processes wrote to stdout and stderr since they were set up (counted in mode 'user'). */
+  logs: () => LogCount;
+}
+
+export interface LogCount {
+  lines: number;
+  bytes: number;
+}
+
+/**
+ * How Punctual is started: 'bench' as bench:e2e/lateness/backlog run it (LOG_LEVEL=warn, the
+ * environment passed through, deliveryConcurrency 1000, log lines shown on stderr); 'user' as a
+ * user starts it (bench/compare.ts): NODE_ENV=production and the defaults, the only settings
+ * HOST, PORT, DATABASE_URL (and PUNCTUAL_SECRET_KEY, which PostgreSQL requires) and
+ * PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS=true for a receiver on 127.0.0.1; every other PUNCTUAL_*,
+ * LOG_LEVEL, NODE_ENV and REDIS_URL of this environment is left out; the project's webhookUrl is
+ * the only field patched; stdout and stderr are read from pipes and counted.
+ */
+export type PunctualMode = 'bench' | 'user';
+
+/** This environment without the variables that would change a user-started Punctual's defaults. */
+function userEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name.startsWith('PUNCTUAL_') || name === 'LOG_LEVEL' || name === 'NODE_ENV' || name === 'REDIS_URL' || name === 'DATABASE_URL') continue;
+    env[name] = value;
+  }
+  return env;
+}
+
+/**
+ * Counts a stream's bytes and lines; while `wanted()` is true, also hands each line to `onLine`.
+ * Once nothing wants the text, a chunk costs a native newline search and no string.
+ */
+function readLines(stream: NodeJS.ReadableStream, counter: LogCount, wanted: () => boolean, onLine: (line: string) => void): void {
+  let partial = '';
+  stream.on('data', (chunk: Buffer) => {
+    counter.bytes += chunk.length;
+    for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) counter.lines += 1;
+    if (!wanted()) {
+      partial = '';
+      return;
+    }
+    const text = partial + chunk.toString('utf8');
+    const lines = text.split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) onLine(line);
+  });
 }
 
 /** A port free right now on 127.0.0.1 (punctual serve prints no address when given PORT=0). */
@@ -236,6 +322,8 @@ interface PunctualProcess {
   origin: string;
   /** From the first-start banner (the instance that set the database up). */
   banner: Record<string, string>;
+  /** Output since setup (mode 'user'; in mode 'bench' stderr is not counted). */
+  logs: () => LogCount;
 }
 
 /**
@@ -246,6 +334,7 @@ async function spawnPunctual(
   dir: string,
   env: Record<string, string>,
   options: {
+    mode: PunctualMode;
     expectBanner: boolean;
     execArgv: string[];
     onLine: (child: ChildProcess, line: string) => boolean;
@@ -255,29 +344,43 @@ async function spawnPunctual(
 ): Promise<PunctualProcess> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
+  const user = options.mode === 'user';
+  const childEnv = user
+    ? { ...userEnvironment(), ...env, NODE_ENV: 'production', PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: 'true', HOST: '127.0.0.1', PORT: String(port) }
+    : { ...process.env, ...env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PUNCTUAL_PUBLIC_URL: origin };
   const child = spawn(process.execPath, [...options.execArgv, resolve(here, '../dist/cli/punctual.js'), 'serve'], {
-    env: { ...process.env, ...env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PUNCTUAL_PUBLIC_URL: origin },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    env: childEnv,
+    // A user's logs go to a pipe (a terminal, journald, a container runtime): here they are read and counted.
+    stdio: ['ignore', 'pipe', user ? 'pipe' : 'inherit'],
     cwd: dir,
   });
   options.onSpawn(child);
-  const lines = createInterface({ input: child.stdout! });
   const banner: Record<string, string> = {};
   let setUp = false;
+  let setupDone: () => void = () => {};
+  // Only the lines after setup count as logs; the startup lines (banner included) are kept apart.
+  const stdoutLine = (line: string) => {
+    if (options.onLine(child, line)) return;
+    const field = /^\s+(API key|Admin token|Project)\s+(\S+)/.exec(line);
+    if (!setUp && field) banner[field[1]!] = field[2]!;
+    else if (!setUp && banner.Project && /^─+$/.test(line)) {
+      setUp = true;
+      setupDone();
+    } else if (!user && (setUp || line.startsWith('{'))) console.error(`[punctual] ${line}`); // a log line
+  };
+  const counted: LogCount = { lines: 0, bytes: 0 };
+  readLines(child.stdout!, counted, () => !user || !setUp, stdoutLine);
+  // Kept to say why a start failed.
+  const errors: string[] = [];
+  if (user) readLines(child.stderr!, counted, () => !setUp, (line) => errors.push(line));
   let timer: NodeJS.Timeout | undefined;
   try {
     await new Promise<void>((done, reject) => {
+      setupDone = done;
       timer = setTimeout(() => reject(new Error('punctual serve was not set up within 30 s')), 30_000);
-      child.once('exit', (code, signal) => reject(new Error(`punctual serve exited (${code ?? signal}) before it was set up`)));
-      lines.on('line', (line) => {
-        if (options.onLine(child, line)) return;
-        const field = /^\s+(API key|Admin token|Project)\s+(\S+)/.exec(line);
-        if (!setUp && field) banner[field[1]!] = field[2]!;
-        else if (!setUp && banner.Project && /^─+$/.test(line)) {
-          setUp = true;
-          done();
-        } else if (setUp || line.startsWith('{')) console.error(`[punctual] ${line}`); // a log line
-      });
+      child.once('exit', (code, signal) =>
+        reject(new Error(`punctual serve exited (${code ?? signal}) before it was set up${errors.length > 0 ? `: ${errors.slice(-5).join(' | ')}` : ''}`)),
+      );
       if (!options.expectBanner) {
         void (async () => {
           while (!setUp) {
@@ -297,7 +400,8 @@ async function spawnPunctual(
     clearTimeout(timer);
     child.removeAllListeners('exit');
   }
-  return { child, origin, banner };
+  const startup = { ...counted };
+  return { child, origin, banner, logs: () => ({ lines: counted.lines - startup.lines, bytes: counted.bytes - startup.bytes }) };
 }
 
 /**
@@ -315,34 +419,36 @@ export async function startPunctual(
     onLine: (child: ChildProcess, line: string) => boolean;
     onSpawn: (child: ChildProcess) => void;
   } | null = null,
+  mode: PunctualMode = 'bench',
 ): Promise<PunctualSystem> {
   const execArgv = (process.env.BENCH_PUNCTUAL_EXEC_ARGV ?? '').split(' ').filter(Boolean);
   const dbPath = postgres ? null : join(dir, 'punctual.db');
   const env = postgres ? postgres.schema.env : { DATABASE_URL: `sqlite:${dbPath}` };
   const onLine = postgres?.onLine ?? (() => false);
   const onSpawn = postgres?.onSpawn ?? (() => {});
-  const argv = postgres ? [...execArgv, ...QUERY_COUNTER_IMPORT] : execArgv;
+  // The statement counter is the benchmarks' instrument, not something a user loads.
+  const argv = postgres && mode === 'bench' ? [...execArgv, ...QUERY_COUNTER_IMPORT] : execArgv;
   const processes: PunctualProcess[] = [];
   try {
-    processes.push(await spawnPunctual(dir, env, { expectBanner: true, execArgv: argv, onLine, onSpawn }));
+    processes.push(await spawnPunctual(dir, env, { mode, expectBanner: true, execArgv: argv, onLine, onSpawn }));
     const { banner, origin } = processes[0]!;
     const adminToken = banner['Admin token'];
     if (!banner['API key'] || !adminToken || !banner.Project) throw new Error(`incomplete first-start banner: ${JSON.stringify(Object.keys(banner))}`);
     const response = await fetch(`${origin}/manage/v1/projects/${banner.Project}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ webhookUrl: receiverUrl, deliveryConcurrency: 1000 }),
+      body: JSON.stringify(mode === 'user' ? { webhookUrl: receiverUrl } : { webhookUrl: receiverUrl, deliveryConcurrency: 1000 }),
     });
     if (response.status !== 200) throw new Error(`PATCH project answered ${response.status}: ${await response.text()}`);
     const more = Array.from({ length: (postgres?.instances ?? 1) - 1 }, () =>
-      spawnPunctual(dir, env, { expectBanner: false, execArgv: argv, onLine, onSpawn }),
+      spawnPunctual(dir, env, { mode, expectBanner: false, execArgv: argv, onLine, onSpawn }),
     );
     processes.push(...(await Promise.all(more)));
   } catch (error) {
     for (const p of processes) await killed(p.child);
     throw error;
   }
-  const synchronous = (process.env.PUNCTUAL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
+  const synchronous = ((mode === 'bench' ? process.env.PUNCTUAL_SQLITE_SYNCHRONOUS : undefined) ?? 'FULL').toUpperCase();
   const synchronousCommit = postgres ? Object.values((await postgres.schema.query('SHOW synchronous_commit'))[0]!)[0] : null;
   return {
     name: 'punctual',
@@ -357,12 +463,22 @@ export async function startPunctual(
       ? `PostgreSQL (schema ${postgres.schema.name}, synchronous_commit=${synchronousCommit}), ${processes.length} Punctual instance${processes.length > 1 ? 's' : ''}`
       : `SQLite synchronous=${synchronous}`,
     synchronous,
+    logs: () => {
+      const each = processes.map((p) => p.logs());
+      return { lines: each.reduce((sum, l) => sum + l.lines, 0), bytes: each.reduce((sum, l) => sum + l.bytes, 0) };
+    },
   };
 }
 
-export async function startBare(receiverUrl: string): Promise<System> {
+/**
+ * With `answerAtOnce`, a job due now gets its 201 before its forward (BARE_ANSWER=at-once in
+ * bench/bare-pipe.ts); with `compiled`, it runs as plain JavaScript (compiledBenchServer).
+ */
+export async function startBare(receiverUrl: string, options: { answerAtOnce?: boolean; compiled?: boolean } = {}): Promise<System> {
   const execArgv = (process.env.BENCH_BARE_EXEC_ARGV ?? '').split(' ').filter(Boolean);
-  const { child, info } = await spawnWithJsonLine<{ port: number }>('bare-pipe.ts', { BARE_RECEIVER_URL: receiverUrl }, execArgv);
+  const env = { BARE_RECEIVER_URL: receiverUrl, BARE_ANSWER: options.answerAtOnce ? 'at-once' : '' };
+  const entry = options.compiled ? compiledBenchServer('bare-pipe.ts') : 'bare-pipe.ts';
+  const { child, info } = await spawnWithJsonLine<{ port: number }>(entry, env, execArgv);
   const origin = `http://127.0.0.1:${info.port}`;
   return { name: 'bare', origin, child, origins: [origin], children: [child], headers: { 'content-type': 'application/json' } };
 }
@@ -491,7 +607,15 @@ export interface LoadResult {
  */
 export async function load(
   system: System,
-  options: { path: string; connections: number; count: number; body: (i: number) => string; ok: (status: number, text: string) => boolean },
+  options: {
+    path: string;
+    connections: number;
+    count: number;
+    body: (i: number) => string;
+    ok: (status: number, text: string) => boolean;
+    /** Called as soon as request i's answer has been read. */
+    onAnswer?: (i: number) => void;
+  },
 ): Promise<LoadResult> {
   const share = (k: number) => Math.ceil((options.connections - k) / system.origins.length);
   const pools = system.origins.map((origin, k) => new Pool(origin, { connections: share(k), pipelining: 1 }));
@@ -506,6 +630,7 @@ export async function load(
       try {
         const response = await pool.request({ path: options.path, method: 'POST', headers: system.headers, body: options.body(i) });
         const text = await response.body.text();
+        options.onAnswer?.(i);
         if (!options.ok(response.statusCode, text)) {
           failures += 1;
           firstFailure ??= `${response.statusCode} ${text.slice(0, 300)}`;
@@ -523,6 +648,61 @@ export async function load(
 }
 
 export const created = (status: number) => status === 201;
+
+/** Jobs per request of a backlog insert: the batch endpoint's most. */
+export const BACKLOG_BATCH = 100;
+
+/**
+ * A backlog: `jobs` (a multiple of BACKLOG_BATCH) jobs due `aheadMs` after they are sent, through
+ * POST /api/jobs/dispatch/batch from `connections` clients, in chunks of `chunk` jobs with
+ * `progress` called after each. Returns the jobs/s over the whole insert; throws when a request
+ * failed.
+ */
+export async function insertBacklog(
+  system: System,
+  options: {
+    phase: string;
+    jobs: number;
+    connections: number;
+    filler: string;
+    aheadMs: number;
+    chunk: number;
+    progress: (done: number, seconds: number) => void;
+  },
+): Promise<number> {
+  const started = Date.now();
+  let failures = 0;
+  let firstFailure: string | null = null;
+  for (let done = 0; done < options.jobs; ) {
+    const jobs = Math.min(options.chunk, options.jobs - done);
+    const offset = done;
+    const result = await load(system, {
+      path: '/api/jobs/dispatch/batch',
+      connections: options.connections,
+      count: Math.ceil(jobs / BACKLOG_BATCH),
+      body: (request) => {
+        const due = Date.now() + options.aheadMs;
+        const scheduledFor = new Date(due).toISOString();
+        const items: string[] = [];
+        for (let j = 0; j < BACKLOG_BATCH; j += 1) {
+          items.push(`{"payload":${payloadOf(`${options.phase}:${offset + request * BACKLOG_BATCH + j}`, due, options.filler)},"scheduledFor":"${scheduledFor}"}`);
+        }
+        return `{"jobs":[${items.join(',')}]}`;
+      },
+      ok: (status, text) => {
+        if (status !== 200) return false;
+        const answers = (JSON.parse(text) as { jobs: { jobId?: string }[] }).jobs;
+        return answers.length === BACKLOG_BATCH && answers.every((a) => typeof a.jobId === 'string');
+      },
+    });
+    failures += result.failures;
+    firstFailure ??= result.firstFailure;
+    done += jobs;
+    options.progress(done, (Date.now() - started) / 1000);
+  }
+  if (failures > 0) throw new Error(`${system.name}: ${failures} batch requests failed, first: ${firstFailure}`);
+  return options.jobs / ((Date.now() - started) / 1000);
+}
 
 // ---------------------------------------------------------------------------------------------
 // The lateness workload (bench:lateness, bench:backlog)

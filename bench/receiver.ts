@@ -13,11 +13,16 @@
  * figure never disagrees with the millisecond clock the servers use; an arrival that needed the
  * anchor moved counts in `clockAdjusted`, and the total move is reported).
  *
- * The parent talks to it over the IPC channel: {id, type: 'count' | 'stats' | 'dump', phase}, answered
- * with {id, ...}; 'dump' writes every delivery of the phase, `jobId key arrival` per line, to `path`. Deliveries are grouped by phase (the part of `k` before the colon).
+ * The parent talks to it over the IPC channel: {id, type: 'count' | 'stats' | 'dump' | 'arrivals', phase},
+ * answered with {id, ...}; 'dump' writes every delivery of the phase, `jobId key arrival` per line, to
+ * `path`; 'arrivals' answers {arrivals: {key: arrival}} with each key's first arrival (bench/compare.ts
+ * subtracts the moment its 201 reached the client). Deliveries are grouped by phase (the part of `k`
+ * before the colon).
  */
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { percentile } from './percentile.js';
+import { wallClock } from './wall-clock.js';
 
 interface Phase {
   deliveries: number;
@@ -53,39 +58,7 @@ export interface PhaseStats {
   clockAdjusted: number;
 }
 
-/**
- * Wall-clock ms − performance.now(), to within a few µs. Date.now() is whole milliseconds, read
- * between two performance.now(): the largest Date.now() − before over many readings approaches the
- * offset from below, as long as readings cut by preemption (after − before over 20 µs) are dropped.
- */
-function wallOffset(): number {
-  let best = Number.NEGATIVE_INFINITY;
-  const until = performance.now() + 5;
-  while (performance.now() < until) {
-    const before = performance.now();
-    const wall = Date.now();
-    if (performance.now() - before < 0.02) best = Math.max(best, wall - before);
-  }
-  return best;
-}
-
-const initialOffset = wallOffset();
-let offset = initialOffset;
-let clockAdjusted = 0;
-
-/** Now on the wall clock, sub-millisecond, never outside the millisecond Date.now() gives. */
-function wallNow(): number {
-  const precise = performance.now();
-  const whole = Date.now();
-  if (offset + precise < whole) {
-    offset = whole - precise;
-    clockAdjusted += 1;
-  } else if (offset + precise >= whole + 1) {
-    offset = whole + 0.999 - precise;
-    clockAdjusted += 1;
-  }
-  return offset + precise;
-}
+const clock = wallClock();
 const phases = new Map<string, Phase>();
 let malformed = 0;
 
@@ -137,12 +110,6 @@ function record(arrival: number, text: string): void {
   phase.values.push(arrival - ref);
 }
 
-/** Nearest-rank percentile of sorted values. */
-export function percentile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
-
 function stats(name: string): PhaseStats {
   const phase = phaseOf(name);
   const sorted = Float64Array.from(phase.values).sort();
@@ -160,13 +127,13 @@ function stats(name: string): PhaseStats {
     min: values.length > 0 ? values[0]! : Number.NaN,
     mean: values.reduce((sum, v) => sum + v, 0) / values.length,
     early: values.filter((v) => v < 0).length,
-    clockDrift: offset - initialOffset,
-    clockAdjusted,
+    clockDrift: clock.drift(),
+    clockAdjusted: clock.adjusted(),
   };
 }
 
 const server = createServer((request, response) => {
-  const arrival = wallNow();
+  const arrival = clock.now();
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {
@@ -177,12 +144,20 @@ const server = createServer((request, response) => {
 });
 server.keepAliveTimeout = 60_000;
 
-type Message = { id: number; type: 'count' | 'stats' | 'dump'; phase: string; path?: string };
+type Message = { id: number; type: 'count' | 'stats' | 'dump' | 'arrivals'; phase: string; path?: string };
 
 process.on('message', (message: Message) => {
   if (message.type === 'count') {
     const phase = phaseOf(message.phase);
     process.send!({ id: message.id, unique: phase.keys.size, deliveries: phase.deliveries, malformed });
+  } else if (message.type === 'arrivals') {
+    // From the log rather than a map kept per delivery: only compare.ts asks, once per phase.
+    const arrivals: Record<string, number> = {};
+    for (const line of phaseOf(message.phase).log) {
+      const [, key, arrival] = line.split(' ');
+      if (!(key! in arrivals)) arrivals[key!] = Number(arrival);
+    }
+    process.send!({ id: message.id, arrivals });
   } else if (message.type === 'dump') {
     writeFileSync(message.path!, phaseOf(message.phase).log.join('\n') + '\n');
     process.send!({ id: message.id });
