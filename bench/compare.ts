@@ -44,6 +44,7 @@
  * durability or backlog check failed.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -855,6 +856,17 @@ function cellFailed(cell: Cell): boolean {
 // ---------------------------------------------------------------------------------------------
 // Main
 
+/** The commit measured, and whether src/ differs from it (dist/ is built from the work tree). */
+function commitLine(): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: new URL('..', import.meta.url), encoding: 'utf8' }).trim();
+  try {
+    const dirty = git('status', '--porcelain', '--', 'src').length > 0;
+    return `commit ${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in src/' : ', src/ as committed'}`;
+  } catch {
+    return 'commit unknown (not a git work tree)';
+  }
+}
+
 function withoutPassword(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = '***';
@@ -900,7 +912,7 @@ async function main(): Promise<number> {
   if (systems.includes('bullmq')) redis = await RedisWatch.connect(redisUrl);
   try {
     console.log(`bench:compare: systems ${systems.join(', ')}; workloads ${workloads.join(', ')}; ${runs} run${runs > 1 ? 's' : ''} each`);
-    console.log(machineLine());
+    console.log(`${machineLine()}; ${commitLine()}`);
     for (const line of await systemLines()) console.log(line);
     console.log('  The receiver (bench/receiver.ts) runs in its own process, the load generator in this one; every server is started afresh for each workload and run.');
     console.log(
@@ -939,7 +951,7 @@ async function main(): Promise<number> {
     }
 
     console.log('');
-    console.log(`## bench:compare, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${runs} run${runs > 1 ? 's' : ''} (${elapsed()})`);
+    console.log(`## bench:compare, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${commitLine()}, ${runs} run${runs > 1 ? 's' : ''} (${elapsed()})`);
     console.log('');
     console.log(
       `Each cell: the median of ${runs} run${runs > 1 ? 's' : ''}${runs > 1 ? ' (min–max)' : ''}, then the median's ratio to the bare pipe's and to BullMQ's ` +
