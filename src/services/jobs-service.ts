@@ -14,7 +14,7 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
-import { JOB_STATUSES, type ClaimedJob, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
@@ -131,7 +131,7 @@ export class JobsService {
     idempotencyKey: string | null,
     jobs: NewJob[],
     now: number,
-    render: JobCreateParams['renderResponse'],
+    answer: AnswerTemplate,
   ) {
     const immediate = this.deps.immediateDelivery();
     const dueNow = jobs.filter((job) => job.runAt <= now).length;
@@ -145,7 +145,7 @@ export class JobsService {
       idempotency: idempotencyKey
         ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_WINDOW_MS }
         : null,
-      renderResponse: render,
+      answer,
       ...(claimDueNow && { claimDueNow }),
     });
     if (result.kind === 'idempotency_conflict') {
@@ -168,9 +168,7 @@ export class JobsService {
       scheduledFor: formatNullableTimestamp(job.scheduledFor),
       maxRetries: job.maxRetries,
     });
-    const result = await this.create(ctx, 'dispatch', body, idempotencyKey, [job], now, (created) =>
-      created[0] ? { statusCode: 201, body: answer } : null,
-    );
+    const result = await this.create(ctx, 'dispatch', body, idempotencyKey, [job], now, { kind: 'single', statusCode: 201, body: answer });
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
     if (!result.created[0]) {
       this.deps.metrics.quotaRejections.inc();
@@ -196,19 +194,19 @@ export class JobsService {
       }
     });
     const jobs = checked.flatMap((c) => ('job' in c ? [c.job] : []));
-    const render: JobCreateParams['renderResponse'] = (created, usedBefore) => {
-      const usedAfter = usedBefore + created.filter(Boolean).length;
-      let index = 0;
-      const answers = checked.map((c) => {
-        if ('error' in c) return c.error.toBody();
+    // The refusal's body with a mark where the team's count goes (a count is never negative).
+    const refusal = JSON.stringify(this.quotaError(ctx, -1, now).toBody()).split('"used":-1');
+    const answer: AnswerTemplate = {
+      kind: 'batch',
+      statusCode: 200,
+      items: checked.map((c) => {
+        if ('error' in c) return { error: JSON.stringify(c.error.toBody()) };
         const job = c.job;
-        // Quota refusals are a suffix of the batch: items count in request order.
-        if (!created[index++]) return this.quotaError(ctx, usedAfter, now).toBody();
-        return { jobId: job.id, status: 'QUEUED', scheduledFor: formatNullableTimestamp(job.scheduledFor), maxRetries: job.maxRetries };
-      });
-      return { statusCode: 200, body: JSON.stringify({ jobs: answers }) };
+        return { job: JSON.stringify({ jobId: job.id, status: 'QUEUED', scheduledFor: formatNullableTimestamp(job.scheduledFor), maxRetries: job.maxRetries }) };
+      }),
+      quotaRefusal: [`${refusal[0]}"used":`, refusal[1] ?? ''],
     };
-    const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, render);
+    const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, answer);
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
     const refused = result.created.filter((created) => !created).length;
     if (refused > 0) this.deps.metrics.quotaRejections.inc(refused);

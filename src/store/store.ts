@@ -116,6 +116,32 @@ export interface StoredResponse {
   body: string;
 }
 
+/**
+ * The answer to a dispatch, as data, so that a store assembles it inside its transaction (the
+ * embedded store's runs on its writer thread) from which jobs the quota let in, and stores it
+ * with an Idempotency-Key.
+ * - `single`: stored when the job was created; a job refused by the quota stores nothing (its
+ *   429 is an error answer).
+ * - `batch`: `{"jobs":[…]}` of the items in request order: an invalid item's error, a created
+ *   job's answer, or for a job refused by the quota `quotaRefusal[0] + used + quotaRefusal[1]`,
+ *   where used is the team's count once the batch's jobs are in.
+ */
+export type AnswerTemplate =
+  | { kind: 'single'; statusCode: number; body: string }
+  | { kind: 'batch'; statusCode: number; items: ({ job: string } | { error: string })[]; quotaRefusal: [string, string] };
+
+export function assembleAnswer(answer: AnswerTemplate, created: boolean[], usedBefore: number): StoredResponse | null {
+  if (answer.kind === 'single') return created[0] ? { statusCode: answer.statusCode, body: answer.body } : null;
+  const usedAfter = usedBefore + created.filter(Boolean).length;
+  let index = 0;
+  const items = answer.items.map((item) => {
+    if ('error' in item) return item.error;
+    // Quota refusals are a suffix of the batch: items count in request order.
+    return created[index++] ? item.job : `${answer.quotaRefusal[0]}${usedAfter}${answer.quotaRefusal[1]}`;
+  });
+  return { statusCode: answer.statusCode, body: `{"jobs":[${items.join(',')}]}` };
+}
+
 export interface JobCreateParams {
   projectId: string;
   teamId: string;
@@ -124,12 +150,8 @@ export interface JobCreateParams {
   /** Jobs allowed this UTC month, counted in the same transaction; null: no quota. */
   quota: { limit: number; monthStartDay: string; monthEndDay: string } | null;
   idempotency: { endpoint: string; key: string; requestHash: string; validAfter: number } | null;
-  /**
-   * Builds the answer from which jobs were created (false: refused by the quota). It runs inside
-   * the transaction so the answer is stored with the jobs; null means an error answer, which
-   * stores no Idempotency-Key.
-   */
-  renderResponse: (created: boolean[], usedBefore: number) => StoredResponse | null;
+  /** The answer, assembled inside the transaction so that it is stored with the jobs (assembleAnswer). */
+  answer: AnswerTemplate;
   /**
    * Jobs due at once may be created already DISPATCHED, leased to this worker (up to `limit`):
    * the caller hands them straight to its dispatcher, with no claim. A store may ignore this

@@ -36,7 +36,7 @@ describe.runIf(await postgresAvailable())('postgres: one bad row in a batch of a
       jobs: ids.map((id) => ({ id, payload: '{}', scheduledFor: null, runAt: T0, maxRetries: 3 })),
       quota: null,
       idempotency: null,
-      renderResponse: () => ({ statusCode: 201, body: '{}' }),
+      answer: { kind: 'single', statusCode: 201, body: '{}' },
     });
     const claimed = await store.jobClaimDue({ now: T0, dueBy: T0, limit: ids.length, workerId: WORKER, leaseExtraMs: 30_000, excludeProjectIds: [] });
     expect(claimed.map((job) => job.id).sort()).toEqual([...ids].sort());

@@ -51,7 +51,7 @@ describe.runIf(await postgresAvailable())('postgres: concurrent dispatches of se
       jobs: [job(), job()],
       quota: quota === null ? null : { limit: quota, monthStartDay: '2027-04-01', monthEndDay: '2027-05-01' },
       idempotency: null,
-      renderResponse: (created) => ({ statusCode: 201, body: JSON.stringify(created) }),
+      answer: { kind: 'single', statusCode: 201, body: '{}' },
     });
 
   it('never deadlocks on the usage rows, and counts every job', async () => {

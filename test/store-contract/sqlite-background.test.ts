@@ -8,7 +8,8 @@ import { makeTempDir } from '../support/temp-dir.js';
 
 /**
  * The embedded store's background connection: WAL checkpoints and counts over every job run in a
- * worker thread, and the main connection no longer checkpoints inside its commits.
+ * worker thread, and the writer no longer checkpoints inside its commits; the writer keeps the WAL
+ * under its bound under a steady stream of writes.
  */
 describe('sqlite background connection', () => {
   const T0 = Date.parse('2027-03-10T12:00:00.000Z');
@@ -36,7 +37,7 @@ describe('sqlite background connection', () => {
       jobs: Array.from({ length: count }, (_, i) => ({ id: `job_bg${String(from + i).padStart(8, '0')}`, payload: `{"pad":"${'x'.repeat(500)}"}`, scheduledFor: null, runAt: T0 + 60_000, maxRetries: 3 })),
       quota: null,
       idempotency: null,
-      renderResponse: () => null,
+      answer: { kind: 'single', statusCode: 201, body: '{}' },
     });
 
   it('moves committed pages into the database file on its own, below the size at which SQLite would checkpoint in a commit', async () => {
@@ -57,5 +58,55 @@ describe('sqlite background connection', () => {
     const counts = await store.jobCountByStatus();
     expect(counts.QUEUED).toBe(3_003);
     expect(counts.COMPLETED).toBe(0);
+  });
+});
+
+describe('sqlite WAL bound', () => {
+  const T0 = Date.parse('2027-03-10T12:00:00.000Z');
+  const LIMIT = 1024 * 1024;
+
+  it('keeps the WAL near its bound while writes never stop, and at most at it once they do', async () => {
+    const dir = makeTempDir();
+    const path = join(dir.path, 'wal.db');
+    const store = new SqliteStore({ path, walLimitBytes: LIMIT });
+    try {
+      await store.migrate();
+      const project: ProjectRow = { id: 'prj_wal', teamId: 'team_wal', name: 'P', webhookUrl: 'http://127.0.0.1:1/a', ...PROJECT_DEFAULTS, createdAt: T0 };
+      await store.teamInsert({ id: project.teamId, name: 'T', plan: 'unlimited', createdAt: T0 });
+      await store.projectInsert({ project, secret: { id: 'whs_w', projectId: project.id, ciphertext: 'sealed', createdAt: T0, expiresAt: null } });
+      const walSize = () => statSync(`${path}-wal`).size;
+      let largest = 0;
+      // About 20 MB of jobs, in writes that always overlap: the background connection's
+      // checkpoints alone never let SQLite start the WAL over, so without the bound it would hold them all.
+      const inFlight: Promise<unknown>[] = [];
+      for (let i = 0; i < 400; i++) {
+        inFlight.push(
+          store.jobCreate({
+            projectId: project.id,
+            teamId: project.teamId,
+            now: T0,
+            jobs: Array.from({ length: 40 }, (_, j) => ({ id: `job_w${String(i * 40 + j).padStart(8, '0')}`, payload: `{"pad":"${'y'.repeat(1000)}"}`, scheduledFor: null, runAt: T0 + 60_000, maxRetries: 3 })),
+            quota: null,
+            idempotency: null,
+            answer: { kind: 'single', statusCode: 201, body: '{}' },
+          }),
+        );
+        if (inFlight.length >= 8) await inFlight.shift();
+        largest = Math.max(largest, walSize());
+      }
+      await Promise.all(inFlight);
+      // Checked every 100 ms at most, so it can pass the bound by what is written in that time.
+      expect(largest).toBeLessThan(8 * LIMIT);
+      // Once a write finds the WAL copied, it starts it over and cuts the file back to the bound.
+      const deadline = Date.now() + 10_000;
+      while (walSize() > LIMIT) {
+        if (Date.now() > deadline) throw new Error(`the WAL stayed at ${walSize()} bytes`);
+        await store.settingInsertIfAbsent(`poke_${Date.now()}`, 'x');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await store.close();
+      dir.remove();
+    }
   });
 });

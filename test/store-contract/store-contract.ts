@@ -61,7 +61,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         jobs,
         quota: null,
         idempotency: null,
-        renderResponse: (created) => ({ statusCode: 201, body: JSON.stringify(created) }),
+        answer: { kind: 'single', statusCode: 201, body: '{}' },
         ...extra,
       });
     }
@@ -173,12 +173,12 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
     it('replays and conflicts on idempotency keys within the window only', async () => {
       const project = await makeProject();
       const idem = (hash: string, validAfter = T0 - 1000) => ({ endpoint: 'dispatch', key: 'k1', requestHash: hash, validAfter });
-      const first = await create(project, [job('job_i1')], { idempotency: idem('h1'), renderResponse: () => ({ statusCode: 201, body: 'first' }) });
+      const first = await create(project, [job('job_i1')], { idempotency: idem('h1'), answer: { kind: 'single', statusCode: 201, body: 'first' } });
       expect(first.kind).toBe('created');
       expect(await create(project, [job('job_i2')], { idempotency: idem('h1') })).toEqual({ kind: 'replayed', response: { statusCode: 201, body: 'first' } });
       expect(await create(project, [job('job_i3')], { idempotency: idem('h2') })).toEqual({ kind: 'idempotency_conflict' });
       expect(await store.jobGet({ projectId: project.id, jobId: 'job_i2' })).toBeNull();
-      const expired = await create(project, [job('job_i4')], { idempotency: idem('h2', T0 + 1), renderResponse: () => ({ statusCode: 201, body: 'fresh' }) });
+      const expired = await create(project, [job('job_i4')], { idempotency: idem('h2', T0 + 1), answer: { kind: 'single', statusCode: 201, body: 'fresh' } });
       expect(expired.kind).toBe('created');
       expect(await create(project, [job('job_i5')], { idempotency: idem('h2') })).toEqual({ kind: 'replayed', response: { statusCode: 201, body: 'fresh' } });
     });
@@ -186,7 +186,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
     it('stores no idempotency key when the answer is an error', async () => {
       const project = await makeProject();
       const idem = { endpoint: 'dispatch', key: 'k2', requestHash: 'h', validAfter: 0 };
-      await create(project, [job('job_e1')], { idempotency: idem, quota: { limit: 0, monthStartDay: '2027-03-01', monthEndDay: '2027-04-01' }, renderResponse: () => null });
+      await create(project, [job('job_e1')], { idempotency: idem, quota: { limit: 0, monthStartDay: '2027-03-01', monthEndDay: '2027-04-01' } });
       const retried = await create(project, [job('job_e2')], { idempotency: idem });
       expect(retried.kind).toBe('created');
     });

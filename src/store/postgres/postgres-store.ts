@@ -22,6 +22,7 @@ import pg from 'pg';
 import { UnavailableError } from '../../errors.js';
 import {
   JOB_STATUSES,
+  assembleAnswer,
   type ApiKeyPrincipal,
   type ApiKeyRow,
   type AttemptFinishParams,
@@ -424,7 +425,7 @@ export class PostgresStore implements Store {
       }
       const { created, usedBefore } = quota ? allot([params], await this.lockQuotas([params], client))[0]! : allCreated(params);
       if (created.includes(true)) await this.query(q.JobInsertGroup, this.insertGroupArgs([{ params }], [{ created }], params.now), client);
-      const response = params.renderResponse(created, usedBefore);
+      const response = assembleAnswer(params.answer, created, usedBefore);
       if (response) await this.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
       else await this.query(q.IdempotencyKeyDelete, keyArgs, client);
       return { kind: 'created', created, usedBefore, response, claimed: [] };
@@ -478,7 +479,7 @@ export class PostgresStore implements Store {
     }
     for (const [i, { params, resolve }] of group.entries()) {
       const { created, usedBefore } = outcomes[i]!;
-      resolve({ kind: 'created', created, usedBefore, response: params.renderResponse(created, usedBefore), claimed: [] });
+      resolve({ kind: 'created', created, usedBefore, response: assembleAnswer(params.answer, created, usedBefore), claimed: [] });
     }
   }
 

@@ -43,8 +43,8 @@ parentPort.postMessage({ ready: true });
  * - WAL checkpoints: SQLite runs them inside the commit that crosses 1,000 WAL pages, copying the
  *   pages and fsyncing the database file (4 to 13 ms in bench:ingest's strace), in the middle of
  *   the delivery path. Here they run every second instead, beside the writer (WAL allows it);
+ *   the writer thread checkpoints only when the WAL passes its limit (writer-worker.ts);
  * - counts over every job (queue depth for /metrics): about 130 ms with a million jobs.
- * Until the worker is up, or if it dies, the main connection checkpoints as SQLite does by default.
  */
 export class BackgroundConnection {
   private worker: Worker | null = null;
@@ -55,8 +55,6 @@ export class BackgroundConnection {
     private readonly options: {
       databasePath: string;
       synchronous: string;
-      /** Called with true once the worker checkpoints, with false when it stopped. */
-      onCheckpointing: (active: boolean) => void;
     },
   ) {
     this.start();
@@ -84,10 +82,7 @@ export class BackgroundConnection {
     // The worker's timer never keeps the process alive.
     worker.unref();
     worker.on('message', (message: { ready?: true; id: number; rows?: unknown[]; error?: string }) => {
-      if (message.ready) {
-        if (this.worker === worker) this.options.onCheckpointing(true);
-        return;
-      }
+      if (message.ready) return;
       const waiting = this.pending.get(message.id);
       this.pending.delete(message.id);
       if (message.error !== undefined) waiting?.reject(new Error(message.error));
@@ -96,7 +91,6 @@ export class BackgroundConnection {
     const stopped = (error: Error) => {
       if (this.worker !== worker) return;
       this.worker = null;
-      this.options.onCheckpointing(false);
       for (const waiting of this.pending.values()) waiting.reject(error);
       this.pending.clear();
     };

@@ -22,6 +22,10 @@ export const SettingGet = 'SELECT value FROM settings WHERE key = ?';
 /** A write whose only purpose is to find out whether the disk takes writes again (readiness). */
 export const WriteProbe = `INSERT INTO settings (key, value) VALUES ('write_probe_at', @now)
   ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+/** Counts commits that changed keys, projects, teams or secrets, from any process: readers drop their cache when it moves. */
+export const CacheEpochBump = `INSERT INTO settings (key, value) VALUES ('cache_epoch', '1')
+  ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)`;
+export const CacheEpochGet = "SELECT value FROM settings WHERE key = 'cache_epoch'";
 export const SettingInsertIfAbsent = 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING';
 
 export const TeamInsert = 'INSERT INTO teams (id, name, plan, created_at) VALUES (@id, @name, @plan, @createdAt)';
@@ -118,6 +122,9 @@ export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = @leaseExpiresAt
   WHERE id = @jobId AND lease_owner = @workerId AND status IN ('DISPATCHED', 'STARTED')`;
 export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS leaseOwner, lease_attempt_id AS leaseAttemptId FROM jobs
   WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < @expiredBefore ORDER BY lease_expires_at LIMIT @limit`;
+/** The started attempt's lease is still the one the rescuer read as expired (not renewed since). */
+export const JobLeaseExpiredCheck = `SELECT 1 AS expired FROM jobs WHERE id = @jobId AND status = 'STARTED'
+  AND lease_attempt_id = @attemptId AND lease_expires_at < @expiredBefore`;
 export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = @now
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;

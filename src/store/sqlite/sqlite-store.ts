@@ -1,17 +1,18 @@
 /**
  * The embedded store: one SQLite file in WAL mode, through better-sqlite3.
  *
- * How it differs from the PostgreSQL store: SQLite has a single writer, so every write goes
- * through GroupCommit (one BEGIN IMMEDIATE transaction per event-loop turn) and guarded
- * transitions need no row locks or SKIP LOCKED: `UPDATE … WHERE status = 'QUEUED'` runs alone.
- * Reads run directly on the same connection; WAL means they never wait for a writer, and a write's
+ * How it differs from the PostgreSQL store: SQLite has a single writer, so every write goes to
+ * one connection on the writer thread (writer.ts, writes.ts), where the writes requested in one
+ * event-loop turn run in one BEGIN IMMEDIATE transaction, and guarded transitions need no row
+ * locks or SKIP LOCKED: `UPDATE … WHERE status = 'QUEUED'` runs alone. The event loop keeps only
+ * the reads, on a connection of its own; WAL means they never wait for the writer, and a write's
  * promise resolves only after its commit, so a read issued after it sees it.
  *
- * Durability: synchronous=FULL (default) fsyncs the WAL after every group commit, before any of
- * its writes is acknowledged, so an acknowledged job survives power loss; the fsync runs on a
- * libuv thread (GroupCommit). NORMAL survives a process crash (kill -9) but not an OS crash.
+ * Durability: synchronous=FULL (default) fsyncs the WAL in every commit, before any of its writes
+ * is acknowledged, so an acknowledged job survives power loss; the fsync waits on the writer
+ * thread, not on the event loop. NORMAL survives a process crash (kill -9) but not an OS crash.
  */
-import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
@@ -30,7 +31,6 @@ import type {
   JobRow,
   JobStatus,
   JobTransitionResult,
-  NewJob,
   ProjectPatch,
   ProjectRow,
   Store,
@@ -41,7 +41,8 @@ import type {
   WebhookSecretRow,
 } from '../store.js';
 import { JOB_STATUSES } from '../store.js';
-import { GroupCommit } from './group-commit.js';
+import { SqliteWriter } from './writer.js';
+import { toProject, type LeaseRescue } from './writes.js';
 import { BackgroundConnection } from './background-connection.js';
 import { isSqliteUnavailable } from './sqlite-errors.js';
 import { migrateSqlite } from './migrate.js';
@@ -53,56 +54,32 @@ import * as q from './queries.js';
 export interface SqliteStoreOptions {
   path: string;
   synchronous?: 'FULL' | 'NORMAL';
+  /** The WAL's bound (WAL_LIMIT_BYTES by default; tests set a small one). */
+  walLimitBytes?: number;
 }
 
 type Statement = Database.Statement<unknown[], unknown>;
 
-/** SQLite has no boolean: acceptAny2xx comes back as 0/1. */
-function toProject(row: unknown): ProjectRow {
-  const project = row as Omit<ProjectRow, 'acceptAny2xx'> & { acceptAny2xx: number };
-  return { ...project, acceptAny2xx: project.acceptAny2xx === 1 };
-}
-
-function claimedJob(seq: number, row: NewJob & { projectId: string; now: number; leaseExpiresAt: number }): ClaimedJob {
-  return {
-    seq,
-    id: row.id,
-    projectId: row.projectId,
-    status: 'DISPATCHED',
-    payload: row.payload,
-    scheduledFor: row.scheduledFor,
-    runAt: row.runAt,
-    queuedAt: row.now,
-    maxRetries: row.maxRetries,
-    attemptCount: 0,
-    roundStartAttemptCount: 0,
-    lastError: null,
-    createdAt: row.now,
-    updatedAt: row.now,
-    completedAt: null,
-    failedAt: null,
-    cancelledAt: null,
-    leaseExpiresAt: row.leaseExpiresAt,
-  };
-}
-
-const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0 });
+/** SQLite's page cache per connection (the default is 2 MB): the writer's and the readers'. */
+const CACHE_KIB = 16 * 1024;
+/** Past this size the WAL is checkpointed and started over by the writer (writer-worker.ts). */
+export const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
-  private readonly writer: GroupCommit;
+  private readonly writer: SqliteWriter;
   private readonly statements = new Map<string, Statement>();
   /**
-   * Dropped when this connection commits a change to keys, projects, teams or secrets
-   * (afterCommit), and when PRAGMA data_version shows that another connection (the CLI) committed
-   * anything. That pragma is read at most once per event-loop turn: requests parsed in one turn
+   * Dropped when this store's writer commits a change to keys, projects, teams or secrets
+   * (afterCommit), and when the cache epoch (writes.ts) shows that another process (the CLI)
+   * committed one. The epoch is read at most once per event-loop turn: requests parsed in one turn
    * are concurrent anyway.
    */
   private readonly cache = new ReadCache();
   /** WAL checkpoints and counts over every job, off the main thread. */
   private readonly background: BackgroundConnection;
-  private cacheVersion = -1;
+  private cacheEpoch: string | null | undefined = undefined;
   private cacheCheckedThisTurn = false;
 
   constructor(options: SqliteStoreOptions) {
@@ -110,14 +87,10 @@ export class SqliteStore implements Store {
     this.db = new Database(options.path);
     try {
       this.db.pragma('journal_mode = WAL');
-      // FULL's fsync is GroupCommit's, off the event loop; SQLite's own would block it at every commit.
-      this.db.pragma('synchronous = NORMAL');
       // Another process (the CLI beside a running server) may hold the write lock briefly.
       this.db.pragma('busy_timeout = 5000');
       this.db.pragma('foreign_keys = ON');
-      // 16 MB of page cache (the default is 2 MB): with time-ordered ids the hot index pages are few,
-      // and bench:ingest gave the same rate as with 64 MB, which cost 48 MB more at peak.
-      this.db.pragma('cache_size = -16384');
+      this.db.pragma(`cache_size = -${CACHE_KIB}`);
     } catch (error) {
       // SQLite opens a write-protected file read-only and fails only here: close it (or its file
       // descriptor outlives the failed start) and say what is wrong in words an operator can act on.
@@ -127,26 +100,11 @@ export class SqliteStore implements Store {
         cause: error,
       });
     }
-    this.writer = new GroupCommit(this.db, (options.synchronous ?? 'FULL') === 'FULL' ? (done) => this.syncWal(done) : null);
+    this.writer = new SqliteWriter({ path: options.path, synchronous: options.synchronous ?? 'FULL', cacheKib: CACHE_KIB, walLimitBytes: options.walLimitBytes ?? WAL_LIMIT_BYTES });
     this.background = new BackgroundConnection({
       databasePath: options.path,
       synchronous: 'NORMAL',
-      // SQLite's own checkpoints (in the commit that crosses 1,000 WAL pages) only while the background one is away.
-      onCheckpointing: (active) => this.db.open && this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`),
     });
-  }
-
-  /** The WAL file, opened at the first sync (it exists once something was committed in WAL mode). */
-  private walFd: number | null = null;
-
-  private syncWal(done: (error: Error | null) => void): void {
-    try {
-      this.walFd ??= openSync(`${this.db.name}-wal`, 'r');
-    } catch (error) {
-      done(error as Error);
-      return;
-    }
-    fdatasync(this.walFd, done);
   }
 
   /** Prepared once, on first use, and reused. */
@@ -169,15 +127,13 @@ export class SqliteStore implements Store {
    */
   async ping(): Promise<void> {
     this.sql('SELECT 1').get();
-    if (this.writer.failing) await this.writer.run(() => this.sql(q.WriteProbe).run({ now: String(Date.now()) }));
+    if (this.writer.failing) await this.writer.run('writeProbe', { now: Date.now() });
   }
 
   async close(): Promise<void> {
     await this.background.close();
     // Every accepted write committed and on disk before the file is let go.
-    await this.writer.settle();
-    if (this.walFd !== null) closeSync(this.walFd);
-    this.walFd = null;
+    await this.writer.close();
     this.db.close();
   }
 
@@ -187,16 +143,11 @@ export class SqliteStore implements Store {
   }
 
   settingInsertIfAbsent(key: string, value: string): Promise<string> {
-    return this.writer.run(() => {
-      this.sql(q.SettingInsertIfAbsent).run(key, value);
-      return (this.sql(q.SettingGet).get(key) as { value: string }).value;
-    });
+    return this.writer.run('settingInsertIfAbsent', { key, value });
   }
 
   teamInsert(team: TeamRow): Promise<void> {
-    return this.writer.run(() => {
-      this.sql(q.TeamInsert).run(team);
-    });
+    return this.writer.run('teamInsert', team);
   }
 
   async teamGet(teamId: string): Promise<TeamRow | null> {
@@ -204,12 +155,7 @@ export class SqliteStore implements Store {
   }
 
   teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
-    return this.afterCommit(this.writer.run(
-      () =>
-        (this.sql(q.TeamUpdate).get({ teamId: params.teamId, name: params.name ?? null, plan: params.plan ?? null }) as
-          | TeamRow
-          | undefined) ?? null,
-    ));
+    return this.afterCommit(this.writer.run('teamUpdate', params));
   }
 
   async teamCount(): Promise<number> {
@@ -217,10 +163,7 @@ export class SqliteStore implements Store {
   }
 
   projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
-    return this.afterCommit(this.writer.run(() => {
-      this.sql(q.ProjectInsert).run(projectParams(params.project));
-      this.sql(q.WebhookSecretInsert).run(params.secret);
-    }));
+    return this.afterCommit(this.writer.run('projectInsert', params));
   }
 
   async projectGet(projectId: string): Promise<ProjectRow | null> {
@@ -243,20 +186,11 @@ export class SqliteStore implements Store {
   }
 
   projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
-    // Read and write in one transaction so two partial PATCHes of different fields both hold.
-    return this.afterCommit(this.writer.run(() => {
-      const row = this.sql(q.ProjectGet).get(params.projectId);
-      if (!row) return null;
-      const updated: ProjectRow = { ...toProject(row), ...params.patch };
-      this.sql(q.ProjectUpdate).run(projectParams(updated));
-      return updated;
-    }));
+    return this.afterCommit(this.writer.run('projectUpdate', params));
   }
 
   apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void> {
-    return this.writer.run(() => {
-      this.sql(q.ApiKeyInsert).run(key);
-    });
+    return this.writer.run('apiKeyInsert', key);
   }
 
   /** Drops the caches once a write that can change what they hold has committed. */
@@ -273,10 +207,10 @@ export class SqliteStore implements Store {
     setImmediate(() => {
       this.cacheCheckedThisTurn = false;
     });
-    const version = (this.sql('PRAGMA data_version').get() as { data_version: number }).data_version;
-    if (version !== this.cacheVersion) {
+    const epoch = (this.sql(q.CacheEpochGet).get() as { value: string } | undefined)?.value ?? null;
+    if (epoch !== this.cacheEpoch) {
       this.cache.drop();
-      this.cacheVersion = version;
+      this.cacheEpoch = epoch;
     }
   }
 
@@ -301,17 +235,12 @@ export class SqliteStore implements Store {
   }
 
   apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
-    return this.afterCommit(this.writer.run(() => {
-      this.sql(q.ApiKeyRevoke).run(params);
-      return (this.sql(q.ApiKeyGet).get(params.keyId) as ApiKeyRow | undefined) ?? null;
-    }));
+    return this.afterCommit(this.writer.run('apiKeyRevoke', params));
   }
 
   apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
     this.cache.touchKey(params.keyId, params.now);
-    return this.writer.run(() => {
-      this.sql(q.ApiKeyTouch).run(params);
-    });
+    return this.writer.run('apiKeyTouch', params);
   }
 
   /** Every delivery signs with these: from the cache until the first of them expires. */
@@ -325,60 +254,11 @@ export class SqliteStore implements Store {
   }
 
   webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
-    return this.afterCommit(this.writer.run(() => {
-      this.sql(q.WebhookSecretDeleteExpiring).run(params.projectId);
-      this.sql(q.WebhookSecretExpireNewest).run({ projectId: params.projectId, expiresAt: params.now + params.overlapMs });
-      this.sql(q.WebhookSecretInsert).run(params.secret);
-    }));
+    return this.afterCommit(this.writer.run('webhookSecretRotate', params));
   }
 
   jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
-    return this.writer.run((): JobCreateResult => {
-      const { idempotency } = params;
-      if (idempotency) {
-        const previous = this.sql(q.IdempotencyKeyGet).get(params.projectId, idempotency.endpoint, idempotency.key) as
-          | { requestHash: string; statusCode: number; body: string; createdAt: number }
-          | undefined;
-        if (previous && previous.createdAt > idempotency.validAfter) {
-          if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
-          return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
-        }
-      }
-      const { quota } = params;
-      const usedBefore = quota
-        ? (this.sql(q.UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n
-        : 0;
-      let used = usedBefore;
-      const insert = this.sql(q.JobInsert);
-      const claim = params.claimDueNow;
-      const claimed: ClaimedJob[] = [];
-      const created = params.jobs.map((job) => {
-        if (quota && used >= quota.limit) return false;
-        if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
-          const row = { ...job, projectId: params.projectId, now: params.now, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
-          const seq = Number(this.sql(q.JobInsertClaimed).run(row).lastInsertRowid);
-          claimed.push(claimedJob(seq, row));
-        } else {
-          insert.run({ ...job, projectId: params.projectId, now: params.now });
-        }
-        used += 1;
-        return true;
-      });
-      if (used > usedBefore) this.sql(q.UsageAdd).run(params.teamId, new Date(params.now).toISOString().slice(0, 10), used - usedBefore);
-      const response = params.renderResponse(created, usedBefore);
-      if (idempotency && response) {
-        this.sql(q.IdempotencyKeyUpsert).run({
-          projectId: params.projectId,
-          endpoint: idempotency.endpoint,
-          key: idempotency.key,
-          requestHash: idempotency.requestHash,
-          statusCode: response.statusCode,
-          body: response.body,
-          now: params.now,
-        });
-      }
-      return { kind: 'created', created, usedBefore, response, claimed };
-    });
+    return this.writer.run('jobCreate', params);
   }
 
   async jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null> {
@@ -403,26 +283,16 @@ export class SqliteStore implements Store {
     return this.sql(q.JobListByStatus).all({ ...args, status: params.status }) as JobRow[];
   }
 
-  /** Runs a guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */
-  private transition(statement: string, params: Record<string, unknown> & { projectId: string; jobId: string }): Promise<JobTransitionResult> {
-    return this.writer.run((): JobTransitionResult => {
-      const job = this.sql(statement).get(params) as JobRow | undefined;
-      if (job) return { ok: true, job };
-      const current = this.sql(q.JobStatusGet).get(params.jobId, params.projectId) as { status: JobStatus } | undefined;
-      return { ok: false, status: current?.status ?? null };
-    });
-  }
-
   jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
-    return this.transition(q.JobCancelIfQueued, params);
+    return this.writer.run('jobCancelIfQueued', params);
   }
 
   jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult> {
-    return this.transition(q.JobRescheduleIfQueued, params);
+    return this.writer.run('jobRescheduleIfQueued', params);
   }
 
   jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
-    return this.transition(q.JobRetryIfFailed, params);
+    return this.writer.run('jobRetryIfFailed', params);
   }
 
   async attemptListByJob(jobId: string): Promise<AttemptRow[]> {
@@ -437,11 +307,7 @@ export class SqliteStore implements Store {
   }
 
   jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
-    return this.writer.run(() => {
-      const claimed = this.sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
-      // RETURNING gives no order; deliveries start earliest-due first.
-      return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
-    });
+    return this.writer.run('jobClaimDue', params);
   }
 
   async jobNextDueAt(params: { after: number }): Promise<number | null> {
@@ -449,70 +315,41 @@ export class SqliteStore implements Store {
   }
 
   attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
-    return this.writer.run(() => {
-      const started = this.sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
-      if (!started) return null;
-      // Asked again for an attempt already recorded: nothing more to record.
-      const recorded = this.sql(q.AttemptJobGet).get(params.attemptId) as { jobId: string } | undefined;
-      if (recorded?.jobId === params.jobId) return started;
-      this.sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber: started.attemptNumber, now: params.now });
-      return started;
-    });
-  }
-
-  private finishAttempt(params: AttemptFinishParams): boolean {
-    const { next, result } = params;
-    const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED';
-    const changed = this.sql(q.JobFinishAttempt).run({
-      jobId: params.jobId,
-      workerId: params.workerId,
-      attemptId: params.attemptId,
-      now: params.now,
-      status,
-      runAt: next.kind === 'retry' ? next.runAt : next.kind === 'release' ? params.now : null,
-      releasedAttempts: next.kind === 'release' ? 1 : 0,
-      lastError: result.outcome === 'success' ? null : (result.error ?? result.outcome),
-    }).changes;
-    if (changed === 0) return false;
-    this.sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...result });
-    return true;
+    return this.writer.run('attemptStart', params);
   }
 
   attemptFinish(params: AttemptFinishParams): Promise<boolean> {
-    return this.writer.run(() => this.finishAttempt(params));
+    return this.writer.run('attemptFinish', params);
   }
 
   jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {
-    return this.writer.run(() => {
-      const renew = this.sql(q.JobLeaseRenew);
-      for (const lease of params.leases) renew.run({ workerId: params.workerId, ...lease });
-    });
+    return this.writer.run('jobLeaseRenew', params);
   }
 
-  jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
-    return this.writer.run(() => {
-      const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as (JobRow & {
-        leaseOwner: string;
-        leaseAttemptId: string | null;
-      })[];
-      return expired.map(({ leaseOwner, leaseAttemptId, ...job }): ExpiredLease => {
-        if (job.status === 'DISPATCHED' || leaseAttemptId === null) {
-          this.sql(q.JobRequeueExpired).run({ jobId: job.id, now: params.now, expiredBefore: params.expiredBefore });
-          return { job, attemptNumber: null };
-        }
-        const lease: ExpiredLease = { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount };
-        const runAt = params.retryAt(lease, toProject(this.sql(q.ProjectGet).get(job.projectId)));
-        this.finishAttempt({
-          jobId: job.id,
-          attemptId: leaseAttemptId,
-          workerId: leaseOwner,
-          now: params.now,
-          result: { outcome: 'lease_expired', statusCode: null, durationMs: params.now - job.updatedAt, error: 'lease expired: the worker stopped before the attempt finished', responseBody: null },
-          next: runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt },
-        });
-        return lease;
-      });
+  /**
+   * Reads the expired leases here, decides each (retryAt needs the project, and is the caller's),
+   * then has the writer apply the decisions, each guarded on the lease as read: one renewed or
+   * finished in between is left alone and not reported.
+   */
+  async jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
+    const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as (JobRow & {
+      leaseOwner: string;
+      leaseAttemptId: string | null;
+    })[];
+    if (expired.length === 0) return [];
+    const leases: ExpiredLease[] = [];
+    const rescues = expired.map(({ leaseOwner, leaseAttemptId, ...job }): LeaseRescue => {
+      if (job.status === 'DISPATCHED' || leaseAttemptId === null) {
+        leases.push({ job, attemptNumber: null });
+        return { kind: 'requeue', jobId: job.id };
+      }
+      const lease: ExpiredLease = { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount };
+      leases.push(lease);
+      const runAt = params.retryAt(lease, this.cachedProject(job.projectId)!);
+      return { kind: 'finish', jobId: job.id, leaseOwner, leaseAttemptId, startedAt: job.updatedAt, runAt };
     });
+    const rescued = await this.writer.run('jobRescueLeases', { now: params.now, expiredBefore: params.expiredBefore, rescues });
+    return leases.filter((_, i) => rescued[i]);
   }
 
   async jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {
@@ -520,7 +357,7 @@ export class SqliteStore implements Store {
   }
 
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
-    return this.writer.run(() => this.sql(q.JobReleaseDispatched).run(params).changes);
+    return this.writer.run('jobReleaseDispatched', params);
   }
 
   async jobCountByStatus(): Promise<Record<JobStatus, number>> {
@@ -542,7 +379,7 @@ export class SqliteStore implements Store {
   }
 
   userInsert(user: UserWithPassword): Promise<boolean> {
-    return this.writer.run(() => this.sql(q.UserInsert).run({ ...user, isOperator: user.isOperator ? 1 : 0 }).changes === 1);
+    return this.writer.run('userInsert', user);
   }
 
   async userGet(userId: string): Promise<UserRow | null> {
@@ -568,19 +405,15 @@ export class SqliteStore implements Store {
   }
 
   userUpdatePassword(params: { userId: string; passwordHash: string; now: number }): Promise<boolean> {
-    return this.writer.run(() => this.sql(q.UserUpdatePassword).run(params).changes === 1);
+    return this.writer.run('userUpdatePassword', params);
   }
 
   teamMembershipInsert(params: { userId: string; teamId: string; now: number }): Promise<void> {
-    return this.writer.run(() => {
-      this.sql(q.TeamMembershipInsert).run(params);
-    });
+    return this.writer.run('teamMembershipInsert', params);
   }
 
   sessionInsert(session: SessionRow): Promise<void> {
-    return this.writer.run(() => {
-      this.sql(q.SessionInsert).run(session);
-    });
+    return this.writer.run('sessionInsert', session);
   }
 
   async sessionGet(params: { tokenHash: Buffer; now: number }): Promise<{ session: SessionRow; user: UserRow } | null> {
@@ -589,18 +422,14 @@ export class SqliteStore implements Store {
   }
 
   sessionDelete(tokenHash: Buffer): Promise<void> {
-    return this.writer.run(() => {
-      this.sql(q.SessionDelete).run(tokenHash);
-    });
+    return this.writer.run('sessionDelete', { tokenHash });
   }
 
   sessionDeleteByUser(params: { userId: string; keepTokenHash: Buffer | null }): Promise<void> {
-    return this.writer.run(() => {
-      this.sql(q.SessionDeleteByUser).run(params);
-    });
+    return this.writer.run('sessionDeleteByUser', params);
   }
 
   sessionDeleteExpired(now: number): Promise<number> {
-    return this.writer.run(() => this.sql(q.SessionDeleteExpired).run(now).changes);
+    return this.writer.run('sessionDeleteExpired', { now });
   }
 }

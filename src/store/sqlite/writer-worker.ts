@@ -1,0 +1,97 @@
+/**
+ * The embedded store's writer thread: the one connection that writes to the SQLite file. The
+ * writes of the batches that reach it in one turn of its loop run in one transaction (GroupCommit:
+ * BEGIN IMMEDIATE, each write in its own savepoint, COMMIT), and each batch is answered once its
+ * transaction is durable: at synchronous=FULL, once the WAL has been fdatasynced after the COMMIT.
+ * That fsync runs on a libuv thread, so this thread commits the next group meanwhile, and groups
+ * committed during one fsync share the next.
+ */
+import { fdatasync, fstatSync, openSync } from 'node:fs';
+import { workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { UnavailableError } from '../../errors.js';
+import { serveBatches, toThreadError, type Outcome } from '../../threads/batched-thread.js';
+import { GroupCommit } from './group-commit.js';
+import { WRITES, type Sql, type WriteRequest } from './writes.js';
+import type { WriterSettings } from './writer.js';
+
+const settings = workerData as WriterSettings;
+const db = new Database(settings.path, { fileMustExist: true });
+db.pragma('busy_timeout = 5000');
+// FULL's fsync is GroupCommit's, after COMMIT and off this thread's loop (see above).
+db.pragma('synchronous = NORMAL');
+db.pragma('foreign_keys = ON');
+db.pragma(`cache_size = -${settings.cacheKib}`);
+// No checkpoint inside COMMIT (SQLite's default, at 1,000 WAL pages): the background connection
+// checkpoints beside this thread, and limitWal below is the bound if it falls behind or stops.
+db.pragma('wal_autocheckpoint = 0');
+// When the WAL starts over from its beginning, the file is cut back to this size.
+db.pragma(`journal_size_limit = ${settings.walLimitBytes}`);
+
+const statements = new Map<string, Database.Statement<unknown[], unknown>>();
+const sql: Sql = (text) => {
+  let statement = statements.get(text);
+  if (!statement) statements.set(text, (statement = db.prepare(text)));
+  return statement;
+};
+
+/** The WAL file, opened at the first use (it exists once something was committed in WAL mode). */
+let walFd: number | null = null;
+const wal = (): number => (walFd ??= openSync(`${settings.path}-wal`, 'r'));
+
+const writer = new GroupCommit(
+  db,
+  settings.synchronous === 'FULL'
+    ? (done) => {
+        try {
+          fdatasync(wal(), done);
+        } catch (error) {
+          done(error as Error);
+        }
+      }
+    : null,
+);
+
+/**
+ * Keeps the WAL under its limit while writes keep coming. The background connection's PASSIVE
+ * checkpoints copy the WAL into the database beside the writer, but SQLite starts the WAL over
+ * only when a checkpoint has copied all of it before a write begins, which a steady stream of
+ * writes never allows: the file then grows for as long as the load lasts (2 GB after a million
+ * inserts). Past the limit, this thread checkpoints itself between two transactions, when no
+ * write can add to the WAL, so the next transaction starts it over and the file is cut back.
+ */
+let walCheckedAt = 0;
+function limitWal(): void {
+  const now = Date.now();
+  if (now - walCheckedAt < 100) return;
+  walCheckedAt = now;
+  try {
+    if (fstatSync(wal()).size > settings.walLimitBytes) db.pragma('wal_checkpoint(PASSIVE)');
+  } catch {
+    // A full or read-only disk: the writes themselves report it.
+  }
+}
+
+/** What the main thread needs to tell a refused write (UNAVAILABLE: 503) from a failed one: SQLite's own code. */
+function threadError(error: unknown): Outcome<never> {
+  const raw = error instanceof UnavailableError && error.cause !== undefined ? error.cause : error;
+  return { ok: false, error: toThreadError(raw) };
+}
+
+serveBatches<WriteRequest, unknown>(
+  (batch) => {
+    const answers = Promise.all(
+      batch.map((write) =>
+        writer
+          .run(() => (WRITES[write.name] as (sql: Sql, params: unknown) => unknown)(sql, write.params))
+          .then((value): Outcome<unknown> => ({ ok: true, value }), threadError),
+      ),
+    );
+    void answers.then(limitWal);
+    return answers;
+  },
+  async () => {
+    await writer.settle();
+    db.close();
+  },
+);

@@ -1,0 +1,309 @@
+/**
+ * Every write of the embedded store, as a function of its parameters: data in, data out, so that
+ * it runs on the writer thread (writer-thread.ts), where each is called inside the group's
+ * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements.
+ */
+import type Database from 'better-sqlite3';
+import type {
+  ApiKeyRow,
+  AttemptFinishParams,
+  AttemptStartParams,
+  ClaimedJob,
+  JobClaimParams,
+  JobCreateResult,
+  JobRow,
+  JobStatus,
+  JobTransitionResult,
+  NewJob,
+  ProjectPatch,
+  ProjectRow,
+  SessionRow,
+  TeamRow,
+  UserWithPassword,
+  WebhookSecretRow,
+} from '../store.js';
+import { assembleAnswer, type JobCreateParams } from '../store.js';
+import { utcDay } from '../../timestamp.js';
+import * as q from './queries.js';
+
+type Statement = Database.Statement<unknown[], unknown>;
+/** Prepares a statement once per connection and reuses it. */
+export type Sql = (text: string) => Statement;
+
+/** SQLite has no boolean: acceptAny2xx comes back as 0/1. */
+export function toProject(row: unknown): ProjectRow {
+  const project = row as Omit<ProjectRow, 'acceptAny2xx'> & { acceptAny2xx: number };
+  return { ...project, acceptAny2xx: project.acceptAny2xx === 1 };
+}
+
+const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0 });
+
+/**
+ * Tells the server's read cache, and that of any other process on this file (the CLI beside a
+ * running server), that keys, projects, teams or secrets changed: readers compare this counter
+ * once per turn (sqlite-store.ts).
+ */
+function bumpCacheEpoch(sql: Sql): void {
+  sql(q.CacheEpochBump).run();
+}
+
+function claimedJob(seq: number, row: NewJob & { projectId: string; now: number; leaseExpiresAt: number }): ClaimedJob {
+  return {
+    seq,
+    id: row.id,
+    projectId: row.projectId,
+    status: 'DISPATCHED',
+    payload: row.payload,
+    scheduledFor: row.scheduledFor,
+    runAt: row.runAt,
+    queuedAt: row.now,
+    maxRetries: row.maxRetries,
+    attemptCount: 0,
+    roundStartAttemptCount: 0,
+    lastError: null,
+    createdAt: row.now,
+    updatedAt: row.now,
+    completedAt: null,
+    failedAt: null,
+    cancelledAt: null,
+    leaseExpiresAt: row.leaseExpiresAt,
+  };
+}
+
+/** A guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */
+function transition(sql: Sql, statement: string, params: Record<string, unknown> & { projectId: string; jobId: string }): JobTransitionResult {
+  const job = sql(statement).get(params) as JobRow | undefined;
+  if (job) return { ok: true, job };
+  const current = sql(q.JobStatusGet).get(params.jobId, params.projectId) as { status: JobStatus } | undefined;
+  return { ok: false, status: current?.status ?? null };
+}
+
+function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
+  const { next, result } = params;
+  const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED';
+  const changed = sql(q.JobFinishAttempt).run({
+    jobId: params.jobId,
+    workerId: params.workerId,
+    attemptId: params.attemptId,
+    now: params.now,
+    status,
+    runAt: next.kind === 'retry' ? next.runAt : next.kind === 'release' ? params.now : null,
+    releasedAttempts: next.kind === 'release' ? 1 : 0,
+    lastError: result.outcome === 'success' ? null : (result.error ?? result.outcome),
+  }).changes;
+  if (changed === 0) return false;
+  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...result });
+  return true;
+}
+
+/** One expired lease as the rescuer decided it (sqlite-store.ts reads them, then asks for these). */
+export type LeaseRescue =
+  | { kind: 'requeue'; jobId: string }
+  | { kind: 'finish'; jobId: string; leaseOwner: string; leaseAttemptId: string; startedAt: number; runAt: number | null };
+
+export const WRITES = {
+  settingInsertIfAbsent(sql: Sql, p: { key: string; value: string }): string {
+    sql(q.SettingInsertIfAbsent).run(p.key, p.value);
+    return (sql(q.SettingGet).get(p.key) as { value: string }).value;
+  },
+
+  writeProbe(sql: Sql, p: { now: number }): void {
+    sql(q.WriteProbe).run({ now: String(p.now) });
+  },
+
+  teamInsert(sql: Sql, team: TeamRow): void {
+    sql(q.TeamInsert).run(team);
+  },
+
+  teamUpdate(sql: Sql, p: { teamId: string; name?: string; plan?: string }): TeamRow | null {
+    const team = (sql(q.TeamUpdate).get({ teamId: p.teamId, name: p.name ?? null, plan: p.plan ?? null }) as TeamRow | undefined) ?? null;
+    bumpCacheEpoch(sql);
+    return team;
+  },
+
+  projectInsert(sql: Sql, p: { project: ProjectRow; secret: WebhookSecretRow }): void {
+    sql(q.ProjectInsert).run(projectParams(p.project));
+    sql(q.WebhookSecretInsert).run(p.secret);
+    bumpCacheEpoch(sql);
+  },
+
+  /** Read and write in one transaction so two partial PATCHes of different fields both hold. */
+  projectUpdate(sql: Sql, p: { projectId: string; patch: ProjectPatch }): ProjectRow | null {
+    const row = sql(q.ProjectGet).get(p.projectId);
+    if (!row) return null;
+    const updated: ProjectRow = { ...toProject(row), ...p.patch };
+    sql(q.ProjectUpdate).run(projectParams(updated));
+    bumpCacheEpoch(sql);
+    return updated;
+  },
+
+  apiKeyInsert(sql: Sql, key: ApiKeyRow & { hash: Uint8Array }): void {
+    sql(q.ApiKeyInsert).run({ ...key, hash: Buffer.from(key.hash) });
+  },
+
+  apiKeyRevoke(sql: Sql, p: { keyId: string; now: number }): ApiKeyRow | null {
+    sql(q.ApiKeyRevoke).run(p);
+    bumpCacheEpoch(sql);
+    return (sql(q.ApiKeyGet).get(p.keyId) as ApiKeyRow | undefined) ?? null;
+  },
+
+  apiKeyTouch(sql: Sql, p: { keyId: string; now: number }): void {
+    sql(q.ApiKeyTouch).run(p);
+  },
+
+  webhookSecretRotate(sql: Sql, p: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): void {
+    sql(q.WebhookSecretDeleteExpiring).run(p.projectId);
+    sql(q.WebhookSecretExpireNewest).run({ projectId: p.projectId, expiresAt: p.now + p.overlapMs });
+    sql(q.WebhookSecretInsert).run(p.secret);
+    bumpCacheEpoch(sql);
+  },
+
+  jobCreate(sql: Sql, params: JobCreateParams): JobCreateResult {
+    const { idempotency } = params;
+    if (idempotency) {
+      const previous = sql(q.IdempotencyKeyGet).get(params.projectId, idempotency.endpoint, idempotency.key) as
+        | { requestHash: string; statusCode: number; body: string; createdAt: number }
+        | undefined;
+      if (previous && previous.createdAt > idempotency.validAfter) {
+        if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
+        return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
+      }
+    }
+    const { quota } = params;
+    const usedBefore = quota ? (sql(q.UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n : 0;
+    let used = usedBefore;
+    const insert = sql(q.JobInsert);
+    const claim = params.claimDueNow;
+    const claimed: ClaimedJob[] = [];
+    const created = params.jobs.map((job) => {
+      if (quota && used >= quota.limit) return false;
+      if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
+        const row = { ...job, projectId: params.projectId, now: params.now, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
+        const seq = Number(sql(q.JobInsertClaimed).run(row).lastInsertRowid);
+        claimed.push(claimedJob(seq, row));
+      } else {
+        insert.run({ ...job, projectId: params.projectId, now: params.now });
+      }
+      used += 1;
+      return true;
+    });
+    if (used > usedBefore) sql(q.UsageAdd).run(params.teamId, utcDay(params.now), used - usedBefore);
+    const response = assembleAnswer(params.answer, created, usedBefore);
+    if (idempotency && response) {
+      sql(q.IdempotencyKeyUpsert).run({
+        projectId: params.projectId,
+        endpoint: idempotency.endpoint,
+        key: idempotency.key,
+        requestHash: idempotency.requestHash,
+        statusCode: response.statusCode,
+        body: response.body,
+        now: params.now,
+      });
+    }
+    return { kind: 'created', created, usedBefore, response, claimed };
+  },
+
+  jobCancelIfQueued(sql: Sql, p: { projectId: string; jobId: string; now: number }): JobTransitionResult {
+    return transition(sql, q.JobCancelIfQueued, p);
+  },
+
+  jobRescheduleIfQueued(sql: Sql, p: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): JobTransitionResult {
+    return transition(sql, q.JobRescheduleIfQueued, p);
+  },
+
+  jobRetryIfFailed(sql: Sql, p: { projectId: string; jobId: string; now: number }): JobTransitionResult {
+    return transition(sql, q.JobRetryIfFailed, p);
+  },
+
+  jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
+    const claimed = sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
+    // RETURNING gives no order; deliveries start earliest-due first.
+    return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
+  },
+
+  attemptStart(sql: Sql, params: AttemptStartParams): { attemptNumber: number } | null {
+    const started = sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
+    if (!started) return null;
+    // Asked again for an attempt already recorded: nothing more to record.
+    const recorded = sql(q.AttemptJobGet).get(params.attemptId) as { jobId: string } | undefined;
+    if (recorded?.jobId === params.jobId) return started;
+    sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber: started.attemptNumber, now: params.now });
+    return started;
+  },
+
+  attemptFinish(sql: Sql, params: AttemptFinishParams): boolean {
+    return finishAttempt(sql, params);
+  },
+
+  jobLeaseRenew(sql: Sql, p: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): void {
+    const renew = sql(q.JobLeaseRenew);
+    for (const lease of p.leases) renew.run({ workerId: p.workerId, ...lease });
+  },
+
+  /**
+   * Leases the rescuer read as expired and decided on. Each change is guarded on the lease it
+   * read (owner, attempt, expiry), so a lease renewed or finished since changes nothing; returns
+   * which were rescued.
+   */
+  jobRescueLeases(sql: Sql, p: { now: number; expiredBefore: number; rescues: LeaseRescue[] }): boolean[] {
+    return p.rescues.map((rescue) => {
+      if (rescue.kind === 'requeue') {
+        return sql(q.JobRequeueExpired).run({ jobId: rescue.jobId, now: p.now, expiredBefore: p.expiredBefore }).changes === 1;
+      }
+      const expired = sql(q.JobLeaseExpiredCheck).get({ jobId: rescue.jobId, expiredBefore: p.expiredBefore, attemptId: rescue.leaseAttemptId });
+      if (!expired) return false;
+      return finishAttempt(sql, {
+        jobId: rescue.jobId,
+        attemptId: rescue.leaseAttemptId,
+        workerId: rescue.leaseOwner,
+        now: p.now,
+        result: {
+          outcome: 'lease_expired',
+          statusCode: null,
+          durationMs: p.now - rescue.startedAt,
+          error: 'lease expired: the worker stopped before the attempt finished',
+          responseBody: null,
+        },
+        next: rescue.runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt: rescue.runAt },
+      });
+    });
+  },
+
+  jobReleaseDispatched(sql: Sql, p: { workerId: string; now: number }): number {
+    return sql(q.JobReleaseDispatched).run(p).changes;
+  },
+
+  userInsert(sql: Sql, user: UserWithPassword): boolean {
+    return sql(q.UserInsert).run({ ...user, isOperator: user.isOperator ? 1 : 0 }).changes === 1;
+  },
+
+  userUpdatePassword(sql: Sql, p: { userId: string; passwordHash: string; now: number }): boolean {
+    return sql(q.UserUpdatePassword).run(p).changes === 1;
+  },
+
+  teamMembershipInsert(sql: Sql, p: { userId: string; teamId: string; now: number }): void {
+    sql(q.TeamMembershipInsert).run(p);
+  },
+
+  sessionInsert(sql: Sql, session: SessionRow): void {
+    sql(q.SessionInsert).run({ ...session, tokenHash: Buffer.from(session.tokenHash) });
+  },
+
+  sessionDelete(sql: Sql, p: { tokenHash: Uint8Array }): void {
+    sql(q.SessionDelete).run(Buffer.from(p.tokenHash));
+  },
+
+  sessionDeleteByUser(sql: Sql, p: { userId: string; keepTokenHash: Uint8Array | null }): void {
+    sql(q.SessionDeleteByUser).run({ userId: p.userId, keepTokenHash: p.keepTokenHash && Buffer.from(p.keepTokenHash) });
+  },
+
+  sessionDeleteExpired(sql: Sql, p: { now: number }): number {
+    return sql(q.SessionDeleteExpired).run(p.now).changes;
+  },
+} as const;
+
+export type Writes = typeof WRITES;
+export type WriteName = keyof Writes;
+export type WriteParams<K extends WriteName> = Parameters<Writes[K]>[1];
+export type WriteResult<K extends WriteName> = ReturnType<Writes[K]>;
+export type WriteRequest = { [K in WriteName]: { name: K; params: WriteParams<K> } }[WriteName];
