@@ -41,7 +41,8 @@ const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: proj
 /**
  * Tells the server's read cache, and that of any other process on this file (the CLI beside a
  * running server), that keys, projects, teams or secrets changed: readers compare this counter
- * once per turn (sqlite-store.ts).
+ * once per turn (sqlite-store.ts). Only a write that changed something moves it, so a request
+ * that changes nothing leaves the file as it was.
  */
 function bumpCacheEpoch(sql: Sql): void {
   sql(q.CacheEpochBump).run();
@@ -117,7 +118,7 @@ export const WRITES = {
 
   teamUpdate(sql: Sql, p: { teamId: string; name?: string; plan?: string }): TeamRow | null {
     const team = (sql(q.TeamUpdate).get({ teamId: p.teamId, name: p.name ?? null, plan: p.plan ?? null }) as TeamRow | undefined) ?? null;
-    bumpCacheEpoch(sql);
+    if (team) bumpCacheEpoch(sql);
     return team;
   },
 
@@ -142,8 +143,7 @@ export const WRITES = {
   },
 
   apiKeyRevoke(sql: Sql, p: { keyId: string; now: number }): ApiKeyRow | null {
-    sql(q.ApiKeyRevoke).run(p);
-    bumpCacheEpoch(sql);
+    if (sql(q.ApiKeyRevoke).run(p).changes > 0) bumpCacheEpoch(sql);
     return (sql(q.ApiKeyGet).get(p.keyId) as ApiKeyRow | undefined) ?? null;
   },
 
