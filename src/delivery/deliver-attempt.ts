@@ -76,6 +76,8 @@ export async function deliverAttempt(
   project: ProjectRow,
   secrets: string[],
   shutdown?: AbortSignal,
+  /** Called once the request is answered (or never sent), before the outcome is recorded. */
+  onAnswered: () => void = () => {},
 ): Promise<void> {
   const { store, clock, metrics, workerId } = deps;
   const attemptId = newAttemptId(clock.now());
@@ -116,6 +118,7 @@ export async function deliverAttempt(
     );
   }
 
+  onAnswered();
   const result = toAttemptResult(sent, project.acceptAny2xx);
   const finishedAt = clock.now();
   const next: AttemptNext = sent.kind === 'aborted' ? { kind: 'release' } : nextAfterAttempt(

@@ -34,6 +34,8 @@ interface Waiting {
  */
 export class Dispatcher {
   private inFlight = 0;
+  /** Attempts not yet recorded: in flight, or answered and being written. */
+  private unrecorded = 0;
   private readonly inFlightByProject = new Map<string, number>();
   private readonly waiting = new Map<string, Waiting[]>();
   private waitingCount = 0;
@@ -177,24 +179,35 @@ export class Dispatcher {
 
   private run({ job, project, secrets }: Waiting): void {
     this.inFlight += 1;
+    this.unrecorded += 1;
     this.inFlightByProject.set(project.id, (this.inFlightByProject.get(project.id) ?? 0) + 1);
     this.deps.metrics.inFlight.inc();
-    deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal)
+    // The slot is the receiver's: it frees as soon as the answer is in, while the outcome is still
+    // being written, so the project's next job goes out meanwhile. The lease is held (and renewed)
+    // until the outcome is recorded.
+    let slotFreed = false;
+    const freeSlot = () => {
+      if (slotFreed) return;
+      slotFreed = true;
+      this.inFlight -= 1;
+      this.deps.metrics.inFlight.dec();
+      const left = (this.inFlightByProject.get(project.id) ?? 1) - 1;
+      if (left === 0) this.inFlightByProject.delete(project.id);
+      else this.inFlightByProject.set(project.id, left);
+      this.countClaimed(project, -1);
+      this.pump(project.id);
+      this.onCapacity();
+    };
+    deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal, freeSlot)
       .catch((error: unknown) => {
         // The lease stays; the rescuer retries the job once it expires.
         this.deps.log.error({ err: error, jobId: job.id }, 'delivery attempt could not be recorded');
       })
       .finally(() => {
-        this.inFlight -= 1;
-        this.deps.metrics.inFlight.dec();
-        const left = (this.inFlightByProject.get(project.id) ?? 1) - 1;
-        if (left === 0) this.inFlightByProject.delete(project.id);
-        else this.inFlightByProject.set(project.id, left);
+        freeSlot();
+        this.unrecorded -= 1;
         this.held.delete(job.id);
-        this.countClaimed(project, -1);
-        this.pump(project.id);
-        this.onCapacity();
-        if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
+        if (this.unrecorded === 0) for (const resolve of this.idle.splice(0)) resolve();
       });
   }
 
@@ -233,7 +246,7 @@ export class Dispatcher {
   }
 
   private whenIdle(timeoutMs: number): Promise<boolean> {
-    if (this.inFlight === 0) return Promise.resolve(true);
+    if (this.unrecorded === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), timeoutMs);
       this.idle.push(() => {

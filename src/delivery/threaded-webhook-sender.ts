@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { HELPER_THREAD_LIMITS, siblingModule, startThread } from '../threads/batched-thread.js';
 import type { SendResult, WebhookRequest, WebhookSender } from './webhook-client.js';
 import type { FromThread, ThreadSettings, ToThread } from './webhook-thread.js';
 
@@ -59,7 +60,7 @@ export class ThreadedWebhookSender implements WebhookSender {
   }
 
   private start(): Worker {
-    const worker = startThread(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), this.settings);
+    const worker = startThread(siblingModule('webhook-thread', import.meta.url), this.settings, HELPER_THREAD_LIMITS);
     worker.on('message', ({ results }: FromThread) => {
       for (const { id, result } of results) {
         const resolve = this.pending.get(id);
@@ -85,14 +86,4 @@ export class ThreadedWebhookSender implements WebhookSender {
     this.worker = null;
     await worker?.terminate();
   }
-}
-
-/**
- * A worker running `moduleUrl`. From the TypeScript sources (tests, tsx) the thread first
- * registers tsx's loader, which a worker does not inherit; the built code needs nothing.
- */
-function startThread(moduleUrl: URL, workerData: unknown): Worker {
-  if (!moduleUrl.pathname.endsWith('.ts')) return new Worker(moduleUrl, { workerData });
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(moduleUrl.href)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData });
 }

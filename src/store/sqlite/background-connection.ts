@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { HELPER_THREAD_LIMITS } from '../../threads/batched-thread.js';
 
 /** How often the background connection moves committed pages from the WAL into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 1_000;
@@ -72,6 +73,7 @@ export class BackgroundConnection {
   private start(): Worker {
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
+      resourceLimits: HELPER_THREAD_LIMITS,
       workerData: {
         driverPath: createRequire(import.meta.url).resolve('better-sqlite3'),
         databasePath: this.options.databasePath,

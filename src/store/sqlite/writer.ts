@@ -1,4 +1,4 @@
-import { siblingModule, BatchedThread, fromThreadError } from '../../threads/batched-thread.js';
+import { BatchedThread, fromThreadError, HELPER_THREAD_LIMITS, siblingModule } from '../../threads/batched-thread.js';
 import { isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
 import type { WriteName, WriteParams, WriteRequest, WriteResult } from './writes.js';
 
@@ -22,7 +22,7 @@ export class SqliteWriter {
   private refusedByDisk = false;
 
   constructor(settings: WriterSettings) {
-    this.thread = new BatchedThread({ moduleUrl: siblingModule('writer-worker', import.meta.url), workerData: settings });
+    this.thread = new BatchedThread({ moduleUrl: siblingModule('writer-worker', import.meta.url), workerData: settings, resourceLimits: HELPER_THREAD_LIMITS });
     this.thread.prepare();
   }
 
