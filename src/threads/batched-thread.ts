@@ -68,6 +68,12 @@ export class BatchedThread<R, A> {
       resourceLimits?: ResourceLimits;
       /** setImmediate (after the I/O phase, so every request parsed in it joins) or queueMicrotask. */
       schedule?: (flush: () => void) => void;
+      /**
+       * Batches sent and not yet answered, at most; requests made meanwhile wait and go together
+       * when one is answered. Under load this makes fewer, larger batches (each message costs the
+       * event loop a copy and a wake-up) at no cost when idle, when a batch leaves at once.
+       */
+      maxInFlight?: number;
       onStop?: (error: Error) => void;
     },
   ) {}
@@ -88,10 +94,11 @@ export class BatchedThread<R, A> {
     });
   }
 
-  /** Sends what is waiting now (also used before closing). */
+  /** Sends what is waiting now, if fewer than maxInFlight batches are unanswered (also used before closing). */
   flush(): void {
     this.flushScheduled = false;
     if (this.outbox.length === 0) return;
+    if (this.inFlight.length >= (this.options.maxInFlight ?? Number.POSITIVE_INFINITY)) return;
     const worker = this.worker ?? this.start();
     const batch = this.outbox;
     this.inFlight.push(this.outboxSettlers);
@@ -111,6 +118,11 @@ export class BatchedThread<R, A> {
       const settlers = this.inFlight.shift();
       if (!settlers) return;
       settlers.forEach((settle, i) => settle(answers[i] ?? { ok: false, error: { name: 'Error', message: 'no answer from the thread' } }));
+      // What waited for room goes now, with whatever the settled requests add in this turn.
+      if (this.outbox.length > 0 && !this.flushScheduled) {
+        this.flushScheduled = true;
+        (this.options.schedule ?? setImmediate)(() => this.flush());
+      }
     });
     const stopped = (error: Error) => {
       if (this.worker !== worker) return;
@@ -132,7 +144,7 @@ export class BatchedThread<R, A> {
     this.flush();
     const worker = this.worker;
     if (!worker) return;
-    while (this.inFlight.length > 0 && this.worker === worker) {
+    while ((this.inFlight.length > 0 || this.outbox.length > 0) && this.worker === worker) {
       await new Promise<void>((resolve) => worker.once('message', () => setImmediate(resolve)));
     }
     this.worker = null;

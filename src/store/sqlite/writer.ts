@@ -22,7 +22,7 @@ export class SqliteWriter {
   private refusedByDisk = false;
 
   constructor(settings: WriterSettings) {
-    this.thread = new BatchedThread({ moduleUrl: siblingModule('writer-worker', import.meta.url), workerData: settings, resourceLimits: HELPER_THREAD_LIMITS });
+    this.thread = new BatchedThread({ moduleUrl: siblingModule('writer-worker', import.meta.url), workerData: settings, resourceLimits: HELPER_THREAD_LIMITS, maxInFlight: 2 });
     this.thread.prepare();
   }
 
