@@ -170,6 +170,16 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
       expect(await store.usageDaily({ teamId: project.teamId, fromDay: '2027-03-01', toDay: '2027-04-01' })).toEqual([{ day: '2027-03-10', jobsCreated: 2 }]);
     });
 
+    it("counts a day's jobs created by many separate writes as one figure, and the quota sees them all", async () => {
+      const project = await makeProject();
+      // Each awaited creation is a group of its own (on PostgreSQL, a statement adding to a shard
+      // of the day's usage picked at random): the day still reads as one total.
+      for (let i = 0; i < 24; i++) await create(project, [job(`job_u${i}`)]);
+      expect(await store.usageDaily({ teamId: project.teamId, fromDay: '2027-03-01', toDay: '2027-04-01' })).toEqual([{ day: '2027-03-10', jobsCreated: 24 }]);
+      const quota = { limit: 25, monthStartDay: '2027-03-01', monthEndDay: '2027-04-01' };
+      expect(await create(project, [job('job_u24'), job('job_u25')], { quota })).toMatchObject({ created: [true, false], usedBefore: 24 });
+    });
+
     it('replays and conflicts on idempotency keys within the window only', async () => {
       const project = await makeProject();
       const idem = (hash: string, validAfter = T0 - 1000) => ({ endpoint: 'dispatch', key: 'k1', requestHash: hash, validAfter });

@@ -72,7 +72,8 @@ export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
 /**
  * Every dispatch: the requests of one event-loop turn (or one request with an Idempotency-Key) in
  * one statement: all their jobs, the usage of each team, and one wake-up hint. One round trip and
- * one commit for the group, and each team's usage row is updated once per group, not per request.
+ * one commit for the group, and each team's usage is updated once per group, not per request, in
+ * the shard $12 of its day (0003_shard_usage_daily.sql).
  */
 export const JobInsertGroup = `WITH inserted AS (
     INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at)
@@ -81,9 +82,9 @@ export const JobInsertGroup = `WITH inserted AS (
       AS j(id, project_id, payload, scheduled_for, run_at, max_retries)
     RETURNING 1
   ), usage AS (
-    INSERT INTO usage_daily (team_id, day, jobs_created)
-    SELECT u.team_id, u.day, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)
-    ON CONFLICT (team_id, day) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created
+    INSERT INTO usage_daily (team_id, day, shard, jobs_created)
+    SELECT u.team_id, u.day, $12::smallint, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)
+    ON CONFLICT (team_id, day, shard) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created
   ), hint AS (
     SELECT pg_notify('punctual_job_due', $11::text) WHERE $11::text IS NOT NULL
   )
@@ -215,8 +216,9 @@ export const UsageSumMany = `SELECT (SELECT COALESCE(SUM(d.jobs_created), 0) FRO
     WHERE d.team_id = m.team_id AND d.day >= m.month_start AND d.day < m.month_end)::bigint AS n
   FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS m(team_id, month_start, month_end, ord)
   ORDER BY m.ord`;
-export const UsageDaily = `SELECT day, jobs_created AS "jobsCreated" FROM usage_daily WHERE team_id = $1 AND day >= $2 AND day < $3
-  ORDER BY day`;
+/** A day's count is the sum of its shards (migration 0003). */
+export const UsageDaily = `SELECT day, SUM(jobs_created)::bigint AS "jobsCreated" FROM usage_daily
+  WHERE team_id = $1 AND day >= $2 AND day < $3 GROUP BY day ORDER BY day`;
 
 /** Wakes the schedulers of every instance; the payload is the due time in ms. */
 export const NotifyDue = `SELECT pg_notify('punctual_job_due', $1::text)`;
