@@ -101,21 +101,34 @@ export async function deliverAttempt(
     () => clock.now() < job.leaseExpiresAt - LEASE_MARGIN_MS / 2 && !shutdown?.aborted,
   );
   if (!started) return;
-  await untilDue(clock, job.runAt, shutdown);
-  metrics.deliveryLateness.observe(Math.max(0, clock.now() - job.runAt) / 1000);
 
   let sent: SendResult;
-  let body = '';
-  if (!project.webhookUrl) {
-    sent = { kind: 'network_error', error: 'the project has no webhook URL', durationMs: 0 };
-  } else if (secrets.length === 0) {
-    sent = { kind: 'network_error', error: 'the project has no active webhook secret', durationMs: 0 };
+  if (!project.webhookUrl || secrets.length === 0) {
+    await untilDue(clock, job.runAt, shutdown);
+    metrics.deliveryLateness.observe(Math.max(0, clock.now() - job.runAt) / 1000);
+    const error = project.webhookUrl ? 'the project has no active webhook secret' : 'the project has no webhook URL';
+    sent = { kind: 'network_error', error, durationMs: 0 };
   } else {
-    body = webhookBody(job.id, attemptId, started.attemptNumber, job.payload);
-    sent = await deps.client.deliver(
-      { url: project.webhookUrl, webhookId: job.id, secrets, timestampMs: clock.now(), body, timeoutMs: project.deliveryTimeoutMs },
+    // Handed to the sender at once, to leave at the due time by its own timer (WebhookRequest.sendAt):
+    // on the webhook thread that moment does not wait for whatever the event loop is doing then.
+    // The due time on the wall clock: with the system clock the offset is never negative (read
+    // second), so the request never leaves early; an injected clock maps onto real time.
+    const appNow = clock.now();
+    const sendAt = Math.max(job.runAt, appNow) + (Date.now() - appNow);
+    const delivered = await deps.client.deliver(
+      {
+        url: project.webhookUrl,
+        webhookId: job.id,
+        secrets,
+        timestampMs: Math.max(clock.now(), job.runAt),
+        body: webhookBody(job.id, attemptId, started.attemptNumber, job.payload),
+        timeoutMs: project.deliveryTimeoutMs,
+        sendAt,
+      },
       shutdown,
     );
+    if (delivered.kind !== 'aborted') metrics.deliveryLateness.observe(Math.max(0, delivered.lateMs) / 1000);
+    sent = delivered;
   }
 
   onAnswered();

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { HELPER_THREAD_LIMITS, siblingModule, startThread } from '../threads/batched-thread.js';
-import type { SendResult, WebhookRequest, WebhookSender } from './webhook-client.js';
+import type { Sent, WebhookRequest, WebhookSender } from './webhook-client.js';
 import type { FromThread, ThreadSettings, ToThread } from './webhook-thread.js';
 
 /**
@@ -17,7 +17,7 @@ import type { FromThread, ThreadSettings, ToThread } from './webhook-thread.js';
 export class ThreadedWebhookSender implements WebhookSender {
   private worker: Worker | null = null;
   private nextId = 0;
-  private readonly pending = new Map<number, (result: SendResult) => void>();
+  private readonly pending = new Map<number, (result: Sent) => void>();
   private outbox: Extract<ToThread, { kind: 'send' }>['sends'] = [];
   private readonly signalIds = new WeakMap<AbortSignal, number>();
   private nextSignalId = 0;
@@ -28,12 +28,12 @@ export class ThreadedWebhookSender implements WebhookSender {
     if (!this.worker) this.start();
   }
 
-  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult> {
-    if (abort?.aborted) return Promise.resolve({ kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0 });
+  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<Sent> {
+    if (abort?.aborted) return Promise.resolve({ kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0, lateMs: 0 });
     if (!this.worker) this.start();
     const id = this.nextId++;
     const signal = abort ? this.signalId(abort) : null;
-    return new Promise<SendResult>((resolve) => {
+    return new Promise<Sent>((resolve) => {
       this.pending.set(id, resolve);
       this.outbox.push({ id, signal, request });
       // Requests made in this turn (a group commit's starts resolve together) share one message.
@@ -71,7 +71,7 @@ export class ThreadedWebhookSender implements WebhookSender {
     const stopped = (reason: string) => {
       if (this.worker !== worker) return;
       this.worker = null;
-      for (const resolve of this.pending.values()) resolve({ kind: 'network_error', error: `the webhook thread stopped (${reason})`, durationMs: 0 });
+      for (const resolve of this.pending.values()) resolve({ kind: 'network_error', error: `the webhook thread stopped (${reason})`, durationMs: 0, lateMs: 0 });
       this.pending.clear();
       this.outbox = [];
     };

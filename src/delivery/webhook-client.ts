@@ -30,13 +30,48 @@ export interface WebhookRequest {
   timestampMs: number;
   body: string;
   timeoutMs: number;
+  /**
+   * The wall-clock instant (Date.now()) before which the request does not leave. A job is handed
+   * over a little ahead of its time and waits here, on the thread that sends it, so the moment it
+   * leaves does not depend on how busy the event loop is then.
+   */
+  sendAt?: number;
+}
+
+/** How late the request left after its sendAt, in ms (sent without one: 0). */
+export type Sent = SendResult & { lateMs: number };
+
+/**
+ * Resolves at `sendAt` by the wall clock, never before it (a timer can fire a hair early), or
+ * false as soon as `abort` fires.
+ */
+function waitUntil(sendAt: number, abort?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (abort?.aborted) return resolve(false);
+    let timer: NodeJS.Timeout;
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const check = () => {
+      const left = sendAt - Date.now();
+      if (left > 0) {
+        timer = setTimeout(check, left);
+        return;
+      }
+      abort?.removeEventListener('abort', onAbort);
+      resolve(true);
+    };
+    abort?.addEventListener('abort', onAbort, { once: true });
+    check();
+  });
 }
 
 /** What delivery needs of an HTTP client: one signed request, its outcome, nothing thrown. */
 export interface WebhookSender {
   /** Gets ready to send (a thread to start), so that the first delivery does not wait for it. */
   prepare(): void;
-  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult>;
+  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<Sent>;
   close(): Promise<void>;
 }
 
@@ -83,9 +118,13 @@ export class WebhookClient implements WebhookSender {
 
   prepare(): void {}
 
-  deliver(request: WebhookRequest, abort?: AbortSignal): Promise<SendResult> {
+  async deliver(request: WebhookRequest, abort?: AbortSignal): Promise<Sent> {
+    if (request.sendAt !== undefined && !(await waitUntil(request.sendAt, abort))) {
+      return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0, lateMs: 0 };
+    }
+    const lateMs = request.sendAt === undefined ? 0 : Date.now() - request.sendAt;
     const headers = webhookHeaders(request.webhookId, request.secrets, request.body, request.timestampMs);
-    return this.send(request.url, headers, request.body, request.timeoutMs, abort);
+    return { ...(await this.send(request.url, headers, request.body, request.timeoutMs, abort)), lateMs };
   }
 
   async send(url: string, headers: Record<string, string>, body: string, timeoutMs: number, abort?: AbortSignal): Promise<SendResult> {

@@ -4,7 +4,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { parentPort, workerData } from 'node:worker_threads';
-import { WebhookClient, type SendResult, type WebhookRequest } from './webhook-client.js';
+import { WebhookClient, type Sent, type WebhookRequest } from './webhook-client.js';
 
 export interface ThreadSettings {
   allowPrivate: boolean;
@@ -15,7 +15,7 @@ export interface ThreadSettings {
 export type ToThread = { kind: 'send'; sends: { id: number; signal: number | null; request: WebhookRequest }[] } | { kind: 'abort'; signal: number };
 /** To the main thread. */
 export interface FromThread {
-  results: { id: number; result: SendResult }[];
+  results: { id: number; result: Sent }[];
 }
 
 const port = parentPort!;
@@ -23,7 +23,7 @@ const client = new WebhookClient(workerData as ThreadSettings);
 const aborts = new Map<number, AbortController>();
 let results: FromThread['results'] = [];
 
-function answer(id: number, result: SendResult): void {
+function answer(id: number, result: Sent): void {
   results.push({ id, result });
   // Answers of one turn go back in one message.
   if (results.length === 1) {
