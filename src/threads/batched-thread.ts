@@ -45,14 +45,13 @@ export function siblingModule(name: string, base: string): URL {
   return new URL(`./${name}.${base.endsWith('.ts') ? 'ts' : 'js'}`, base);
 }
 
-export class ThreadStoppedError extends Error {
-  readonly code = 'THREAD_STOPPED';
-}
+/** The code of a request lost with a thread that died before answering it. */
+export const THREAD_STOPPED = 'THREAD_STOPPED';
 
 /**
  * The main thread's side. Batches go out in order and the thread answers them in order, so the
  * answers of a batch settle the oldest batch in flight. If the thread dies, every request in
- * flight fails with ThreadStoppedError and the next request starts a new thread.
+ * flight fails with the code THREAD_STOPPED and the next request starts a new thread.
  */
 export class BatchedThread<R, A> {
   private worker: Worker | null = null;
@@ -66,15 +65,12 @@ export class BatchedThread<R, A> {
       moduleUrl: URL;
       workerData: unknown;
       resourceLimits?: ResourceLimits;
-      /** setImmediate (after the I/O phase, so every request parsed in it joins) or queueMicrotask. */
-      schedule?: (flush: () => void) => void;
       /**
        * Batches sent and not yet answered, at most; requests made meanwhile wait and go together
        * when one is answered. Under load this makes fewer, larger batches (each message costs the
        * event loop a copy and a wake-up) at no cost when idle, when a batch leaves at once.
        */
       maxInFlight?: number;
-      onStop?: (error: Error) => void;
     },
   ) {}
 
@@ -87,11 +83,15 @@ export class BatchedThread<R, A> {
     return new Promise<Outcome<A>>((settle) => {
       this.outbox.push(request);
       this.outboxSettlers.push(settle);
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        (this.options.schedule ?? setImmediate)(() => this.flush());
-      }
+      this.scheduleFlush();
     });
+  }
+
+  /** After the I/O phase (setImmediate), so every request parsed in it joins the batch. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
   }
 
   /** Sends what is waiting now, if fewer than maxInFlight batches are unanswered (also used before closing). */
@@ -107,11 +107,6 @@ export class BatchedThread<R, A> {
     worker.postMessage({ batch } satisfies BatchMessage<R>);
   }
 
-  /** Requests sent and not yet answered. */
-  get busy(): boolean {
-    return this.inFlight.length > 0 || this.outbox.length > 0;
-  }
-
   private start(): Worker {
     const worker = startThread(this.options.moduleUrl, this.options.workerData, this.options.resourceLimits);
     worker.on('message', ({ answers }: AnswersMessage<A>) => {
@@ -119,19 +114,15 @@ export class BatchedThread<R, A> {
       if (!settlers) return;
       settlers.forEach((settle, i) => settle(answers[i] ?? { ok: false, error: { name: 'Error', message: 'no answer from the thread' } }));
       // What waited for room goes now, with whatever the settled requests add in this turn.
-      if (this.outbox.length > 0 && !this.flushScheduled) {
-        this.flushScheduled = true;
-        (this.options.schedule ?? setImmediate)(() => this.flush());
-      }
+      if (this.outbox.length > 0) this.scheduleFlush();
     });
     const stopped = (error: Error) => {
       if (this.worker !== worker) return;
       this.worker = null;
       const lost = this.inFlight.flat();
       this.inFlight = [];
-      const reason = new ThreadStoppedError(`the thread stopped: ${error.message}`);
-      for (const settle of lost) settle({ ok: false, error: { name: reason.name, message: reason.message, code: reason.code } });
-      this.options.onStop?.(error);
+      const reason: ThreadError = { name: 'Error', message: `the thread stopped: ${error.message}`, code: THREAD_STOPPED };
+      for (const settle of lost) settle({ ok: false, error: reason });
     };
     worker.on('error', stopped);
     worker.on('exit', (code) => stopped(new Error(`exit code ${code}`)));

@@ -1,4 +1,5 @@
 import { UnavailableError } from '../../errors.js';
+import { THREAD_STOPPED } from '../../threads/batched-thread.js';
 
 /**
  * SQLite result codes that say the file cannot be written (or read) right now, not that the
@@ -7,9 +8,10 @@ import { UnavailableError } from '../../errors.js';
  */
 const UNAVAILABLE_CODE = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED|NOMEM)/;
 
+/** Also a write lost with the writer thread, which died before answering (it restarts at the next write). */
 export function isSqliteUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && UNAVAILABLE_CODE.test(code);
+  return typeof code === 'string' && (UNAVAILABLE_CODE.test(code) || code === THREAD_STOPPED);
 }
 
 export function translateSqliteError(error: unknown): unknown {

@@ -37,9 +37,8 @@ export class SqliteWriter {
       return outcome.value as WriteResult<K>;
     }
     const error = fromThreadError(outcome.error);
-    const lostThread = (error as { code?: string }).code === 'THREAD_STOPPED';
-    if (isSqliteUnavailable(error) || lostThread) this.refusedByDisk = true;
-    throw translateSqliteError(lostThread ? Object.assign(error, { code: 'SQLITE_IOERR_THREAD_STOPPED' }) : error);
+    if (isSqliteUnavailable(error)) this.refusedByDisk = true;
+    throw translateSqliteError(error);
   }
 
   /** Every accepted write committed and durable, then the thread closes its connection and exits. */
