@@ -1,7 +1,8 @@
-import { buildApp } from './api/build-app.js';
+import { buildApp, type App, type AppDeps } from './api/build-app.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
+import { dashboardRoutes } from './dashboard/dashboard-plugin.js';
 import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, createFirstUser, firstStartMessage, firstUserMessage } from './services/bootstrap.js';
 import { acquireServeLock } from './store/sqlite/serve-lock.js';
@@ -27,6 +28,13 @@ async function warnOnClockSkew(store: Store, clock: Clock, log: FastifyBaseLogge
   }
 }
 
+/** The HTTP app `serve` runs: the API (api/) and, on the same port, the dashboard (dashboard/). */
+export async function buildServer(deps: AppDeps): Promise<App> {
+  const app = await buildApp(deps);
+  await app.register(dashboardRoutes, { services: deps.services, clock: deps.clock, publicUrl: deps.config.publicUrl });
+  return app;
+}
+
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
   const releaseLock = config.database.kind === 'sqlite' ? acquireServeLock(config.database.path) : () => {};
@@ -41,7 +49,7 @@ export async function serve(config: Config): Promise<void> {
         ? log.warn({ err: error }, 'lost the PostgreSQL LISTEN connection: caches off and wake-ups from other instances paused until it is back')
         : log.info('PostgreSQL LISTEN connection up'),
   });
-  const app = await buildApp({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
+  const app = await buildServer({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
   log = app.log;
   const engine = createDeliveryEngine(runtime, app.log);
 

@@ -8,13 +8,13 @@ import type { Config, TrustProxy } from '../config.js';
 import { InvalidRequestError, NotFoundError, UnavailableError } from '../errors.js';
 import type { Viewer } from '../services/access-service.js';
 import type { AuthenticatedKey } from '../services/auth-service.js';
-import { dashboardRoutes } from '../dashboard/dashboard-plugin.js';
+import { SESSION_COOKIE } from '../services/session-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Services } from '../services/services.js';
 import type { Store } from '../store/store.js';
 import { fromFrameworkError, installErrorHandler, sendError } from './error-handler.js';
 import { installJsonBodyParser } from './json-body.js';
-import { BODY_LIMIT } from './limits.js';
+import { BODY_LIMIT } from './body-limits.js';
 import { devReceiverRoutes } from './routes/dev-receiver.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -167,7 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
           dashboardSession: {
             type: 'apiKey',
             in: 'cookie',
-            name: 'punctual_session',
+            name: SESSION_COOKIE,
             description: "A dashboard session, scoped to the user's teams; state-changing requests also send X-CSRF-Token",
           },
         },
@@ -182,6 +182,5 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(jobRoutes, { services: deps.services });
   await app.register(manageRoutes, { services: deps.services });
   if (!deps.config.production) await app.register(devReceiverRoutes);
-  await app.register(dashboardRoutes, { services: deps.services, clock: deps.clock, publicUrl: deps.config.publicUrl });
   return app;
 }

@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, NotFoundError, PunctualError } from '../errors.js';
-import { SESSION_COOKIE } from '../api/routes/manage.js';
-import { SessionService } from '../services/session-service.js';
+import { SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/session-service.js';
 import { formFields, installFormBodyParser } from './form-body.js';
 import { pageContext, sendPage, type DashboardDeps } from './dashboard-context.js';
 import { authRoutes } from './routes/auth-routes.js';
@@ -29,8 +28,6 @@ const PAGE_HEADERS = {
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
 };
-
-const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 /** Whether any value of a parsed query string or form (strings, or arrays of them) contains U+0000. */
 function holdsNul(fields: unknown): boolean {

@@ -1,5 +1,5 @@
 import { RateLimitedError } from '../errors.js';
-import type { RateDecision, RateLimiter } from '../limits/token-bucket.js';
+import type { RateDecision, RateLimiter } from '../rate-limits/token-bucket.js';
 import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
 

@@ -12,7 +12,7 @@ import { AccessService } from './access-service.js';
 import { LoginThrottle } from './login-throttle.js';
 import { SessionService } from './session-service.js';
 import { UserService } from './user-service.js';
-import type { RateLimiter } from '../limits/token-bucket.js';
+import type { RateLimiter } from '../rate-limits/token-bucket.js';
 
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
 export interface Services {

@@ -10,6 +10,13 @@ import { sha256 } from './auth-service.js';
  */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
+/** The dashboard's session cookie; /manage/v1 accepts it too (SPEC section 7). */
+export const SESSION_COOKIE = 'punctual_session';
+/** Where a script using a dashboard session sends the session's CSRF token on state-changing requests. */
+export const CSRF_HEADER = 'x-csrf-token';
+/** Methods that change nothing, so a session's request with one needs no CSRF token. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 export interface ActiveSession {
   session: SessionRow;
   user: UserRow;

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { TestClock } from '../../src/clock.js';
-import { RedisRateLimiter } from '../../src/limits/redis-rate-limiter.js';
-import { MemoryRateLimiter, type BucketRate, type RateDecision } from '../../src/limits/token-bucket.js';
+import { RedisRateLimiter } from '../../src/rate-limits/redis-rate-limiter.js';
+import { MemoryRateLimiter, type BucketRate, type RateDecision } from '../../src/rate-limits/token-bucket.js';
 import { DEFAULT_PLANS } from '../../src/plans.js';
 import { CuttableProxy } from '../support/cuttable-proxy.js';
 import { makeTestApp, type TestApp } from '../support/make-app.js';

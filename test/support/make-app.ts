@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp, type App } from '../../src/api/build-app.js';
+import type { App } from '../../src/api/build-app.js';
 import { TestClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import type { DeliveryEngine } from '../../src/delivery/delivery-engine.js';
+import type { DeliveryEngine } from '../../src/engine/delivery-engine.js';
 import type { Plans } from '../../src/plans.js';
 import { createDeliveryEngine, openRuntime, type Runtime } from '../../src/runtime.js';
+import { buildServer } from '../../src/server.js';
 import type { Services } from '../../src/services/services.js';
 import type { Store } from '../../src/store/store.js';
 import { makeSchema, PG_TEST_URL } from './postgres.js';
@@ -92,7 +93,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
     },
   });
   const { store, services } = runtime;
-  const app = await buildApp({ config, store, clock, services, metrics: runtime.metrics, logger: false });
+  const app = await buildServer({ config, store, clock, services, metrics: runtime.metrics, logger: false });
   await app.ready();
   let engine: DeliveryEngine | null = null;
   if (options.delivery) {

@@ -3,7 +3,7 @@ import type { Services } from '../../services/services.js';
 import type { JobRequestContext, RenderedAnswer } from '../../services/jobs-service.js';
 import { rateLimitHeaders } from '../../services/rate-limit-service.js';
 import { validateIdempotencyKey } from '../../services/validate-job-input.js';
-import { BATCH_BODY_LIMIT } from '../limits.js';
+import { BATCH_BODY_LIMIT } from '../body-limits.js';
 import * as s from '../schemas.js';
 
 const security = [{ apiKey: [] }];

@@ -3,16 +3,11 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastif
 import { UnauthorizedError } from '../../errors.js';
 import type { Viewer } from '../../services/access-service.js';
 import type { Services } from '../../services/services.js';
-import { SessionService } from '../../services/session-service.js';
+import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../../services/session-service.js';
 import * as s from '../schemas.js';
 
 const security: Record<string, string[]>[] = [{ adminToken: [] }, { dashboardSession: [] }];
 
-/** The dashboard's session cookie; /manage/v1 accepts it too (SPEC section 7). */
-export const SESSION_COOKIE = 'punctual_session';
-/** Where a script using a dashboard session sends the session's CSRF token on state-changing requests. */
-export const CSRF_HEADER = 'x-csrf-token';
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * /manage/v1 answers to the operator's admin token, or to a dashboard session scoped to the

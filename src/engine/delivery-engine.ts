@@ -6,9 +6,9 @@ import { ClaimLoop } from '../scheduler/claim-loop.js';
 import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
 import type { Store } from '../store/store.js';
 import type { ImmediateDelivery } from '../services/jobs-service.js';
-import { LEASE_MARGIN_MS } from './deliver-attempt.js';
-import { Dispatcher } from './dispatcher.js';
-import type { WebhookSender } from './webhook-client.js';
+import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
+import { Dispatcher } from '../delivery/dispatcher.js';
+import type { WebhookSender } from '../delivery/webhook-client.js';
 
 export interface DeliveryEngineOptions {
   store: Store;

@@ -1,0 +1,84 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layers of src/, lowest first. A module imports only from its own layer or from layers
+ * below it (type-only imports included: they tie the modules together just the same), so the
+ * folders read as a stack and no change to a lower layer needs one above it. A new folder or root
+ * file must be placed here before it can be imported from anywhere.
+ */
+const LAYERS: { layer: string; holds: string[] }[] = [
+  { layer: 'foundation', holds: ['errors.ts', 'clock.ts', 'timestamp.ts', 'version.ts', 'plans.ts', 'config.ts'] },
+  { layer: 'crypto', holds: ['crypto/'] },
+  { layer: 'threads', holds: ['threads/'] },
+  { layer: 'store', holds: ['store/'] },
+  { layer: 'metrics', holds: ['metrics.ts'] },
+  { layer: 'rate-limits', holds: ['rate-limits/'] },
+  { layer: 'delivery', holds: ['delivery/'] },
+  { layer: 'scheduler', holds: ['scheduler/'] },
+  { layer: 'services', holds: ['services/'] },
+  { layer: 'engine', holds: ['engine/'] },
+  { layer: 'api', holds: ['api/'] },
+  { layer: 'dashboard', holds: ['dashboard/'] },
+  { layer: 'composition', holds: ['runtime.ts', 'server.ts'] },
+  { layer: 'cli', holds: ['cli/'] },
+];
+
+/** Only the SQLite and PostgreSQL folders know their driver; everything else sees store.ts. */
+const DRIVER_FOLDERS = ['store/sqlite/', 'store/postgres/'];
+
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [relative(SRC, path)] : [];
+  });
+}
+
+/** Relative imports of a file (static, re-exports and dynamic), as paths under src/ ending in .ts. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(SRC, file), 'utf8');
+  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'(\.{1,2}\/[^']+)'/gm)].map((m) => m[1]!);
+  return specifiers.map((specifier) => relative(SRC, resolve(SRC, dirname(file), specifier)).replace(/\.js$/, '.ts'));
+}
+
+function layerOf(file: string): number {
+  return LAYERS.findIndex(({ holds }) => holds.some((place) => (place.endsWith('/') ? file.startsWith(place) : file === place)));
+}
+
+const files = sourceFiles(SRC);
+
+describe('the layering of src/', () => {
+  it('places every module in a layer', () => {
+    expect(files.filter((file) => layerOf(file) === -1)).toEqual([]);
+  });
+
+  it('imports only from the same layer or the layers below', () => {
+    const upward = files.flatMap((file) =>
+      importsOf(file)
+        .filter((target) => layerOf(target) > layerOf(file))
+        .map((target) => `${file} (${LAYERS[layerOf(file)]!.layer}) imports ${target} (${LAYERS[layerOf(target)]?.layer ?? 'no layer'})`),
+    );
+    expect(upward).toEqual([]);
+  });
+
+  it('keeps each store driver behind store/', () => {
+    const reaching = files.flatMap((file) => {
+      const own = DRIVER_FOLDERS.find((folder) => file.startsWith(folder));
+      return importsOf(file)
+        .filter((target) => DRIVER_FOLDERS.some((folder) => target.startsWith(folder) && folder !== own) && file !== 'store/open-store.ts')
+        .map((target) => `${file} imports ${target}`);
+    });
+    expect(reaching).toEqual([]);
+  });
+
+  it('finds the imports it checks (a parser that sees none would pass anything)', () => {
+    expect(importsOf('server.ts')).toContain('runtime.ts');
+    expect(importsOf('engine/delivery-engine.ts')).toContain('scheduler/claim-loop.ts');
+    expect(layerOf('store/store.ts')).toBeLessThan(layerOf('delivery/dispatcher.ts'));
+  });
+});
