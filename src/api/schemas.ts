@@ -3,6 +3,8 @@
  * integer), serialise answers and produce /openapi.json. Rules a schema cannot say (timestamps,
  * payload bytes, alias conflicts) live in services/validate-job-input.ts.
  */
+import { JOB_STATUSES } from '../store/store.js';
+
 const timestamp = { type: 'string', format: 'date-time' } as const;
 const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
 const scheduleField = {
@@ -43,7 +45,7 @@ export const jobStatus = {
   type: 'object',
   properties: {
     jobId: { type: 'string' },
-    status: { type: 'string', enum: ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] },
+    status: { type: 'string', enum: JOB_STATUSES },
     scheduledFor: nullableTimestamp,
     maxRetries: { type: 'integer' },
     attemptCount: { type: 'integer' },

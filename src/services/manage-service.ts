@@ -7,92 +7,11 @@ import { toAttemptResult, webhookBody } from '../delivery/deliver-attempt.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
-import type { ApiKeyRow, ProjectPatch, ProjectRow, Store, TeamRow } from '../store/store.js';
+import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { isPlainObject } from './validate-job-input.js';
-
-/** SPEC section 7 defaults and bounds for a project's delivery settings. */
-export const PROJECT_DEFAULTS = {
-  retryMaxRetries: null,
-  retryInitialDelayMs: 30_000,
-  retryFactor: 4,
-  retryMaxDelayMs: 3_600_000,
-  deliveryTimeoutMs: 30_000,
-  deliveryConcurrency: 100,
-  acceptAny2xx: false,
-} as const;
-export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
-export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;
-/** Our bounds where the contract is silent: up to a day before the first retry, a week at most between two. */
-export const RETRY_INITIAL_DELAY_RANGE = [0, 86_400_000] as const;
-export const RETRY_MAX_DELAY_RANGE = [0, 604_800_000] as const;
-export const RETRY_FACTOR_RANGE = [1, 100] as const;
-/** A rotated-out secret keeps signing this long. */
-export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
-const NAME_MAX = 200;
-
-export function teamView(team: TeamRow) {
-  return { teamId: team.id, name: team.name, plan: team.plan, createdAt: formatTimestamp(team.createdAt) };
-}
-
-export function projectView(project: ProjectRow) {
-  return {
-    projectId: project.id,
-    teamId: project.teamId,
-    name: project.name,
-    webhookUrl: project.webhookUrl,
-    retryPolicy: {
-      maxRetries: project.retryMaxRetries,
-      initialDelayMs: project.retryInitialDelayMs,
-      factor: project.retryFactor,
-      maxDelayMs: project.retryMaxDelayMs,
-    },
-    deliveryTimeoutMs: project.deliveryTimeoutMs,
-    deliveryConcurrency: project.deliveryConcurrency,
-    acceptAny2xx: project.acceptAny2xx,
-    createdAt: formatTimestamp(project.createdAt),
-  };
-}
-
-export function apiKeyView(key: ApiKeyRow) {
-  return {
-    keyId: key.id,
-    name: key.name,
-    prefix: key.prefix,
-    createdAt: formatTimestamp(key.createdAt),
-    lastUsedAt: formatNullableTimestamp(key.lastUsedAt),
-    revokedAt: formatNullableTimestamp(key.revokedAt),
-  };
-}
-
-function requireObject(body: unknown): Record<string, unknown> {
-  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
-  return body;
-}
-
-function readName(body: Record<string, unknown>, required: boolean): string | undefined {
-  if (!('name' in body)) {
-    if (required) throw new InvalidRequestError('name is required', { field: 'name' });
-    return undefined;
-  }
-  const name = body.name;
-  if (typeof name !== 'string' || name.trim().length === 0 || name.length > NAME_MAX) {
-    throw new InvalidRequestError(`name must be a non-empty string of at most ${NAME_MAX} characters`, { field: 'name' });
-  }
-  // PostgreSQL text cannot hold U+0000, and a lone surrogate would be stored as U+FFFD: either way
-  // the name kept would not be the name sent, so both stores refuse them alike.
-  if (name.includes('\u0000') || /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(name)) {
-    throw new InvalidRequestError('name must not contain U+0000 or unpaired surrogates', { field: 'name' });
-  }
-  return name.trim();
-}
-
-function readInteger(value: unknown, field: string, [min, max]: readonly [number, number]): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidRequestError(`${field} must be an integer from ${min} to ${max}`, { field });
-  }
-  return value;
-}
+import { apiKeyView, projectView, teamView } from './manage-views.js';
+import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
+import { readName, readProjectPatch, requireObject } from './validate-manage-input.js';
 
 /** The code of the process warning about a team whose plan is not configured (see planOf). */
 export const UNKNOWN_PLAN_WARNING = 'PUNCTUAL_UNKNOWN_PLAN';
@@ -208,37 +127,7 @@ export class ManageService {
     const body = requireObject(input);
     const project = await this.requireProject(projectId);
     const plan = this.planOf(await this.requireTeam(project.teamId));
-    const patch: ProjectPatch = {};
-    const name = readName(body, false);
-    if (name !== undefined) patch.name = name;
-    if ('webhookUrl' in body) patch.webhookUrl = await this.readWebhookUrl(body.webhookUrl);
-    if ('retryPolicy' in body) {
-      const policy = body.retryPolicy;
-      if (!isPlainObject(policy)) throw new InvalidRequestError('retryPolicy must be an object', { field: 'retryPolicy' });
-      if ('maxRetries' in policy) {
-        patch.retryMaxRetries =
-          policy.maxRetries === null ? null : readInteger(policy.maxRetries, 'retryPolicy.maxRetries', [0, plan.maxRetriesCap]);
-      }
-      if ('initialDelayMs' in policy) patch.retryInitialDelayMs = readInteger(policy.initialDelayMs, 'retryPolicy.initialDelayMs', RETRY_INITIAL_DELAY_RANGE);
-      if ('maxDelayMs' in policy) patch.retryMaxDelayMs = readInteger(policy.maxDelayMs, 'retryPolicy.maxDelayMs', RETRY_MAX_DELAY_RANGE);
-      if ('factor' in policy) {
-        const factor = policy.factor;
-        if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < RETRY_FACTOR_RANGE[0] || factor > RETRY_FACTOR_RANGE[1]) {
-          throw new InvalidRequestError(`retryPolicy.factor must be a number from ${RETRY_FACTOR_RANGE[0]} to ${RETRY_FACTOR_RANGE[1]}`, {
-            field: 'retryPolicy.factor',
-          });
-        }
-        patch.retryFactor = factor;
-      }
-    }
-    if ('deliveryTimeoutMs' in body) patch.deliveryTimeoutMs = readInteger(body.deliveryTimeoutMs, 'deliveryTimeoutMs', DELIVERY_TIMEOUT_RANGE);
-    if ('deliveryConcurrency' in body) {
-      patch.deliveryConcurrency = readInteger(body.deliveryConcurrency, 'deliveryConcurrency', DELIVERY_CONCURRENCY_RANGE);
-    }
-    if ('acceptAny2xx' in body) {
-      if (typeof body.acceptAny2xx !== 'boolean') throw new InvalidRequestError('acceptAny2xx must be true or false', { field: 'acceptAny2xx' });
-      patch.acceptAny2xx = body.acceptAny2xx;
-    }
+    const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value) => this.readWebhookUrl(value) });
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
     return projectView(updated);

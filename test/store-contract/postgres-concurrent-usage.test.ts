@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
+import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { JobCreateResult, NewJob, ProjectRow } from '../../src/store/store.js';
 import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';

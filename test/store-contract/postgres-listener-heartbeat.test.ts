@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
+import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import { CuttableProxy } from '../support/cuttable-proxy.js';

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
+import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import { makeTempDir } from '../support/temp-dir.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/manage-service.js';
+import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import type { JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
 
 /** A fresh, empty database for one test, and what the contract needs to look into it. */

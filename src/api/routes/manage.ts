@@ -2,6 +2,7 @@ import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { UnauthorizedError } from '../../errors.js';
 import type { Viewer } from '../../services/access-service.js';
+import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import type { Services } from '../../services/services.js';
 import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../../services/session-service.js';
 import * as s from '../schemas.js';
@@ -150,8 +151,8 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
           name: { type: 'string' },
           webhookUrl: { type: ['string', 'null'] },
           retryPolicy: s.retryPolicy,
-          deliveryTimeoutMs: { type: 'integer', minimum: 1000, maximum: 300000 },
-          deliveryConcurrency: { type: 'integer', minimum: 1, maximum: 1000 },
+          deliveryTimeoutMs: { type: 'integer', minimum: DELIVERY_TIMEOUT_RANGE[0], maximum: DELIVERY_TIMEOUT_RANGE[1] },
+          deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
           acceptAny2xx: { type: 'boolean' },
         },
       },

@@ -1,4 +1,5 @@
-import type { apiKeyView } from '../../services/manage-service.js';
+import type { apiKeyView } from '../../services/manage-views.js';
+import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import type { ProjectRow } from '../../store/store.js';
 import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
@@ -239,8 +240,8 @@ export function settingsPage(
         </section>
         <section class="card">
           <h2>Each attempt</h2>
-          ${field({ name: 'deliveryTimeoutMs', label: 'Timeout per attempt (ms)', type: 'number', value: v.deliveryTimeoutMs, required: true, hint: '1000 to 300000; the receiver must answer within this.', error: o.error, attrs: html`min="1000" max="300000"` })}
-          ${field({ name: 'deliveryConcurrency', label: 'Deliveries in flight at once', type: 'number', value: v.deliveryConcurrency, required: true, hint: '1 to 1000, for this project.', error: o.error, attrs: html`min="1" max="1000"` })}
+          ${field({ name: 'deliveryTimeoutMs', label: 'Timeout per attempt (ms)', type: 'number', value: v.deliveryTimeoutMs, required: true, hint: `${DELIVERY_TIMEOUT_RANGE[0]} to ${DELIVERY_TIMEOUT_RANGE[1]}; the receiver must answer within this.`, error: o.error, attrs: html`min="${DELIVERY_TIMEOUT_RANGE[0]}" max="${DELIVERY_TIMEOUT_RANGE[1]}"` })}
+          ${field({ name: 'deliveryConcurrency', label: 'Deliveries in flight at once', type: 'number', value: v.deliveryConcurrency, required: true, hint: `${DELIVERY_CONCURRENCY_RANGE[0]} to ${DELIVERY_CONCURRENCY_RANGE[1]}, for this project.`, error: o.error, attrs: html`min="${DELIVERY_CONCURRENCY_RANGE[0]}" max="${DELIVERY_CONCURRENCY_RANGE[1]}"` })}
           <div class="field field-check">
             <input id="f-acceptAny2xx" name="acceptAny2xx" type="checkbox" value="true"${v.acceptAny2xx ? html` checked` : ''}>
             <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>

@@ -1,0 +1,83 @@
+/**
+ * Readers of management request bodies: each returns the value or throws INVALID_REQUEST naming the
+ * field. Route schemas check types first; these check what a schema cannot say.
+ */
+import { InvalidRequestError } from '../errors.js';
+import type { ProjectPatch } from '../store/store.js';
+import {
+  DELIVERY_CONCURRENCY_RANGE,
+  DELIVERY_TIMEOUT_RANGE,
+  NAME_MAX,
+  RETRY_FACTOR_RANGE,
+  RETRY_INITIAL_DELAY_RANGE,
+  RETRY_MAX_DELAY_RANGE,
+} from './project-settings.js';
+import { isPlainObject } from './validate-job-input.js';
+
+export function requireObject(body: unknown): Record<string, unknown> {
+  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  return body;
+}
+
+export function readName(body: Record<string, unknown>, required: boolean): string | undefined {
+  if (!('name' in body)) {
+    if (required) throw new InvalidRequestError('name is required', { field: 'name' });
+    return undefined;
+  }
+  const name = body.name;
+  if (typeof name !== 'string' || name.trim().length === 0 || name.length > NAME_MAX) {
+    throw new InvalidRequestError(`name must be a non-empty string of at most ${NAME_MAX} characters`, { field: 'name' });
+  }
+  // PostgreSQL text cannot hold U+0000, and a lone surrogate would be stored as U+FFFD: either way
+  // the name kept would not be the name sent, so both stores refuse them alike.
+  if (name.includes('\u0000') || /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(name)) {
+    throw new InvalidRequestError('name must not contain U+0000 or unpaired surrogates', { field: 'name' });
+  }
+  return name.trim();
+}
+
+export function readInteger(value: unknown, field: string, [min, max]: readonly [number, number]): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidRequestError(`${field} must be an integer from ${min} to ${max}`, { field });
+  }
+  return value;
+}
+
+/** A PATCH of a project's delivery settings: only the fields present change. */
+export async function readProjectPatch(
+  body: Record<string, unknown>,
+  options: { maxRetriesCap: number; readWebhookUrl: (value: unknown) => Promise<string | null> },
+): Promise<ProjectPatch> {
+  const patch: ProjectPatch = {};
+  const name = readName(body, false);
+  if (name !== undefined) patch.name = name;
+  if ('webhookUrl' in body) patch.webhookUrl = await options.readWebhookUrl(body.webhookUrl);
+  if ('retryPolicy' in body) {
+    const policy = body.retryPolicy;
+    if (!isPlainObject(policy)) throw new InvalidRequestError('retryPolicy must be an object', { field: 'retryPolicy' });
+    if ('maxRetries' in policy) {
+      patch.retryMaxRetries =
+        policy.maxRetries === null ? null : readInteger(policy.maxRetries, 'retryPolicy.maxRetries', [0, options.maxRetriesCap]);
+    }
+    if ('initialDelayMs' in policy) patch.retryInitialDelayMs = readInteger(policy.initialDelayMs, 'retryPolicy.initialDelayMs', RETRY_INITIAL_DELAY_RANGE);
+    if ('maxDelayMs' in policy) patch.retryMaxDelayMs = readInteger(policy.maxDelayMs, 'retryPolicy.maxDelayMs', RETRY_MAX_DELAY_RANGE);
+    if ('factor' in policy) {
+      const factor = policy.factor;
+      if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < RETRY_FACTOR_RANGE[0] || factor > RETRY_FACTOR_RANGE[1]) {
+        throw new InvalidRequestError(`retryPolicy.factor must be a number from ${RETRY_FACTOR_RANGE[0]} to ${RETRY_FACTOR_RANGE[1]}`, {
+          field: 'retryPolicy.factor',
+        });
+      }
+      patch.retryFactor = factor;
+    }
+  }
+  if ('deliveryTimeoutMs' in body) patch.deliveryTimeoutMs = readInteger(body.deliveryTimeoutMs, 'deliveryTimeoutMs', DELIVERY_TIMEOUT_RANGE);
+  if ('deliveryConcurrency' in body) {
+    patch.deliveryConcurrency = readInteger(body.deliveryConcurrency, 'deliveryConcurrency', DELIVERY_CONCURRENCY_RANGE);
+  }
+  if ('acceptAny2xx' in body) {
+    if (typeof body.acceptAny2xx !== 'boolean') throw new InvalidRequestError('acceptAny2xx must be true or false', { field: 'acceptAny2xx' });
+    patch.acceptAny2xx = body.acceptAny2xx;
+  }
+  return patch;
+}
