@@ -79,7 +79,22 @@ export async function deliverAttempt(
   /** Called once the request is answered (or never sent), before the outcome is recorded. */
   onAnswered: () => void = () => {},
 ): Promise<void> {
-  const { store, clock, metrics, workerId } = deps;
+  const attempt = await prepareAttempt(deps, job, project, shutdown);
+  if (!attempt) return;
+  const sent = await callWebhook(deps, job, project, secrets, attempt, shutdown);
+  onAnswered();
+  await recordOutcome(deps, job, project, attempt, sent);
+}
+
+interface StartedAttempt {
+  attemptId: string;
+  attemptNumber: number;
+  startedAt: number;
+}
+
+/** Records the attempt as STARTED under this worker's lease; null when the lease is no longer ours. */
+async function prepareAttempt(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, shutdown?: AbortSignal): Promise<StartedAttempt | null> {
+  const { store, clock, workerId } = deps;
   const attemptId = newAttemptId(clock.now());
   // A held job is started a little ahead of its time (Dispatcher's START_AHEAD_MS); its attempt
   // starts at the due time, when its request leaves.
@@ -100,38 +115,50 @@ export async function deliverAttempt(
     },
     () => clock.now() < job.leaseExpiresAt - LEASE_MARGIN_MS / 2 && !shutdown?.aborted,
   );
-  if (!started) return;
+  return started && { attemptId, attemptNumber: started.attemptNumber, startedAt };
+}
 
-  let sent: SendResult;
+/** The signed POST of SPEC section 4, leaving at the job's due time and never before. */
+async function callWebhook(
+  deps: DeliveryDeps,
+  job: ClaimedJob,
+  project: ProjectRow,
+  secrets: string[],
+  attempt: StartedAttempt,
+  shutdown?: AbortSignal,
+): Promise<SendResult> {
+  const { clock, metrics } = deps;
   if (!project.webhookUrl || secrets.length === 0) {
     await untilDue(clock, job.runAt, shutdown);
     metrics.deliveryLateness.observe(Math.max(0, clock.now() - job.runAt) / 1000);
     const error = project.webhookUrl ? 'the project has no active webhook secret' : 'the project has no webhook URL';
-    sent = { kind: 'network_error', error, durationMs: 0 };
-  } else {
-    // Handed to the sender at once, to leave at the due time by its own timer (WebhookRequest.sendAt):
-    // on the webhook thread that moment does not wait for whatever the event loop is doing then.
-    // The due time on the wall clock: with the system clock the offset is never negative (read
-    // second), so the request never leaves early; an injected clock maps onto real time.
-    const appNow = clock.now();
-    const sendAt = Math.max(job.runAt, appNow) + (Date.now() - appNow);
-    const delivered = await deps.client.deliver(
-      {
-        url: project.webhookUrl,
-        webhookId: job.id,
-        secrets,
-        timestampMs: Math.max(clock.now(), job.runAt),
-        body: webhookBody(job.id, attemptId, started.attemptNumber, job.payload),
-        timeoutMs: project.deliveryTimeoutMs,
-        sendAt,
-      },
-      shutdown,
-    );
-    if (delivered.kind !== 'aborted') metrics.deliveryLateness.observe(Math.max(0, delivered.lateMs) / 1000);
-    sent = delivered;
+    return { kind: 'network_error', error, durationMs: 0 };
   }
+  // Handed to the sender at once, to leave at the due time by its own timer (WebhookRequest.sendAt):
+  // on the webhook thread that moment does not wait for whatever the event loop is doing then.
+  // The due time on the wall clock: with the system clock the offset is never negative (read
+  // second), so the request never leaves early; an injected clock maps onto real time.
+  const appNow = clock.now();
+  const sendAt = Math.max(job.runAt, appNow) + (Date.now() - appNow);
+  const delivered = await deps.client.deliver(
+    {
+      url: project.webhookUrl,
+      webhookId: job.id,
+      secrets,
+      timestampMs: Math.max(clock.now(), job.runAt),
+      body: webhookBody(job.id, attempt.attemptId, attempt.attemptNumber, job.payload),
+      timeoutMs: project.deliveryTimeoutMs,
+      sendAt,
+    },
+    shutdown,
+  );
+  if (delivered.kind !== 'aborted') metrics.deliveryLateness.observe(Math.max(0, delivered.lateMs) / 1000);
+  return delivered;
+}
 
-  onAnswered();
+/** Stores the attempt's result and the job's next state (done, retry at a time, failed, or released). */
+async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: SendResult): Promise<void> {
+  const { store, clock, metrics, workerId } = deps;
   const result = toAttemptResult(sent, project.acceptAny2xx);
   const finishedAt = clock.now();
   const next: AttemptNext = sent.kind === 'aborted' ? { kind: 'release' } : nextAfterAttempt(
@@ -140,7 +167,7 @@ export async function deliverAttempt(
       outcome: result.outcome,
       statusCode: result.statusCode,
       retryAfterMs: sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, finishedAt) : null,
-      attemptNumber: started.attemptNumber,
+      attemptNumber: attempt.attemptNumber,
       maxRetries: job.maxRetries,
     },
     finishedAt,
@@ -148,9 +175,9 @@ export async function deliverAttempt(
   );
   // The answer is in hand: keep trying to record it while the database is briefly away, rather than
   // let the lease expire and deliver the job again. Past the lease the rescuer takes over.
-  const recordBy = startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS;
+  const recordBy = attempt.startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS;
   const applied = await retryWhileUnavailable(
-    () => store.attemptFinish({ jobId: job.id, attemptId, workerId, now: finishedAt, result, next }),
+    () => store.attemptFinish({ jobId: job.id, attemptId: attempt.attemptId, workerId, now: finishedAt, result, next }),
     () => clock.now() < recordBy,
   );
   metrics.deliveryDuration.observe(result.durationMs / 1000);
