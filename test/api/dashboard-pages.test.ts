@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
+import { eventually } from '../support/eventually.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
@@ -208,12 +209,8 @@ describe('dashboard pages over real deliveries', () => {
   }
 
   /** Polls the job's row to a deadline (expect.poll cannot run in beforeAll). */
-  async function waitForStatus(jobId: string, status: string, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while ((await statusOf(jobId)) !== status) {
-      if (Date.now() > deadline) throw new Error(`${jobId} never reached ${status} (it is ${await statusOf(jobId)})`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  async function waitForStatus(jobId: string, status: string): Promise<void> {
+    await eventually(() => statusOf(jobId), { what: `${jobId} ${status}`, until: (now) => now === status, everyMs: 20 });
   }
 
   beforeAll(async () => {

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
+import { eventually } from '../support/eventually.js';
 
 /** Real time, real receiver, real SQLite: waits poll to a deadline, never sleep. */
 describe('delivery', () => {
@@ -28,15 +29,8 @@ describe('delivery', () => {
   };
   const status = async (p: TestProject, jobId: string) => (await t.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}` })).json();
   const attempts = async (p: TestProject, jobId: string) => (await t.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}/attempts` })).json().attempts;
-  const waitForStatus = async (p: TestProject, jobId: string, wanted: string, timeoutMs = 10_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const body = await status(p, jobId);
-      if (body.status === wanted) return body;
-      if (Date.now() > deadline) throw new Error(`job ${jobId} is ${body.status}, not ${wanted}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  };
+  const waitForStatus = (p: TestProject, jobId: string, wanted: string, withinMs = 10_000) =>
+    eventually(() => status(p, jobId), { what: `job ${jobId} ${wanted}`, until: (body) => body.status === wanted, withinMs });
 
   it('POSTs a due job to the webhook with the contract body and signed headers, then COMPLETED', async () => {
     const p = await project();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen } from '../../src/cli/listen.js';
 import { systemClock } from '../../src/clock.js';
 import { makeTestApp, type TestApp } from '../support/make-app.js';
+import { eventually } from '../support/eventually.js';
 
 describe('punctual listen', () => {
   let t: TestApp<typeof systemClock>;
@@ -17,13 +18,7 @@ describe('punctual listen', () => {
     await t.close();
   });
 
-  const waitForLines = async (n: number) => {
-    const deadline = Date.now() + 5000;
-    while (lines.length < n) {
-      if (Date.now() > deadline) throw new Error(`only ${lines.length} lines printed`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  };
+  const waitForLines = (n: number) => eventually(() => lines.length, { what: `${n} lines printed`, until: (printed) => printed >= n, withinMs: 5_000 });
 
   it('verifies signatures, prints each delivery and answers 200; a wrong secret gets 401', async () => {
     const project = await t.makeProject({ webhookUrl: null });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_LOOKAHEAD_MS, MAX_SLEEP_MS } from '../../src/scheduler/claim-loop.js';
 import { makeTestApp, SECOND, type TestApp } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * When the scheduler wakes (injected clock): for the next due job, sooner when a job is dispatched
@@ -70,12 +71,13 @@ describe('scheduler wake-ups (injected clock)', () => {
     expect((await t.store.jobGet({ projectId: p.projectId, jobId: jobs[2]! }))?.status).toBe('QUEUED');
 
     release();
-    const until = Date.now() + 5_000;
     for (const jobId of jobs) {
-      while ((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status !== 'COMPLETED') {
-        if (Date.now() > until) throw new Error(`${jobId} was not delivered after the slot freed`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      await eventually(async () => (await t.store.jobGet({ projectId: p.projectId, jobId }))?.status, {
+        what: `${jobId} delivered after the slot freed`,
+        until: (status) => status === 'COMPLETED',
+        withinMs: 5_000,
+        everyMs: 5,
+      });
     }
   });
 });

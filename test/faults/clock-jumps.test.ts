@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestApp, SECOND, TEST_STORE, type TestApp, type TestProject } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
+import { eventually } from '../support/eventually.js';
 
 const MINUTE = 60 * SECOND;
 
@@ -28,13 +29,8 @@ describe(`clock jumps (${TEST_STORE}, injected clock)`, () => {
   const dispatchAt = async (at: number | null) =>
     (await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, scheduledFor: at === null ? null : new Date(at).toISOString() } })).json().jobId as string;
   const statusOf = async (jobId: string) => (await t.store.jobGet({ projectId: p.projectId, jobId }))!.status;
-  const waitForStatus = async (jobId: string, status: string) => {
-    const deadline = Date.now() + 5_000;
-    while ((await statusOf(jobId)) !== status) {
-      if (Date.now() > deadline) throw new Error(`job ${jobId} is ${await statusOf(jobId)}, not ${status}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
+  const waitForStatus = (jobId: string, status: string) =>
+    eventually(() => statusOf(jobId), { what: `job ${jobId} ${status}`, until: (now) => now === status, withinMs: 5_000, everyMs: 5 });
   /** What the background loops would do at this moment: rescue expired leases, claim due jobs. */
   const tick = async () => {
     await t.engine!.rescuer.tick();

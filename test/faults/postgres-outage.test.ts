@@ -8,6 +8,7 @@ import type { CuttableProxy } from '../support/cuttable-proxy.js';
 import { TEST_STORE, type TestApp } from '../support/make-app.js';
 import { PG_TEST_URL } from '../support/postgres.js';
 import { TestReceiver } from '../support/receiver.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * The local cluster, restarted with Debian's pg_ctlcluster (fast mode: every client is cut, the
@@ -88,11 +89,7 @@ describe.runIf(TEST_STORE === 'postgres')('PostgreSQL connections terminated, th
     const clients = [client(), client()];
     const waitForMoreAcknowledged = async (count: number) => {
       const target = acknowledged.length + count;
-      const deadline = Date.now() + 20_000;
-      while (acknowledged.length < target) {
-        if (Date.now() > deadline) throw new Error(`no recovery: ${acknowledged.length} acknowledged, answers ${JSON.stringify([...answers])}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await eventually(() => acknowledged.length >= target, { what: `recovery (answers so far: ${JSON.stringify([...answers])})`, withinMs: 20_000, everyMs: 20 });
     };
 
     let terminated = 0;

@@ -6,18 +6,9 @@ import { makeTestApp, SECOND, TEST_STORE, testDatabase } from '../support/make-a
 import { TestReceiver } from '../support/receiver.js';
 import { freePort, startFirstServer, startServer, waitUntilReady, type RunningServer } from '../support/spawn-punctual.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { eventually } from '../support/eventually.js';
 
 /** Polls `read` until `done` holds for its value, failing after `timeoutMs` with `what`. */
-async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; last seen ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 const attemptRows = (databaseUrl: string, jobId: string) =>
   queryRows<{ n: number; outcome: string | null }>(databaseUrl, 'SELECT attempt_number AS n, outcome FROM attempts WHERE job_id = $1 ORDER BY started_at, attempt_number', [jobId]);
 
@@ -70,18 +61,22 @@ describe(`stale worker (${TEST_STORE})`, () => {
       servers.push(second);
       await waitUntilReady(`http://127.0.0.1:${portB}`);
       await receiver.waitFor(() => receiver.forJob(jobId).length === 2, 60_000, 'the second instance to deliver the job');
-      const settled = await pollUntil(() => attemptRows(database.url, jobId), (rows) => rows.length === 2 && rows[1]!.outcome === 'success', 10_000, 'the second attempt to be recorded');
+      const settled = await eventually(() => attemptRows(database.url, jobId), {
+        what: 'the second attempt to be recorded',
+        until: (rows) => rows.length === 2 && rows[1]!.outcome === 'success',
+        everyMs: 50,
+      });
       expect(settled).toEqual([{ n: 1, outcome: 'lease_expired' }, { n: 2, outcome: 'success' }]);
 
       // Woken up, the first instance times out its request and tries to record that result: the
       // store refuses it (the lease is gone), so it is counted as ignored, not as an attempt.
       first.server.child.kill('SIGCONT');
-      const metrics = await pollUntil(
-        () => fetch(`${first.base}/metrics`).then((r) => r.text()),
-        (text) => /punctual_attempt_results_ignored_total 1/.test(text),
-        20_000,
-        'the stale worker to report its late result',
-      );
+      const metrics = await eventually(() => fetch(`${first.base}/metrics`).then((r) => r.text()), {
+        what: 'the stale worker to report its late result',
+        until: (text) => /punctual_attempt_results_ignored_total 1/.test(text),
+        withinMs: 20_000,
+        everyMs: 50,
+      });
       expect(metrics).not.toMatch(/punctual_attempts_total\{outcome="(timeout|network_error)"\}/);
       expect(await attemptRows(database.url, jobId)).toEqual(settled);
       expect(await queryRows(database.url, 'SELECT status, attempt_count AS attempts FROM jobs WHERE id = $1', [jobId])).toEqual([{ status: 'COMPLETED', attempts: 2 }]);
@@ -113,13 +108,23 @@ describe(`stale worker (${TEST_STORE})`, () => {
       t.clock.advance(1.05 * SECOND);
       await workerB.claimLoop.tick();
       await receiver.waitFor(() => receiver.forJob(jobId).length === 2, 5_000, 'worker B\'s attempt');
-      const settled = await pollUntil(() => attemptRows(t.databaseUrl, jobId), (rows) => rows[1]?.outcome === 'success', 5_000, 'B\'s attempt to be recorded');
+      const settled = await eventually(() => attemptRows(t.databaseUrl, jobId), {
+        what: "B's attempt to be recorded",
+        until: (rows) => rows[1]?.outcome === 'success',
+        withinMs: 5_000,
+        everyMs: 50,
+      });
       expect(settled).toEqual([{ n: 1, outcome: 'lease_expired' }, { n: 2, outcome: 'success' }]);
       const completed = await t.store.jobGet({ projectId: p.projectId, jobId });
 
       // A's request finally gets its 200: the worst case, a success from a worker that lost the job.
       releaseFirstAttempt();
-      await pollUntil(async () => (await t.runtime.metrics.lateResultsIgnored.get()).values[0]?.value ?? 0, (n) => n === 1, 5_000, 'A to report its late success');
+      await eventually(async () => (await t.runtime.metrics.lateResultsIgnored.get()).values[0]?.value ?? 0, {
+        what: 'A to report its late success',
+        until: (n) => n === 1,
+        withinMs: 5_000,
+        everyMs: 50,
+      });
       expect(await attemptRows(t.databaseUrl, jobId)).toEqual(settled);
       // Counted once each: A's attempt as the rescuer's lease_expired, B's as its success.
       const outcomes = Object.fromEntries((await t.runtime.metrics.attempts.get()).values.map((v) => [v.labels.outcome, v.value]));

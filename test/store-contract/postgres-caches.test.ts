@@ -3,6 +3,7 @@ import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * Instances cache keys, projects and secrets while they listen; a change made through one reaches
@@ -40,13 +41,7 @@ describe.runIf(await postgresAvailable())('postgres store caches across instance
     await schema.drop();
   });
 
-  async function eventually(check: () => Promise<boolean>): Promise<void> {
-    const deadline = Date.now() + 5_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error('not seen within 5 s');
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  }
+  const seen = { what: 'the change seen by the other instance', withinMs: 5_000, everyMs: 5 };
 
   it('serves a listening instance from its cache, and drops it when another instance revokes, rotates or patches', async () => {
     await listening(a);
@@ -57,18 +52,18 @@ describe.runIf(await postgresAvailable())('postgres store caches across instance
     expect(await countStatements(a, () => Promise.all([a.apiKeyFindByHash(hash), a.projectGet(project.id), a.webhookSecretListActive({ projectId: project.id, now: T0 })]))).toBe(0);
 
     await b.apiKeyRevoke({ keyId: 'key_cache', now: T0 + 1 });
-    await eventually(async () => (await a.apiKeyFindByHash(hash))!.key.revokedAt === T0 + 1);
+    await eventually(async () => (await a.apiKeyFindByHash(hash))!.key.revokedAt === T0 + 1, seen);
     await b.projectUpdate({ projectId: project.id, patch: { webhookUrl: 'http://127.0.0.1:1/b' } });
-    await eventually(async () => (await a.projectGet(project.id))!.webhookUrl === 'http://127.0.0.1:1/b');
+    await eventually(async () => (await a.projectGet(project.id))!.webhookUrl === 'http://127.0.0.1:1/b', seen);
     await b.webhookSecretRotate({
       projectId: project.id,
       secret: { id: 'whs_2', projectId: project.id, ciphertext: 'sealed-2', createdAt: T0 + 2, expiresAt: null },
       overlapMs: 1000,
       now: T0 + 2,
     });
-    await eventually(async () => (await a.webhookSecretListActive({ projectId: project.id, now: T0 + 3 })).length === 2);
+    await eventually(async () => (await a.webhookSecretListActive({ projectId: project.id, now: T0 + 3 })).length === 2, seen);
     await b.teamUpdate({ teamId: project.teamId, plan: 'free' });
-    await eventually(async () => (await a.apiKeyFindByHash(hash))!.team.plan === 'free');
+    await eventually(async () => (await a.apiKeyFindByHash(hash))!.team.plan === 'free', seen);
   });
 
   it('caches nothing while it does not listen', async () => {

@@ -4,6 +4,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import { CuttableProxy } from '../support/cuttable-proxy.js';
 import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * An instance caches keys, projects and secrets only while its LISTEN connection hears every
@@ -53,17 +54,9 @@ describe.runIf(await postgresAvailable())('postgres: a LISTEN connection that go
     await schema.drop();
   });
 
-  async function eventually(check: () => boolean | Promise<boolean>, what: string, withinMs: number): Promise<void> {
-    const deadline = Date.now() + withinMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-
   it('turns the cache off within the heartbeat interval plus its timeout, and on again only once LISTEN is back', async () => {
     await a.listenJobDue(() => {});
-    await eventually(() => listenerStates.at(-1) === 'connected', 'LISTEN', 10_000);
+    await eventually(() => listenerStates.at(-1) === 'connected', { what: 'LISTEN' });
     expect((await a.apiKeyFindByHash(hash))!.key.revokedAt).toBeNull();
     expect(await countStatements(a, () => a.apiKeyFindByHash(hash))).toBe(0);
 
@@ -72,7 +65,7 @@ describe.runIf(await postgresAvailable())('postgres: a LISTEN connection that go
     proxy.silence((hello) => hello.includes('punctual-listen'));
     await b.apiKeyRevoke({ keyId: 'key_hb', now: T0 + 1 });
     // Nothing else can tell `a`: no socket closed and no error came. The margin is for a busy machine.
-    await eventually(() => listenerStates.at(-1) === 'lost', 'the silence noticed', HEARTBEAT_INTERVAL_MS + HEARTBEAT_TIMEOUT_MS + 2_000);
+    await eventually(() => listenerStates.at(-1) === 'lost', { what: 'the silence noticed', withinMs: HEARTBEAT_INTERVAL_MS + HEARTBEAT_TIMEOUT_MS + 2_000 });
     expect((await a.apiKeyFindByHash(hash))!.key.revokedAt).toBe(T0 + 1);
 
     // New LISTEN connections go silent too, so LISTEN cannot come back: nothing is cached meanwhile.
@@ -82,11 +75,11 @@ describe.runIf(await postgresAvailable())('postgres: a LISTEN connection that go
     expect(listenerStates.filter((state) => state === 'connected')).toHaveLength(1);
 
     proxy.restore();
-    await eventually(() => listenerStates.at(-1) === 'connected', 'LISTEN again', 10_000);
+    await eventually(() => listenerStates.at(-1) === 'connected', { what: 'LISTEN again' });
     await a.apiKeyFindByHash(hash);
     expect(await countStatements(a, () => a.apiKeyFindByHash(hash))).toBe(0);
     // And changes reach the cache again by notification.
     await b.teamUpdate({ teamId: project.teamId, plan: 'free' });
-    await eventually(async () => (await a.apiKeyFindByHash(hash))!.team.plan === 'free', 'the plan change', 5_000);
+    await eventually(async () => (await a.apiKeyFindByHash(hash))!.team.plan === 'free', { what: 'the plan change', withinMs: 5_000 });
   });
 });

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATION_LOCK_KEY } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * An instance that starts while another one migrates waits for the migration lock as long as the
@@ -28,14 +29,6 @@ describe.runIf(await postgresAvailable())('postgres migrations under the advisor
     await schema.drop();
   });
 
-  async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`${what}: not within 10 s`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-
   it('waits for the lock longer than the statement timeout, then migrates', async () => {
     // Other test files migrate under the same lock: the application name picks out this store's session.
     const applicationName = `migrate_${schema.name}`;
@@ -55,7 +48,7 @@ describe.runIf(await postgresAvailable())('postgres migrations under the advisor
             [applicationName],
           )
         ).rows[0]!.n === 1;
-      await eventually(waitingOnTheLock, 'the migration waiting for the lock');
+      await eventually(waitingOnTheLock, { what: 'the migration waiting for the lock', everyMs: 20 });
 
       // The lock is held past the moment a pool connection would have cut the wait; all along
       // the migration must still be waiting, neither failed nor done.

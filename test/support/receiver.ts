@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { eventually } from './eventually.js';
 
 export interface ReceivedRequest {
   /** Wall-clock arrival (Date.now()) of the request's first byte of headers. */
@@ -53,11 +54,7 @@ export class TestReceiver {
 
   /** Polls until `predicate` holds, failing after `timeoutMs`. */
   async waitFor(predicate: () => boolean, timeoutMs = 10_000, what = 'the receiver'): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!predicate()) {
-      if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what} (${this.requests.length} requests so far)`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(() => predicate() || `${this.requests.length} requests so far`, { what, until: (held) => held === true, withinMs: timeoutMs });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { eventually } from './eventually.js';
 
 /** The built CLI (npm test builds it first), run as a user would run it. */
 export const CLI = fileURLToPath(new URL('../../dist/cli/punctual.js', import.meta.url));
@@ -41,13 +42,14 @@ export function startServer(env: Record<string, string>): RunningServer {
     exited,
     output: () => output,
     async waitForOutput(pattern, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (Date.now() < deadline) {
-        const match = output.match(pattern);
-        if (match) return match;
-        if (child.exitCode !== null) break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      // Stops early when the process exited: no more output can come.
+      const match = await eventually(() => output.match(pattern) ?? (child.exitCode !== null ? 'exited' : null), {
+        what: `${pattern} in the output`,
+        until: (seen) => seen !== null,
+        withinMs: timeoutMs,
+        everyMs: 25,
+      }).catch(() => null);
+      if (match && match !== 'exited') return match;
       throw new Error(`Timed out waiting for ${pattern}; output so far:\n${output}`);
     },
     async stop(signal = 'SIGTERM') {
@@ -88,9 +90,5 @@ export async function startFirstServer(env: Record<string, string>, projectSetti
 
 /** Polls GET /readyz until it answers 200 (storage reachable), failing after `timeoutMs`. */
 export async function waitUntilReady(base: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await fetch(`${base}/readyz`).then((r) => r.status, () => 0)) !== 200) {
-    if (Date.now() > deadline) throw new Error(`${base} never became ready`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await eventually(() => fetch(`${base}/readyz`).then((r) => r.status, () => 0), { what: `${base} ready`, until: (status) => status === 200, withinMs: timeoutMs, everyMs: 25 });
 }
