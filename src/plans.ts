@@ -11,7 +11,7 @@ export interface Plan {
 export type Plans = Readonly<Record<string, Plan>>;
 
 /** The contract caps retries at 3 whatever a plan says. */
-export const MAX_RETRIES_CEILING = 3;
+const MAX_RETRIES_CEILING = 3;
 
 export const DEFAULT_PLANS: Plans = {
   free: { requestsPerSecond: 10, burst: 20, jobsPerMonth: 1_000, maxRetriesCap: 1 },

@@ -59,7 +59,7 @@ export function fromFrameworkError(error: FastifyError, bodyLimit: number | unde
   }
 }
 
-export function toPunctualError(error: unknown, request: FastifyRequest): PunctualError | null {
+function toPunctualError(error: unknown, request: FastifyRequest): PunctualError | null {
   if (error instanceof PunctualError) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) return fromValidation(fastifyError.validation as AjvError[], fastifyError.validationContext);

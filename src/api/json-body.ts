@@ -46,7 +46,7 @@ function bracketsAtMost(text: string, limit: number): boolean {
   return true;
 }
 
-export function isJsonContentType(header: string): boolean {
+function isJsonContentType(header: string): boolean {
   const [mediaType, ...params] = header.split(';').map((part) => part.trim());
   if (!mediaType || !JSON_MEDIA_TYPE.test(mediaType)) return false;
   return params.every((param) => {

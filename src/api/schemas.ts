@@ -12,7 +12,7 @@ const scheduleField = {
   description: 'RFC 3339 date-time with a zone; null or absent: at once; at most 366 days ahead',
 } as const;
 
-export const errorSchema = {
+const errorSchema = {
   type: 'object',
   properties: {
     error: { type: 'string' },

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { verifyWebhookSignature } from '../delivery/signature.js';
 
 /** Signatures older or newer than this are refused, as Standard Webhooks receivers do. */
-export const TIMESTAMP_TOLERANCE_S = 300;
+const TIMESTAMP_TOLERANCE_S = 300;
 
 /**
  * `punctual listen`: a local webhook receiver for developing a handler. It verifies each

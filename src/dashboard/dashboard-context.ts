@@ -16,7 +16,7 @@ export interface DashboardDeps {
 }
 
 /** The signed-in user of a dashboard request (set by the plugin's onRequest hook). */
-export interface SignedIn extends ActiveSession {
+interface SignedIn extends ActiveSession {
   viewer: Viewer & { kind: 'user' };
   token: string;
 }
@@ -40,7 +40,7 @@ export function redirectWithNotice(reply: FastifyReply, path: string, done: Noti
   return reply.redirect(`${path}?done=${done}`, 303);
 }
 
-export const NOTICES = {
+const NOTICES = {
   'key-revoked': 'The key is revoked: requests with it now answer 401.',
   'url-saved': 'Webhook URL saved.',
   rotated: 'New secret created. Both secrets sign deliveries until the previous one expires.',
@@ -51,7 +51,7 @@ export const NOTICES = {
   'password-changed': 'Password changed. Your other sessions are logged out.',
   'logged-out': 'You are logged out.',
 } as const;
-export type NoticeCode = keyof typeof NOTICES;
+type NoticeCode = keyof typeof NOTICES;
 
 export function noticeFrom(request: FastifyRequest): string | null {
   const done = (request.query as Record<string, unknown> | undefined)?.done;

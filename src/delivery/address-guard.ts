@@ -51,10 +51,10 @@ export function isBlockedAddress(address: string): boolean {
   return true;
 }
 
-export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Shape rules that hold whether or not private webhooks are allowed. */
-export function checkWebhookUrlShape(text: string): UrlCheck {
+function checkWebhookUrlShape(text: string): UrlCheck {
   if (text.length > 2048) return { ok: false, reason: 'is longer than 2048 characters' };
   let url: URL;
   try {

@@ -45,7 +45,7 @@ export function webhookBody(jobId: string, attemptId: string, attemptNumber: num
   return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},"payload":${payload}}`;
 }
 
-export function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
+function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
   return statusCode === 200 || statusCode === 201 || (acceptAny2xx && statusCode >= 200 && statusCode < 300);
 }
 

@@ -4,7 +4,7 @@ import type { ClaimedJob, ProjectRow } from '../store/store.js';
 import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-attempt.js';
 
 /** Held leases are renewed this often; far inside the shortest lease (1 s timeout + 30 s margin). */
-export const LEASE_RENEW_INTERVAL_MS = 10_000;
+const LEASE_RENEW_INTERVAL_MS = 10_000;
 /**
  * A job claimed ahead of its time starts this long before it: its STARTED commit (about 1 ms on
  * SQLite, a few on a busy PostgreSQL) then happens before the due time instead of delaying the
@@ -16,7 +16,7 @@ export const START_AHEAD_MS = 10;
  * When held jobs are released, those due within this much after the first go too: their starts
  * share one commit instead of one each (jobs due 2 ms apart), and each still waits for its own time.
  */
-export const START_BATCH_MS = 5;
+const START_BATCH_MS = 5;
 /** After aborting at the shutdown deadline, how long recording those attempts may take. */
 const ABORT_RECORD_TIMEOUT_MS = 3_000;
 

@@ -1,9 +1,9 @@
 import type { AttemptNext, AttemptOutcome, ProjectRow } from '../store/store.js';
 
 /** SPEC section 4: jitter adds up to this fraction of the wait. */
-export const JITTER_FRACTION = 0.1;
+const JITTER_FRACTION = 0.1;
 
-export type RetryPolicy = Pick<ProjectRow, 'retryInitialDelayMs' | 'retryFactor' | 'retryMaxDelayMs'>;
+type RetryPolicy = Pick<ProjectRow, 'retryInitialDelayMs' | 'retryFactor' | 'retryMaxDelayMs'>;
 
 /** The wait before retry n (n ≥ 1): min(maxDelay, initialDelay × factor^(n-1)) plus up to 10% jitter. */
 export function backoffMs(policy: RetryPolicy, retryNumber: number, random: () => number = Math.random): number {
@@ -23,7 +23,7 @@ export function parseRetryAfter(header: string | string[] | undefined, now: numb
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
-export interface AttemptFacts {
+interface AttemptFacts {
   outcome: AttemptOutcome;
   statusCode: number | null;
   retryAfterMs: number | null;

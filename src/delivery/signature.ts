@@ -10,7 +10,7 @@ function sign(secret: string, id: string, timestamp: number, body: string): stri
 }
 
 /** `v1,<sig>` for every active secret, newest first, space-separated (two during a rotation). */
-export function webhookSignature(secrets: string[], id: string, timestamp: number, body: string): string {
+function webhookSignature(secrets: string[], id: string, timestamp: number, body: string): string {
   return secrets.map((secret) => `v1,${sign(secret, id, timestamp, body)}`).join(' ');
 }
 

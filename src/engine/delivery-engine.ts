@@ -10,7 +10,7 @@ import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 
-export interface DeliveryEngineOptions {
+interface DeliveryEngineOptions {
   store: Store;
   clock: Clock;
   metrics: Metrics;

@@ -29,7 +29,7 @@ export interface RateDecision {
 /** Thousandths of a token in one token. */
 export const MILLI_PER_TOKEN = 1000;
 
-export interface BucketState {
+interface BucketState {
   /** What the bucket held at `updatedAt`, in thousandths of a token. */
   milliTokens: number;
   updatedAt: number;
@@ -48,7 +48,7 @@ export function refill(state: BucketState | undefined, rate: BucketRate, now: nu
  * Whole tokens in `milliTokens`. The correction keeps a division that rounds up to the next
  * integer (a fractional count just below it) from granting a token the bucket does not hold.
  */
-export function wholeTokens(milliTokens: number): number {
+function wholeTokens(milliTokens: number): number {
   let whole = Math.floor(milliTokens / MILLI_PER_TOKEN);
   if (whole * MILLI_PER_TOKEN > milliTokens) whole -= 1;
   return Math.max(0, whole);

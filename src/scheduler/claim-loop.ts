@@ -6,7 +6,7 @@ import { UnavailableError } from '../errors.js';
 import type { Store } from '../store/store.js';
 
 /** Claims per transaction. */
-export const CLAIM_BATCH_SIZE = 100;
+const CLAIM_BATCH_SIZE = 100;
 /**
  * The longest the loop sleeps without looking: a safety net for jobs written behind its back (the
  * CLI, another instance) and for wall-clock jumps. Not a polling interval: the timer is normally
@@ -25,9 +25,9 @@ export const CLAIM_LOOKAHEAD_MS = 25;
  * is still claimed at least CLAIM_LOOKAHEAD_MS - CLAIM_MIN_INTERVAL_MS before its time, which is
  * more than the dispatcher's START_AHEAD_MS. A dispatch due sooner wakes the loop at once.
  */
-export const CLAIM_MIN_INTERVAL_MS = 10;
+const CLAIM_MIN_INTERVAL_MS = 10;
 /** After a storage error, wait this long before claiming again, instead of spinning. */
-export const ERROR_BACKOFF_MS = 1_000;
+const ERROR_BACKOFF_MS = 1_000;
 
 /**
  * The scheduler: sleeps until the earliest QUEUED job is due (read from the partial index, so jobs

@@ -4,7 +4,7 @@ import { backoffMs } from '../delivery/retry-policy.js';
 import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 
-export const RESCUE_INTERVAL_MS = 5_000;
+const RESCUE_INTERVAL_MS = 5_000;
 const RESCUE_BATCH = 100;
 
 /**

@@ -6,9 +6,9 @@ import type { Plan } from '../plans.js';
 import type { ApiKeyPrincipal, Store, TeamRow } from '../store/store.js';
 
 /** lastUsedAt is written at most this often per key, so authentication stays a read. */
-export const KEY_TOUCH_INTERVAL_MS = 60_000;
+const KEY_TOUCH_INTERVAL_MS = 60_000;
 
-export function bearerToken(header: string | undefined): string | null {
+function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
   return match ? match[1]! : null;

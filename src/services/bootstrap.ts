@@ -19,7 +19,7 @@ export interface FirstStart {
   user: FirstUser | null;
 }
 
-export interface FirstUser {
+interface FirstUser {
   email: string;
   password: string;
 }

@@ -34,10 +34,10 @@ export interface RenderedAnswer {
   replayed: boolean;
 }
 
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
-export const BATCH_MAX_JOBS = 100;
-export const LIST_DEFAULT_LIMIT = 50;
-export const LIST_MAX_LIMIT = 100;
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+const BATCH_MAX_JOBS = 100;
+const LIST_DEFAULT_LIMIT = 50;
+const LIST_MAX_LIMIT = 100;
 
 /** Sorted keys at every depth: two JSON-equal bodies hash the same whatever their key order. */
 function canonicalJson(value: unknown): string {
@@ -59,7 +59,7 @@ function decodeCursor(cursor: string): number | null {
   return Number(text.slice(1));
 }
 
-export interface JobsServiceDeps {
+interface JobsServiceDeps {
   store: Store;
   clock: Clock;
   metrics: Metrics;

@@ -12,7 +12,7 @@ export const LOGIN_FAILURES_PER_ACCOUNT = 5;
 /** An address is allowed more, so one office behind one NAT is not locked out by a single person. */
 export const LOGIN_FAILURES_PER_ADDRESS = 20;
 /** Accounts and addresses tracked at once, by default; past it, one is evicted per new one (see evictOne). */
-export const MAX_TRACKED = 100_000;
+const MAX_TRACKED = 100_000;
 /**
  * Longer text cannot be an account (emails are at most 254 characters) or an IP address; cutting
  * keys keeps MAX_TRACKED a bound on memory however long the email field or X-Forwarded-For is.
@@ -20,12 +20,12 @@ export const MAX_TRACKED = 100_000;
 const MAX_KEY_TEXT = 256;
 
 /** One login attempt, counted as a failure from the moment it was let through. */
-export interface LoginAttempt {
+interface LoginAttempt {
   readonly keys: readonly [accountKey: string, addressKey: string];
   readonly at: number;
 }
 
-export type LoginReservation = { attempt: LoginAttempt } | { retryAfterSeconds: number };
+type LoginReservation = { attempt: LoginAttempt } | { retryAfterSeconds: number };
 
 const limitOf = (key: string) => (key.startsWith('account:') ? LOGIN_FAILURES_PER_ACCOUNT : LOGIN_FAILURES_PER_ADDRESS);
 

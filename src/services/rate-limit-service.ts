@@ -29,7 +29,7 @@ export class RateLimitService {
 }
 
 /** Where the team stands against its plan's rate limit, without spending a request; null when the plan has none. */
-export async function currentRateLimit(
+async function currentRateLimit(
   limiter: RateLimiter,
   teamId: string,
   plan: Plan,

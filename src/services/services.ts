@@ -25,7 +25,7 @@ export interface Services {
   sessions: SessionService;
 }
 
-export interface ServiceDeps {
+interface ServiceDeps {
   store: Store;
   rateLimiter: RateLimiter;
   metrics: Metrics;

@@ -14,18 +14,18 @@ const EMAIL_MAX = 254;
  */
 const EMAIL_SHAPE = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
-export function userView(user: UserRow, teamIds: string[]) {
+function userView(user: UserRow, teamIds: string[]) {
   return { userId: user.id, email: user.email, operator: user.isOperator, teams: teamIds, createdAt: formatTimestamp(user.createdAt) };
 }
 
-export function readEmail(value: unknown): string {
+function readEmail(value: unknown): string {
   if (typeof value !== 'string' || value.length > EMAIL_MAX || !EMAIL_SHAPE.test(value.trim())) {
     throw new InvalidRequestError('email must be an email address', { field: 'email' });
   }
   return value.trim().toLowerCase();
 }
 
-export function readNewPassword(value: unknown, field = 'password'): string {
+function readNewPassword(value: unknown, field = 'password'): string {
   if (typeof value !== 'string' || value.length < PASSWORD_MIN_LENGTH || value.length > PASSWORD_MAX_LENGTH) {
     throw new InvalidRequestError(`${field} must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`, { field });
   }

@@ -7,9 +7,9 @@ import {
 } from '../errors.js';
 import { parseTimestamp } from '../timestamp.js';
 
-export const PAYLOAD_LIMIT_BYTES = 10_240;
+const PAYLOAD_LIMIT_BYTES = 10_240;
 /** 366 × 86,400,000 ms after the moment the request was received, inclusive. */
-export const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
+const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -36,7 +36,7 @@ export function readName(body: Record<string, unknown>, required: boolean): stri
   return name.trim();
 }
 
-export function readInteger(value: unknown, field: string, [min, max]: readonly [number, number]): number {
+function readInteger(value: unknown, field: string, [min, max]: readonly [number, number]): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new InvalidRequestError(`${field} must be an integer from ${min} to ${max}`, { field });
   }

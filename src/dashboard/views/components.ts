@@ -32,7 +32,7 @@ export function errorSummary(error: FormError | null | undefined): SafeHtml {
   return html`<div class="alert alert-error" role="alert"><strong>Not saved.</strong> ${error.message}</div>`;
 }
 
-export interface FieldOptions {
+interface FieldOptions {
   name: string;
   label: string;
   value?: string | number | null;

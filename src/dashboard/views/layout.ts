@@ -2,7 +2,7 @@ import type { ProjectRow, TeamRow } from '../../store/store.js';
 import { csrfField, type PageContext } from './components.js';
 import { html, type Renderable, type SafeHtml } from './html.js';
 
-export interface LayoutOptions {
+interface LayoutOptions {
   title: string;
   /** Null on the login page: no navigation. */
   ctx: PageContext | null;

@@ -8,7 +8,7 @@ import { layout } from './layout.js';
 type ApiKeyView = ReturnType<typeof apiKeyView>;
 
 /** The command that dispatches a project's first job: its own URL, and its key when we have it in clear. */
-export function firstJobCurl(publicUrl: string, key: string | null, prefix: string | null): string {
+function firstJobCurl(publicUrl: string, key: string | null, prefix: string | null): string {
   const bearer = key ?? `${prefix ?? 'pk_'}…  (your API key)`;
   return `curl -X POST ${publicUrl}/api/jobs/dispatch \\
   -H "Authorization: Bearer ${bearer}" \\
@@ -16,7 +16,7 @@ export function firstJobCurl(publicUrl: string, key: string | null, prefix: stri
   -d '{"payload": {"hello": "world"}}'`;
 }
 
-export interface OverviewOptions {
+interface OverviewOptions {
   project: ProjectRow;
   keys: ApiKeyView[];
   hasJobs: boolean;
@@ -106,7 +106,7 @@ export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
   });
 }
 
-export interface SecretView {
+interface SecretView {
   webhookSecret: string;
   createdAt: string;
   expiresAt: string | null;

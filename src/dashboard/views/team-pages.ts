@@ -41,7 +41,7 @@ export function projectsPage(ctx: PageContext, o: { team: TeamRow; projects: Ret
   });
 }
 
-export interface UsageView {
+interface UsageView {
   plan: string;
   period: { start: string; end: string };
   jobsCreated: number;
@@ -50,7 +50,7 @@ export interface UsageView {
   daily: { date: string; jobsCreated: number }[];
 }
 
-export interface RateNow {
+interface RateNow {
   limit: number;
   remaining: number;
   resetSeconds: number;
