@@ -269,7 +269,20 @@ export interface ExpiredLease {
 }
 
 export interface Store {
+  /** Which driver, for messages (the CLI's `migrate` answer); what differs is said by the members below. */
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * True when this process is the only instance on the database (SQLite: one `punctual serve` per
+   * file), so a lease found at start was left by a process that is gone and can be taken over at
+   * once. False where other instances may hold live leases (PostgreSQL): only expired ones are.
+   */
+  readonly soleInstance: boolean;
+  /**
+   * Where the key that seals webhook secrets is generated and kept when PUNCTUAL_SECRET_KEY is not
+   * set (SQLite: beside the database file). Null where the key must be configured (PostgreSQL:
+   * every instance needs the same one).
+   */
+  readonly secretKeyFile: string | null;
 
   migrate(): Promise<void>;
   /**
