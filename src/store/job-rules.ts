@@ -1,6 +1,7 @@
 /**
  * The rules both drivers apply to jobs, written once: what a finished attempt does to its job,
- * how an expired lease is rescued, when an Idempotency-Key replays, how counts are reported.
+ * how an expired lease is rescued, what a dispatch answers and when an Idempotency-Key replays
+ * it, how counts are reported.
  * The drivers only say how to store the outcome in their own SQL.
  *
  * Plain functions of their arguments, importing no driver: the embedded store's writes run them on
@@ -8,12 +9,14 @@
  */
 import {
   JOB_STATUSES,
+  type AnswerTemplate,
   type AttemptFinishParams,
   type ExpiredLease,
   type JobCreateResult,
   type JobRow,
   type JobStatus,
   type ProjectRow,
+  type StoredResponse,
 } from './store.js';
 
 /** What a finished attempt writes to its job (only if the worker still holds the attempt's lease). */
@@ -78,6 +81,19 @@ export function leaseExpiredFinish(
     result: { outcome: 'lease_expired', statusCode: null, durationMs: params.now - plan.lease.job.updatedAt, error: LEASE_EXPIRED_ERROR, responseBody: null },
     next: runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt },
   };
+}
+
+/** The stored answer to a dispatch, from its template and which of its jobs the quota let in (AnswerTemplate). */
+export function assembleAnswer(answer: AnswerTemplate, created: boolean[], usedBefore: number): StoredResponse | null {
+  if (answer.kind === 'single') return created[0] ? { statusCode: answer.statusCode, body: answer.body } : null;
+  const usedAfter = usedBefore + created.filter(Boolean).length;
+  let index = 0;
+  const items = answer.items.map((item) => {
+    if ('error' in item) return item.error;
+    // Quota refusals are a suffix of the batch: items count in request order.
+    return created[index++] ? item.job : `${answer.quotaRefusal[0]}${usedAfter}${answer.quotaRefusal[1]}`;
+  });
+  return { statusCode: answer.statusCode, body: `{"jobs":[${items.join(',')}]}` };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { utcDay } from '../../timestamp.js';
-import { idempotentAnswer } from '../job-rules.js';
-import { assembleAnswer, type JobCreateParams, type JobCreateResult } from '../store.js';
+import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
+import type { JobCreateParams, JobCreateResult } from '../store.js';
 import { NOTIFY_HORIZON_MS, type ConnectionPool, type Queryable } from './connection-pool.js';
 import * as q from './queries.js';
 

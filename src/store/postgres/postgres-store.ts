@@ -249,12 +249,8 @@ export class PostgresStore implements Store {
   async jobList(params: JobListParams): Promise<JobRow[]> {
     const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
     if (params.createdFrom != null || params.createdBefore != null) {
-      return this.db.rows<JobRow>(q.JobListCreatedBetween, [
-        ...args,
-        params.status,
-        params.createdFrom ?? 0,
-        params.createdBefore ?? Number.MAX_SAFE_INTEGER,
-      ]);
+      const range = [params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
+      return this.db.rows<JobRow>(q.JobListCreatedBetween, [...args, params.status, ...range]);
     }
     if (params.status === null) return this.db.rows<JobRow>(q.JobList, args);
     return this.db.rows<JobRow>(q.JobListByStatus, [...args, params.status]);
@@ -285,14 +281,8 @@ export class PostgresStore implements Store {
   }
 
   async jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
-    const claimed = await this.db.rows<ClaimedJob>(q.JobClaimDue, [
-      params.now,
-      params.dueBy,
-      params.limit,
-      params.workerId,
-      params.leaseExtraMs,
-      params.excludeProjectIds,
-    ]);
+    const { now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds } = params;
+    const claimed = await this.db.rows<ClaimedJob>(q.JobClaimDue, [now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds]);
     return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
   }
 

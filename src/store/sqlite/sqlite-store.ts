@@ -133,12 +133,15 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.background.close();
-    // Every accepted write committed and on disk before the file is let go.
-    await this.writer.close();
-    this.db.close();
-    this.releaseServeLock?.();
-    this.releaseServeLock = null;
+    try {
+      await this.background.close();
+      // Every accepted write committed and on disk before the file is let go.
+      await this.writer.close();
+      this.db.close();
+    } finally {
+      this.releaseServeLock?.();
+      this.releaseServeLock = null;
+    }
   }
 
   async settingGet(key: string): Promise<string | null> {

@@ -22,9 +22,9 @@ import type {
   UserWithPassword,
   WebhookSecretRow,
 } from '../store.js';
-import { assembleAnswer, type JobCreateParams } from '../store.js';
+import type { JobCreateParams } from '../store.js';
 import { utcDay } from '../../timestamp.js';
-import { idempotentAnswer, jobAfterAttempt } from '../job-rules.js';
+import { assembleAnswer, idempotentAnswer, jobAfterAttempt } from '../job-rules.js';
 import * as q from './queries.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
