@@ -60,6 +60,8 @@ export async function openRuntime(
   clock: Clock,
   options: {
     generateAdminToken: boolean;
+    /** `punctual serve`: the store takes whatever lock keeps a second server off its database. */
+    serve?: boolean;
     onBackgroundError: (error: unknown) => void;
     /** Redis did not answer a rate-limit check (at most one call every 10 s). */
     onRateLimitWarning?: (error: unknown) => void;
@@ -67,9 +69,9 @@ export async function openRuntime(
     onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void;
   },
 ): Promise<Runtime> {
-  const store = await openStore(config.database, options.onListenerState ? { onListenerState: options.onListenerState } : {});
+  const store = await openStore(config.database, { serve: options.serve, onListenerState: options.onListenerState });
   try {
-    const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateSecretKey(config.database.path) : null);
+    const secretKey = config.secretKey ?? (store.secretKeyFile ? loadOrCreateSecretKey(store.secretKeyFile) : null);
     if (!secretKey) throw new Error('PUNCTUAL_SECRET_KEY is required');
     await checkSecretKey(store, secretKey);
     const admin = await resolveAdminToken(store, config.adminToken, options.generateAdminToken);
@@ -139,7 +141,7 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     client: runtime.webhookClient,
     signingSecrets: (projectId) => runtime.services.manage.signingSecrets(projectId),
     globalConcurrency: runtime.config.deliveryConcurrency,
-    takeOverLeasesAtStart: runtime.store.kind === 'sqlite',
+    takeOverLeasesAtStart: runtime.store.soleInstance,
     ...(random && { random }),
   });
   runtime.setJobDueListener((runAt) => engine.notifyDue(runAt));

@@ -5,7 +5,6 @@ import type { Config } from './config.js';
 import { dashboardRoutes } from './dashboard/dashboard-plugin.js';
 import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, createFirstUser, firstStartMessage, firstUserMessage } from './services/bootstrap.js';
-import { acquireServeLock } from './store/sqlite/serve-lock.js';
 import type { Store } from './store/store.js';
 
 /**
@@ -37,10 +36,10 @@ export async function buildServer(deps: AppDeps): Promise<App> {
 
 export async function serve(config: Config): Promise<void> {
   const clock = systemClock;
-  const releaseLock = config.database.kind === 'sqlite' ? acquireServeLock(config.database.path) : () => {};
   let log: Pick<FastifyBaseLogger, 'error' | 'warn' | 'info'> = console as unknown as Pick<FastifyBaseLogger, 'error' | 'warn' | 'info'>;
   const runtime = await openRuntime(config, clock, {
     generateAdminToken: true,
+    serve: true,
     onBackgroundError: (error) => log.error({ err: error }, 'background write failed'),
     onRateLimitWarning: (error) =>
       log.warn({ err: error }, 'Redis did not answer a rate-limit check: limiting per instance until it does'),
@@ -68,8 +67,8 @@ export async function serve(config: Config): Promise<void> {
       const { drained, released } = await engine.stop(config.shutdownDrainMs);
       app.log.info({ drained, released }, 'delivery stopped');
       await app.close();
+      // Closing the store also lets go of its serve lock (SQLite).
       await runtime.close();
-      releaseLock();
       process.exit(0);
     } catch (error) {
       app.log.error({ err: error }, 'shutdown failed');

@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 
 /**
- * With the embedded store and no PUNCTUAL_SECRET_KEY, the key that encrypts webhook secrets is
- * generated once and kept beside the database (mode 0600). Losing it makes the stored webhook
- * secrets unreadable, so it belongs in the same backup as the database.
+ * The key that encrypts webhook secrets when PUNCTUAL_SECRET_KEY is not set: generated once into
+ * `path` (mode 0600; the store says where, Store.secretKeyFile) and read from there at every start.
  */
-export function loadOrCreateSecretKey(databasePath: string): string {
-  const path = join(dirname(databasePath), 'punctual.secret-key');
+export function loadOrCreateSecretKey(path: string): string {
   mkdirSync(dirname(path), { recursive: true });
   try {
     writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });

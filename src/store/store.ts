@@ -130,18 +130,6 @@ export type AnswerTemplate =
   | { kind: 'single'; statusCode: number; body: string }
   | { kind: 'batch'; statusCode: number; items: ({ job: string } | { error: string })[]; quotaRefusal: [string, string] };
 
-export function assembleAnswer(answer: AnswerTemplate, created: boolean[], usedBefore: number): StoredResponse | null {
-  if (answer.kind === 'single') return created[0] ? { statusCode: answer.statusCode, body: answer.body } : null;
-  const usedAfter = usedBefore + created.filter(Boolean).length;
-  let index = 0;
-  const items = answer.items.map((item) => {
-    if ('error' in item) return item.error;
-    // Quota refusals are a suffix of the batch: items count in request order.
-    return created[index++] ? item.job : `${answer.quotaRefusal[0]}${usedAfter}${answer.quotaRefusal[1]}`;
-  });
-  return { statusCode: answer.statusCode, body: `{"jobs":[${items.join(',')}]}` };
-}
-
 export interface JobCreateParams {
   projectId: string;
   teamId: string;
@@ -150,7 +138,7 @@ export interface JobCreateParams {
   /** Jobs allowed this UTC month, counted in the same transaction; null: no quota. */
   quota: { limit: number; monthStartDay: string; monthEndDay: string } | null;
   idempotency: { endpoint: string; key: string; requestHash: string; validAfter: number } | null;
-  /** The answer, assembled inside the transaction so that it is stored with the jobs (assembleAnswer). */
+  /** The answer, assembled inside the transaction so that it is stored with the jobs (job-rules.ts, assembleAnswer). */
   answer: AnswerTemplate;
   /**
    * Jobs due at once may be created already DISPATCHED, leased to this worker (up to `limit`):
@@ -269,7 +257,20 @@ export interface ExpiredLease {
 }
 
 export interface Store {
+  /** Which driver, for messages (the CLI's `migrate` answer); what differs is said by the members below. */
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * True when this process is the only instance on the database (SQLite: one `punctual serve` per
+   * file), so a lease found at start was left by a process that is gone and can be taken over at
+   * once. False where other instances may hold live leases (PostgreSQL): only expired ones are.
+   */
+  readonly soleInstance: boolean;
+  /**
+   * Where the key that seals webhook secrets is generated and kept when PUNCTUAL_SECRET_KEY is not
+   * set (SQLite: beside the database file). Null where the key must be configured (PostgreSQL:
+   * every instance needs the same one).
+   */
+  readonly secretKeyFile: string | null;
 
   migrate(): Promise<void>;
   /**

@@ -255,7 +255,8 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await claim(T0 + 10)).toEqual([]);
         expect(await store.jobNextDueAt({ after: 0 })).toBe(T0 + 86_400_000 * 30);
         expect(await store.jobNextDueAt({ after: T0 + 86_400_000 * 30 })).toBeNull();
-        expect((await store.jobCountByStatus()).DISPATCHED).toBe(3);
+        // Every status is counted, those no job is in as 0.
+        expect(await store.jobCountByStatus()).toEqual({ QUEUED: 1, DISPATCHED: 3, STARTED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 });
       });
 
       it('skips the projects it is told to', async () => {
@@ -346,8 +347,10 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await claim(T0 + 499)).toEqual([]);
         await claim(T0 + 500);
         expect(await store.attemptStart({ jobId: 'job_f1', attemptId: 'att_f2', workerId: 'wrk_a', now: T0 + 500, leaseExpiresAt: T0 + 2000 })).toEqual({ attemptNumber: 2 });
-        await store.attemptFinish({ jobId: 'job_f1', attemptId: 'att_f2', workerId: 'wrk_a', now: T0 + 510, result: failure, next: { kind: 'fail' } });
-        expect(await store.jobGet({ projectId: project.id, jobId: 'job_f1' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 510, attemptCount: 2 });
+        // An outcome without a message is its own lastError.
+        const timeout = { outcome: 'timeout' as const, statusCode: null, durationMs: 10, error: null, responseBody: null };
+        await store.attemptFinish({ jobId: 'job_f1', attemptId: 'att_f2', workerId: 'wrk_a', now: T0 + 510, result: timeout, next: { kind: 'fail' } });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_f1' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 510, attemptCount: 2, lastError: 'timeout' });
         const retried = await store.jobRetryIfFailed({ projectId: project.id, jobId: 'job_f1', now: T0 + 600 });
         expect(retried).toMatchObject({ ok: true, job: { status: 'QUEUED', runAt: T0 + 600, failedAt: null } });
         await claim(T0 + 600);
@@ -374,9 +377,11 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(rescued.map((r) => [r.job.id, r.attemptNumber]).sort()).toEqual([['job_l1', null], ['job_l2', 1], ['job_l3', 1]]);
         expect(seen.sort()).toEqual(['job_l2:1:30000', 'job_l3:1:30000']);
         expect(await store.jobGet({ projectId: project.id, jobId: 'job_l1' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 60_001, attemptCount: 0 });
-        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l2' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 90_000, attemptCount: 1 });
-        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l3' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 60_001 });
-        expect((await store.attemptListByJob('job_l2'))[0]).toMatchObject({ outcome: 'lease_expired', finishedAt: T0 + 60_001 });
+        const lost = 'lease expired: the worker stopped before the attempt finished';
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l2' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 90_000, attemptCount: 1, lastError: lost });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l3' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 60_001, lastError: lost });
+        // Timed from the attempt's start to the rescue.
+        expect((await store.attemptListByJob('job_l2'))[0]).toMatchObject({ outcome: 'lease_expired', finishedAt: T0 + 60_001, durationMs: 60_001, statusCode: null, error: lost });
         // The worker that lost its lease answers late: nothing changes.
         const late = await store.attemptFinish({ jobId: 'job_l2', attemptId: 'att_l2', workerId: 'wrk_a', now: T0 + 60_002, result: success, next: { kind: 'complete' } });
         expect(late).toBe(false);

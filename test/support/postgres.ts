@@ -55,9 +55,9 @@ export async function makeSchema(): Promise<{ name: string; drop: () => Promise<
   };
 }
 
-/** How many statements `fn` sends through a PostgreSQL store's pool: none when it is served from its cache. */
+/** How many statements `fn` sends through a PostgreSQL store's pool (its ConnectionPool's): none when it is served from its cache. */
 export async function countStatements(store: object, fn: () => Promise<unknown>): Promise<number> {
-  const pool = (store as { pool: { query: (...args: unknown[]) => unknown } }).pool;
+  const pool = (store as { db: { pool: { query: (...args: unknown[]) => unknown } } }).db.pool;
   const query = pool.query;
   let n = 0;
   pool.query = (...args: unknown[]) => {

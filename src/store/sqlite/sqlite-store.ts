@@ -12,9 +12,8 @@
  * is acknowledged, so an acknowledged job survives power loss; the fsync waits on the writer
  * thread, not on the event loop. NORMAL survives a process crash (kill -9) but not an OS crash.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { dirname, join } from 'node:path';
+import type Database from 'better-sqlite3';
 import type {
   ApiKeyPrincipal,
   ApiKeyRow,
@@ -40,15 +39,15 @@ import type {
   UserWithPassword,
   WebhookSecretRow,
 } from '../store.js';
-import { JOB_STATUSES } from '../store.js';
+import { countsByStatus, leaseExpiredFinish, leaseRescuePlan, type ExpiredLeaseRow } from '../job-rules.js';
+import { sessionFromRow, userFromRow } from '../session-row.js';
 import { SqliteWriter } from './writer.js';
 import { toProject, type LeaseRescue } from './writes.js';
 import { BackgroundConnection } from './background-connection.js';
-import { isSqliteUnavailable } from './sqlite-errors.js';
+import { CachedReads } from './cached-reads.js';
 import { migrateSqlite } from './migrate.js';
-import { principalFromRow } from '../principal-row.js';
-import { ReadCache } from '../read-cache.js';
-import { sessionFromRow, userFromRow } from '../session-row.js';
+import { openReaderConnection } from './reader-connection.js';
+import { acquireServeLock } from './serve-lock.js';
 import * as q from './queries.js';
 
 export interface SqliteStoreOptions {
@@ -56,6 +55,8 @@ export interface SqliteStoreOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** The WAL's bound (WAL_LIMIT_BYTES by default; tests set a small one). */
   walLimitBytes?: number;
+  /** Holds the serve lock (serve-lock.ts: one `punctual serve` per file) until close(). */
+  serve?: boolean;
 }
 
 type Statement = Database.Statement<unknown[], unknown>;
@@ -73,38 +74,33 @@ export const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
+  /**
+   * One process serves a file (`punctual serve` holds its serve lock; the CLI beside it claims
+   * nothing), so a lease found at start was left by a process that died: taken over at once.
+   */
+  readonly soleInstance = true;
+  /**
+   * Without PUNCTUAL_SECRET_KEY, the key that seals webhook secrets is generated once and kept
+   * beside the database: losing it makes those secrets unreadable, so it belongs in the same backup.
+   */
+  readonly secretKeyFile: string;
   private readonly db: Database.Database;
   private readonly writer: SqliteWriter;
   private readonly statements = new Map<string, Statement>();
-  /**
-   * Dropped when this store's writer commits a change to keys, projects, teams or secrets
-   * (afterCommit), and when the cache epoch (writes.ts) shows that another process (the CLI)
-   * committed one. The epoch is read at most once per event-loop turn: requests parsed in one turn
-   * are concurrent anyway.
-   */
-  private readonly cache = new ReadCache();
+  private readonly cached = new CachedReads((text) => this.sql(text));
   /** WAL checkpoints and counts over every job, off the main thread. */
   private readonly background: BackgroundConnection;
-  private cacheEpoch: string | null | undefined = undefined;
-  private cacheCheckedThisTurn = false;
+  private releaseServeLock: (() => void) | null;
 
   constructor(options: SqliteStoreOptions) {
-    mkdirSync(dirname(options.path), { recursive: true });
-    this.db = new Database(options.path);
+    this.secretKeyFile = join(dirname(options.path), 'punctual.secret-key');
+    // Before the file is opened: a second server must not touch the first one's database.
+    this.releaseServeLock = options.serve ? acquireServeLock(options.path) : null;
     try {
-      this.db.pragma('journal_mode = WAL');
-      // Another process (the CLI beside a running server) may hold the write lock briefly.
-      this.db.pragma('busy_timeout = 5000');
-      this.db.pragma('foreign_keys = ON');
-      this.db.pragma(`cache_size = -${READER_CACHE_KIB}`);
+      this.db = openReaderConnection(options.path, READER_CACHE_KIB);
     } catch (error) {
-      // SQLite opens a write-protected file read-only and fails only here: close it (or its file
-      // descriptor outlives the failed start) and say what is wrong in words an operator can act on.
-      this.db.close();
-      if (!isSqliteUnavailable(error)) throw error;
-      throw new Error(`Cannot open the SQLite database ${options.path} for writing (${(error as Error).message}): is its file system read-only or full?`, {
-        cause: error,
-      });
+      this.releaseServeLock?.();
+      throw error;
     }
     this.writer = new SqliteWriter({ path: options.path, synchronous: options.synchronous ?? 'FULL', cacheKib: WRITER_CACHE_KIB, walLimitBytes: options.walLimitBytes ?? WAL_LIMIT_BYTES });
     this.background = new BackgroundConnection({
@@ -137,10 +133,15 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.background.close();
-    // Every accepted write committed and on disk before the file is let go.
-    await this.writer.close();
-    this.db.close();
+    try {
+      await this.background.close();
+      // Every accepted write committed and on disk before the file is let go.
+      await this.writer.close();
+      this.db.close();
+    } finally {
+      this.releaseServeLock?.();
+      this.releaseServeLock = null;
+    }
   }
 
   async settingGet(key: string): Promise<string | null> {
@@ -161,7 +162,7 @@ export class SqliteStore implements Store {
   }
 
   teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
-    return this.afterCommit(this.writer.run('teamUpdate', params));
+    return this.cached.afterCommit(this.writer.run('teamUpdate', params));
   }
 
   async teamCount(): Promise<number> {
@@ -169,22 +170,11 @@ export class SqliteStore implements Store {
   }
 
   projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
-    return this.afterCommit(this.writer.run('projectInsert', params));
+    return this.cached.afterCommit(this.writer.run('projectInsert', params));
   }
 
   async projectGet(projectId: string): Promise<ProjectRow | null> {
-    return this.cachedProject(projectId);
-  }
-
-  private cachedProject(projectId: string): ProjectRow | null {
-    this.checkCacheVersion();
-    const cached = this.cache.project(projectId);
-    if (cached) return cached;
-    const row = this.sql(q.ProjectGet).get(projectId);
-    if (!row) return null;
-    const project = toProject(row);
-    this.cache.storeProject(this.cache.mark(), project);
-    return project;
+    return this.cached.project(projectId);
   }
 
   async projectListByTeam(teamId: string): Promise<ProjectRow[]> {
@@ -192,44 +182,16 @@ export class SqliteStore implements Store {
   }
 
   projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
-    return this.afterCommit(this.writer.run('projectUpdate', params));
+    return this.cached.afterCommit(this.writer.run('projectUpdate', params));
   }
 
   apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void> {
     return this.writer.run('apiKeyInsert', key);
   }
 
-  /** Drops the caches once a write that can change what they hold has committed. */
-  private afterCommit<T>(write: Promise<T>): Promise<T> {
-    return write.then((result) => {
-      this.cache.drop();
-      return result;
-    });
-  }
-
-  private checkCacheVersion(): void {
-    if (this.cacheCheckedThisTurn) return;
-    this.cacheCheckedThisTurn = true;
-    setImmediate(() => {
-      this.cacheCheckedThisTurn = false;
-    });
-    const epoch = (this.sql(q.CacheEpochGet).get() as { value: string } | undefined)?.value ?? null;
-    if (epoch !== this.cacheEpoch) {
-      this.cache.drop();
-      this.cacheEpoch = epoch;
-    }
-  }
-
   /** Every API request looks its key up: from the cache. */
   async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
-    this.checkCacheVersion();
-    const cached = this.cache.principal(hash);
-    if (cached) return cached;
-    const row = this.sql(q.ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
-    if (!row) return null;
-    const principal = principalFromRow(row);
-    this.cache.storePrincipal(this.cache.mark(), hash, principal);
-    return principal;
+    return this.cached.principal(hash);
   }
 
   async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
@@ -241,26 +203,21 @@ export class SqliteStore implements Store {
   }
 
   apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
-    return this.afterCommit(this.writer.run('apiKeyRevoke', params));
+    return this.cached.afterCommit(this.writer.run('apiKeyRevoke', params));
   }
 
   apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
-    this.cache.touchKey(params.keyId, params.now);
+    this.cached.touchKey(params.keyId, params.now);
     return this.writer.run('apiKeyTouch', params);
   }
 
   /** Every delivery signs with these: from the cache until the first of them expires. */
   async webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]> {
-    this.checkCacheVersion();
-    const cached = this.cache.activeSecrets(params.projectId, params.now);
-    if (cached) return cached;
-    const rows = this.sql(q.WebhookSecretListActive).all(params) as WebhookSecretRow[];
-    this.cache.storeActiveSecrets(this.cache.mark(), params.projectId, params.now, rows);
-    return rows;
+    return this.cached.activeSecrets(params);
   }
 
   webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
-    return this.afterCommit(this.writer.run('webhookSecretRotate', params));
+    return this.cached.afterCommit(this.writer.run('webhookSecretRotate', params));
   }
 
   jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
@@ -307,7 +264,7 @@ export class SqliteStore implements Store {
 
   async projectGetMany(projectIds: string[]): Promise<ProjectRow[]> {
     return projectIds.flatMap((id) => {
-      const project = this.cachedProject(id);
+      const project = this.cached.project(id);
       return project ? [project] : [];
     });
   }
@@ -338,24 +295,16 @@ export class SqliteStore implements Store {
    * finished in between is left alone and not reported.
    */
   async jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
-    const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as (JobRow & {
-      leaseOwner: string;
-      leaseAttemptId: string | null;
-    })[];
+    const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as ExpiredLeaseRow[];
     if (expired.length === 0) return [];
-    const leases: ExpiredLease[] = [];
-    const rescues = expired.map(({ leaseOwner, leaseAttemptId, ...job }): LeaseRescue => {
-      if (job.status === 'DISPATCHED' || leaseAttemptId === null) {
-        leases.push({ job, attemptNumber: null });
-        return { kind: 'requeue', jobId: job.id };
-      }
-      const lease: ExpiredLease = { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount };
-      leases.push(lease);
-      const runAt = params.retryAt(lease, this.cachedProject(job.projectId)!);
-      return { kind: 'finish', jobId: job.id, leaseOwner, leaseAttemptId, startedAt: job.updatedAt, runAt };
+    const plans = expired.map(leaseRescuePlan);
+    const rescues = plans.map((plan): LeaseRescue => {
+      if (plan.kind === 'requeue') return { kind: 'requeue', jobId: plan.lease.job.id };
+      const project = this.cached.project(plan.lease.job.projectId)!;
+      return { kind: 'finish', finish: leaseExpiredFinish(plan, { now: params.now, project, retryAt: params.retryAt }) };
     });
     const rescued = await this.writer.run('jobRescueLeases', { now: params.now, expiredBefore: params.expiredBefore, rescues });
-    return leases.filter((_, i) => rescued[i]);
+    return plans.filter((_, i) => rescued[i]).map((plan) => plan.lease);
   }
 
   async jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {
@@ -367,9 +316,7 @@ export class SqliteStore implements Store {
   }
 
   async jobCountByStatus(): Promise<Record<JobStatus, number>> {
-    const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
-    for (const row of await this.background.all<{ status: JobStatus; n: number }>(q.JobCountByStatus)) counts[row.status] = row.n;
-    return counts;
+    return countsByStatus(await this.background.all<{ status: JobStatus; n: number }>(q.JobCountByStatus));
   }
 
   async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {

@@ -1,6 +1,6 @@
 /**
  * Every write of the embedded store, as a function of its parameters: data in, data out, so that
- * it runs on the writer thread (writer-thread.ts), where each is called inside the group's
+ * it runs on the writer thread (writer-worker.ts), where each is called inside the group's
  * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements.
  */
 import type Database from 'better-sqlite3';
@@ -22,8 +22,9 @@ import type {
   UserWithPassword,
   WebhookSecretRow,
 } from '../store.js';
-import { assembleAnswer, type JobCreateParams } from '../store.js';
+import type { JobCreateParams } from '../store.js';
 import { utcDay } from '../../timestamp.js';
+import { assembleAnswer, idempotentAnswer, jobAfterAttempt } from '../job-rules.js';
 import * as q from './queries.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
@@ -80,27 +81,23 @@ function transition(sql: Sql, statement: string, params: Record<string, unknown>
 }
 
 function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
-  const { next, result } = params;
-  const status = next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED';
   const changed = sql(q.JobFinishAttempt).run({
     jobId: params.jobId,
     workerId: params.workerId,
     attemptId: params.attemptId,
     now: params.now,
-    status,
-    runAt: next.kind === 'retry' ? next.runAt : next.kind === 'release' ? params.now : null,
-    releasedAttempts: next.kind === 'release' ? 1 : 0,
-    lastError: result.outcome === 'success' ? null : (result.error ?? result.outcome),
+    ...jobAfterAttempt(params),
   }).changes;
   if (changed === 0) return false;
-  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...result });
+  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...params.result });
   return true;
 }
 
-/** One expired lease as the rescuer decided it (sqlite-store.ts reads them, then asks for these). */
-export type LeaseRescue =
-  | { kind: 'requeue'; jobId: string }
-  | { kind: 'finish'; jobId: string; leaseOwner: string; leaseAttemptId: string; startedAt: number; runAt: number | null };
+/**
+ * One expired lease as the rescuer decided it (job-rules.ts), on the main thread: retryAt needs the
+ * project and is the caller's function (sqlite-store.ts reads the leases, then asks for these).
+ */
+export type LeaseRescue = { kind: 'requeue'; jobId: string } | { kind: 'finish'; finish: AttemptFinishParams };
 
 export const WRITES = {
   settingInsertIfAbsent(sql: Sql, p: { key: string; value: string }): string {
@@ -164,10 +161,7 @@ export const WRITES = {
       const previous = sql(q.IdempotencyKeyGet).get(params.projectId, idempotency.endpoint, idempotency.key) as
         | { requestHash: string; statusCode: number; body: string; createdAt: number }
         | undefined;
-      if (previous && previous.createdAt > idempotency.validAfter) {
-        if (previous.requestHash !== idempotency.requestHash) return { kind: 'idempotency_conflict' };
-        return { kind: 'replayed', response: { statusCode: previous.statusCode, body: previous.body } };
-      }
+      if (previous && previous.createdAt > idempotency.validAfter) return idempotentAnswer(previous, idempotency.requestHash);
     }
     const { quota } = params;
     const usedBefore = quota ? (sql(q.UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n : 0;
@@ -250,22 +244,9 @@ export const WRITES = {
       if (rescue.kind === 'requeue') {
         return sql(q.JobRequeueExpired).run({ jobId: rescue.jobId, now: p.now, expiredBefore: p.expiredBefore }).changes === 1;
       }
-      const expired = sql(q.JobLeaseExpiredCheck).get({ jobId: rescue.jobId, expiredBefore: p.expiredBefore, attemptId: rescue.leaseAttemptId });
-      if (!expired) return false;
-      return finishAttempt(sql, {
-        jobId: rescue.jobId,
-        attemptId: rescue.leaseAttemptId,
-        workerId: rescue.leaseOwner,
-        now: p.now,
-        result: {
-          outcome: 'lease_expired',
-          statusCode: null,
-          durationMs: p.now - rescue.startedAt,
-          error: 'lease expired: the worker stopped before the attempt finished',
-          responseBody: null,
-        },
-        next: rescue.runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt: rescue.runAt },
-      });
+      const { jobId, attemptId } = rescue.finish;
+      const expired = sql(q.JobLeaseExpiredCheck).get({ jobId, expiredBefore: p.expiredBefore, attemptId });
+      return expired !== undefined && finishAttempt(sql, rescue.finish);
     });
   },
 

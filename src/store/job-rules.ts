@@ -1,0 +1,113 @@
+/**
+ * The rules both drivers apply to jobs, written once: what a finished attempt does to its job,
+ * how an expired lease is rescued, what a dispatch answers and when an Idempotency-Key replays
+ * it, how counts are reported.
+ * The drivers only say how to store the outcome in their own SQL.
+ *
+ * Plain functions of their arguments, importing no driver: the embedded store's writes run them on
+ * its writer thread (sqlite/writes.ts).
+ */
+import {
+  JOB_STATUSES,
+  type AnswerTemplate,
+  type AttemptFinishParams,
+  type ExpiredLease,
+  type JobCreateResult,
+  type JobRow,
+  type JobStatus,
+  type ProjectRow,
+  type StoredResponse,
+} from './store.js';
+
+/** What a finished attempt writes to its job (only if the worker still holds the attempt's lease). */
+export interface JobAfterAttempt {
+  status: 'COMPLETED' | 'FAILED' | 'QUEUED';
+  /** The next attempt's due time when queued again; null leaves runAt as it was. */
+  runAt: number | null;
+  /**
+   * 1 when the attempt is given back (the instance stopped before its answer came): the round's
+   * start moves up by one, so the attempt does not count against the retry budget.
+   */
+  releasedAttempts: 0 | 1;
+  /** The attempt's error (or its outcome when it has no message); null after a success keeps the last one. */
+  lastError: string | null;
+}
+
+export function jobAfterAttempt(params: Pick<AttemptFinishParams, 'now' | 'next' | 'result'>): JobAfterAttempt {
+  const { next, result } = params;
+  return {
+    status: next.kind === 'complete' ? 'COMPLETED' : next.kind === 'fail' ? 'FAILED' : 'QUEUED',
+    runAt: next.kind === 'retry' ? next.runAt : next.kind === 'release' ? params.now : null,
+    releasedAttempts: next.kind === 'release' ? 1 : 0,
+    lastError: result.outcome === 'success' ? null : (result.error ?? result.outcome),
+  };
+}
+
+/** An expired lease as both drivers read it (JobListExpiredLeases): the job and who held it for which attempt. */
+export type ExpiredLeaseRow = JobRow & { leaseOwner: string; leaseAttemptId: string | null };
+
+/**
+ * What the rescue does with one expired lease. A job claimed but never started (DISPATCHED) was
+ * never sent: it returns to QUEUED, due at once, and spends nothing. A STARTED one may have
+ * reached the receiver: its attempt is recorded as lost and counts, like any failed attempt.
+ */
+export type LeaseRescuePlan =
+  | { kind: 'requeue'; lease: ExpiredLease }
+  | { kind: 'finish'; lease: ExpiredLease; leaseOwner: string; attemptId: string };
+
+export function leaseRescuePlan(row: ExpiredLeaseRow): LeaseRescuePlan {
+  const { leaseOwner, leaseAttemptId, ...job } = row;
+  if (job.status === 'DISPATCHED' || leaseAttemptId === null) return { kind: 'requeue', lease: { job, attemptNumber: null } };
+  return { kind: 'finish', lease: { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount }, leaseOwner, attemptId: leaseAttemptId };
+}
+
+export const LEASE_EXPIRED_ERROR = 'lease expired: the worker stopped before the attempt finished';
+
+/**
+ * The finish that records a started attempt whose lease ran out, on behalf of the worker that
+ * held it: lease_expired, timed from the start (the job's updatedAt), then retried at the time
+ * `retryAt` gave for this lease and its project, or FAILED when it gave none.
+ */
+export function leaseExpiredFinish(
+  plan: Extract<LeaseRescuePlan, { kind: 'finish' }>,
+  params: { now: number; project: ProjectRow; retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null },
+): AttemptFinishParams {
+  const runAt = params.retryAt(plan.lease, params.project);
+  return {
+    jobId: plan.lease.job.id,
+    attemptId: plan.attemptId,
+    workerId: plan.leaseOwner,
+    now: params.now,
+    result: { outcome: 'lease_expired', statusCode: null, durationMs: params.now - plan.lease.job.updatedAt, error: LEASE_EXPIRED_ERROR, responseBody: null },
+    next: runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt },
+  };
+}
+
+/** The stored answer to a dispatch, from its template and which of its jobs the quota let in (AnswerTemplate). */
+export function assembleAnswer(answer: AnswerTemplate, created: boolean[], usedBefore: number): StoredResponse | null {
+  if (answer.kind === 'single') return created[0] ? { statusCode: answer.statusCode, body: answer.body } : null;
+  const usedAfter = usedBefore + created.filter(Boolean).length;
+  let index = 0;
+  const items = answer.items.map((item) => {
+    if ('error' in item) return item.error;
+    // Quota refusals are a suffix of the batch: items count in request order.
+    return created[index++] ? item.job : `${answer.quotaRefusal[0]}${usedAfter}${answer.quotaRefusal[1]}`;
+  });
+  return { statusCode: answer.statusCode, body: `{"jobs":[${items.join(',')}]}` };
+}
+
+/**
+ * A dispatch whose Idempotency-Key already holds an answer still valid: the same request (by its
+ * hash) gets that answer again, byte for byte; a different request under the key is a conflict.
+ */
+export function idempotentAnswer(stored: { requestHash: string; statusCode: number; body: string }, requestHash: string): JobCreateResult {
+  if (stored.requestHash !== requestHash) return { kind: 'idempotency_conflict' };
+  return { kind: 'replayed', response: { statusCode: stored.statusCode, body: stored.body } };
+}
+
+/** Every status, with 0 for those no job is in (GROUP BY only returns the others). */
+export function countsByStatus(rows: { status: JobStatus; n: number }[]): Record<JobStatus, number> {
+  const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
+  for (const row of rows) counts[row.status] = row.n;
+  return counts;
+}

@@ -1,0 +1,124 @@
+import { UnavailableError } from '../../errors.js';
+import { jobAfterAttempt, leaseExpiredFinish, leaseRescuePlan, type ExpiredLeaseRow } from '../job-rules.js';
+import type { AttemptFinishParams, AttemptStartParams, ExpiredLease, JobRescueParams, ProjectRow } from '../store.js';
+import type { ConnectionPool, Queryable } from './connection-pool.js';
+import * as q from './queries.js';
+import { TickBatcher } from './tick-batcher.js';
+
+/**
+ * A batch statement that failed for another reason than the database being unreachable (a value
+ * it refused, say) changed nothing and may have failed for one row: its rows run again one at a
+ * time. An unreachable database would fail them all alike, so they are not.
+ */
+const mayBeOneRowsFault = (error: unknown): boolean => !(error instanceof UnavailableError);
+
+/**
+ * Attempts in PostgreSQL: started and finished by their lease holder, batched per event-loop turn,
+ * and recorded as lost by the lease rescue when their worker stopped.
+ */
+export class AttemptRecorder {
+  constructor(private readonly db: ConnectionPool) {}
+
+  start(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
+    return this.starts.run(params);
+  }
+
+  finish(params: AttemptFinishParams): Promise<boolean> {
+    return this.finishes.run(params);
+  }
+
+  /** Attempts starting in the same event-loop turn (jobs due at the same moment) share one statement. */
+  private readonly starts = new TickBatcher<AttemptStartParams, { attemptNumber: number } | null>(async (batch) => {
+    const rows = await this.db.rows<{ jobId: string; attemptNumber: number }>(q.AttemptStartMany, [
+      batch.map((b) => b.jobId),
+      batch.map((b) => b.attemptId),
+      batch.map((b) => b.workerId),
+      batch.map((b) => b.now),
+      batch.map((b) => b.leaseExpiresAt),
+    ]);
+    const started = new Map(rows.map((row) => [row.jobId, row.attemptNumber]));
+    return batch.map((b) => (started.has(b.jobId) ? { attemptNumber: started.get(b.jobId)! } : null));
+  }, mayBeOneRowsFault);
+
+  /** Results arriving in the same event-loop turn share one statement (and one commit). */
+  private readonly finishes = new TickBatcher<AttemptFinishParams, boolean>(async (batch) => {
+    const jobs = batch.map(jobAfterAttempt);
+    const rows = await this.db.rows<{ jobId: string }>(q.AttemptFinishMany, [
+      batch.map((b) => b.jobId),
+      batch.map((b) => b.attemptId),
+      batch.map((b) => b.workerId),
+      batch.map((b) => b.now),
+      jobs.map((j) => j.status),
+      jobs.map((j) => j.runAt),
+      jobs.map((j) => j.releasedAttempts),
+      jobs.map((j) => j.lastError),
+      batch.map((b) => b.result.outcome),
+      batch.map((b) => b.result.statusCode),
+      batch.map((b) => b.result.durationMs),
+      batch.map((b) => b.result.error),
+      batch.map((b) => b.result.responseBody),
+    ]);
+    const applied = new Set(rows.map((row) => row.jobId));
+    // Retried or released: queued again, due at runAt.
+    const requeuedAt = batch.flatMap((b, i) => {
+      const { runAt } = jobs[i]!;
+      return applied.has(b.jobId) && runAt !== null ? [runAt] : [];
+    });
+    if (requeuedAt.length > 0) {
+      // After the commit, and only a hint (other instances' timers find the jobs anyway): a failed
+      // hint must not fail results that are already stored, or a retry of them would find them
+      // applied and report the lease lost.
+      await this.db.notifyDue(Math.min(...requeuedAt), Math.min(...batch.map((b) => b.now)));
+    }
+    return batch.map((b) => applied.has(b.jobId));
+  }, mayBeOneRowsFault);
+
+  /** One finish inside the rescue's transaction, so that it commits with the rest of the rescue. */
+  private async finishIn(client: Queryable, params: AttemptFinishParams): Promise<boolean> {
+    const job = jobAfterAttempt(params);
+    const { result } = params;
+    const rows = await this.db.rows<{ n: number }>(
+      q.AttemptFinish,
+      [
+        params.jobId,
+        params.attemptId,
+        params.workerId,
+        params.now,
+        job.status,
+        job.runAt,
+        job.releasedAttempts,
+        job.lastError,
+        result.outcome,
+        result.statusCode,
+        result.durationMs,
+        result.error,
+        result.responseBody,
+      ],
+      client,
+    );
+    return rows[0]!.n === 1;
+  }
+
+  /**
+   * The expired leases, locked with SKIP LOCKED (two instances' rescuers never take the same one),
+   * each requeued or its attempt recorded as lost in one transaction.
+   */
+  rescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
+    return this.db.transaction(async (client) => {
+      const expired = await this.db.rows<ExpiredLeaseRow>(q.JobListExpiredLeases, [params.expiredBefore, params.limit], client);
+      const rescued: ExpiredLease[] = [];
+      for (const plan of expired.map(leaseRescuePlan)) {
+        const { job } = plan.lease;
+        if (plan.kind === 'requeue') {
+          await this.db.query(q.JobRequeueExpired, [job.id, params.now, params.expiredBefore], client);
+        } else {
+          const project = (await this.db.rows<ProjectRow>(q.ProjectGet, [job.projectId], client))[0]!;
+          await this.finishIn(client, leaseExpiredFinish(plan, { now: params.now, project, retryAt: params.retryAt }));
+        }
+        rescued.push(plan.lease);
+      }
+      if (rescued.length > 0) await this.db.notifyDue(params.now, params.now, client);
+      return rescued;
+    });
+  }
+}

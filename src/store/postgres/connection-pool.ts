@@ -1,0 +1,150 @@
+import pg from 'pg';
+import { UnavailableError } from '../../errors.js';
+import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from './postgres-errors.js';
+import * as q from './queries.js';
+
+export interface ConnectionOptions {
+  url: string;
+  /** Connections per instance. */
+  poolSize?: number;
+  connectTimeoutMs?: number;
+  statementTimeoutMs?: number;
+  /** Tests run each file in a schema of its own. */
+  schema?: string;
+}
+
+/** Jobs due further ahead than this are left to other instances' next-due timers (they look at least every 30 s). */
+export const NOTIFY_HORIZON_MS = 30_000;
+const POOL_SIZE_DEFAULT = 10;
+const CONNECT_TIMEOUT_MS_DEFAULT = 5_000;
+const STATEMENT_TIMEOUT_MS_DEFAULT = 10_000;
+/**
+ * TCP keepalive on every connection, probing after this much silence (then, with Node's libuv,
+ * ten probes a second apart): an idle connection whose server vanished without a word (a dead
+ * host, a dropped route) fails within about 20 s instead of the operating system's two hours,
+ * so the pool does not hand it out and a migration does not wait on it for ever.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+
+/** bigint columns hold epoch milliseconds, well inside Number's exact range: read them as numbers. */
+const types = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** The pool, or one connection inside a transaction. */
+export type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/**
+ * The PostgreSQL store's connections: a pool for statements and short transactions, with errors
+ * turned into Punctual's (a database that cannot be reached answers 503 within the connect or
+ * statement timeout, never a hang or a 500) and a write conflict retried once.
+ */
+export class ConnectionPool {
+  private readonly pool: pg.Pool;
+
+  constructor(private readonly options: ConnectionOptions) {
+    const statementTimeout = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS_DEFAULT;
+    this.pool = new pg.Pool({
+      ...this.config('punctual'),
+      max: options.poolSize ?? POOL_SIZE_DEFAULT,
+      idleTimeoutMillis: 30_000,
+      // The server cancels a statement past this; the client gives up a little later if the server is gone.
+      statement_timeout: statementTimeout,
+      query_timeout: statementTimeout + 1_000,
+    });
+    // An idle client losing its connection must not crash the process; the next query reconnects.
+    this.pool.on('error', () => {});
+  }
+
+  /** What every connection of this store shares: the pool's, the LISTEN connection and the migration's. */
+  config(applicationName: string): pg.ClientConfig {
+    return {
+      connectionString: this.options.url,
+      connectionTimeoutMillis: this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
+      application_name: applicationName,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+      types,
+      ...(this.options.schema && { options: `-c search_path=${this.options.schema}` }),
+    };
+  }
+
+  /**
+   * One statement. On the pool (its own implicit transaction), a statement that lost a deadlock or
+   * a serialization conflict was rolled back whole and runs once more; inside a transaction
+   * (`client` given) the whole transaction is retried instead, by transaction().
+   */
+  async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client: Queryable = this.pool): Promise<pg.QueryResult<R>> {
+    try {
+      return await client.query<R>(text, values);
+    } catch (error) {
+      if (client !== this.pool || !isWriteConflict(error)) throw translatePostgresError(error);
+    }
+    try {
+      return await client.query<R>(text, values);
+    } catch (error) {
+      throw translatePostgresError(error);
+    }
+  }
+
+  async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client?: Queryable): Promise<R[]> {
+    return (await this.query<R>(text, values, client)).rows;
+  }
+
+  /**
+   * A short transaction on one connection; never held across anything but its own statements. One
+   * that lost a deadlock or a serialization conflict was rolled back whole by PostgreSQL and runs
+   * once more; a second loss answers 503, for the client to retry.
+   */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    try {
+      return await this.transactionOnce(fn);
+    } catch (error) {
+      if (!(error instanceof UnavailableError && isWriteConflict(error.cause))) throw error;
+    }
+    return this.transactionOnce(fn);
+  }
+
+  private async transactionOnce<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw translatePostgresError(error);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // fn's statements throw translated errors: look at what PostgreSQL said.
+      const cause = error instanceof UnavailableError ? error.cause : error;
+      broken = isPostgresUnavailable(cause) && !isWriteConflict(cause);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      throw translatePostgresError(error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * A hint to the other instances, sent after the change it is about was committed: if it cannot
+   * be sent, the change stands (so the caller must not answer an error for it) and the others find
+   * the job with their next-due timers. Inside a transaction it fails with it.
+   */
+  async notifyDue(runAt: number, now: number, client?: Queryable): Promise<void> {
+    if (runAt - now > NOTIFY_HORIZON_MS) return;
+    if (client) {
+      await this.query(q.NotifyDue, [String(runAt)], client);
+      return;
+    }
+    await this.query(q.NotifyDue, [String(runAt)]).catch(() => {});
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}

@@ -1,0 +1,173 @@
+import { randomInt } from 'node:crypto';
+import { utcDay } from '../../timestamp.js';
+import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
+import type { JobCreateParams, JobCreateResult } from '../store.js';
+import { NOTIFY_HORIZON_MS, type ConnectionPool, type Queryable } from './connection-pool.js';
+import * as q from './queries.js';
+
+/**
+ * Rows a team's usage of a day is spread over (0003_shard_usage_daily.sql): two instances' groups
+ * for one team take the same row's lock 1 time in 16, instead of every time.
+ */
+const USAGE_SHARDS = 16;
+
+/** A team's quota month: requests of one group normally share it, but one may span a month's end. */
+const quotaKey = (params: JobCreateParams) => `${params.teamId} ${params.quota!.monthStartDay}`;
+
+/** Which of a request's jobs are created (false: past the quota), and the month's usage before them. */
+type Outcome = { created: boolean[]; usedBefore: number };
+
+const allCreated = (params: JobCreateParams): Outcome => ({ created: params.jobs.map(() => true), usedBefore: 0 });
+
+/**
+ * Requests with a quota, in order, against their months' usage (`used`, by quotaKey): each gets the
+ * room left after the ones before it, its first jobs created and the rest refused.
+ */
+function allot(requests: JobCreateParams[], used: Map<string, number>): Outcome[] {
+  return requests.map((params) => {
+    const key = quotaKey(params);
+    const usedBefore = used.get(key)!;
+    const room = Math.max(0, params.quota!.limit - usedBefore);
+    used.set(key, usedBefore + Math.min(room, params.jobs.length));
+    return { created: params.jobs.map((_, i) => i < room), usedBefore };
+  });
+}
+
+type PendingCreate = { params: JobCreateParams; resolve: (result: JobCreateResult) => void; reject: (error: unknown) => void };
+
+/**
+ * Dispatches into PostgreSQL: the jobs, each team's usage of the day and the stored answer. Those
+ * of one event-loop turn share statements; one with an Idempotency-Key runs alone, in a
+ * transaction that claims the key first.
+ */
+export class JobCreator {
+  private group: PendingCreate[] = [];
+
+  constructor(private readonly db: ConnectionPool) {}
+
+  create(params: JobCreateParams): Promise<JobCreateResult> {
+    return params.idempotency ? this.createIdempotent(params) : this.createGrouped(params);
+  }
+
+  /** With an Idempotency-Key: a transaction of its own, claiming the key before storing anything. */
+  private createIdempotent(params: JobCreateParams): Promise<JobCreateResult> {
+    const { quota } = params;
+    const idempotency = params.idempotency!;
+    return this.db.transaction(async (client): Promise<JobCreateResult> => {
+      const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
+      const claimed = await this.db.rows(q.IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
+      if (claimed.length === 0) {
+        const previous = (await this.db.rows<{ requestHash: string; statusCode: number; body: string }>(q.IdempotencyKeyGet, keyArgs, client))[0];
+        if (previous) return idempotentAnswer(previous, idempotency.requestHash);
+      }
+      const { created, usedBefore } = quota ? allot([params], await this.lockQuotas([params], client))[0]! : allCreated(params);
+      if (created.includes(true)) await this.db.query(q.JobInsertGroup, this.insertGroupArgs([{ params }], [{ created }], params.now), client);
+      const response = assembleAnswer(params.answer, created, usedBefore);
+      if (response) await this.db.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
+      else await this.db.query(q.IdempotencyKeyDelete, keyArgs, client);
+      return { kind: 'created', created, usedBefore, response, claimed: [] };
+    });
+  }
+
+  /** Dispatches without an idempotency key, joined with those of the same event-loop turn. */
+  private createGrouped(params: JobCreateParams): Promise<JobCreateResult> {
+    return new Promise((resolve, reject) => {
+      this.group.push({ params, resolve, reject });
+      if (this.group.length === 1) setImmediate(() => void this.flushGroup());
+    });
+  }
+
+  /**
+   * The turn's dispatches of teams without a quota: one statement inserts the jobs and adds them to
+   * each team's usage of the day. Those of teams with a quota go apart (quota checks cost two more
+   * statements, which the others should not wait for): one transaction locks the teams, reads
+   * their month's usage and inserts the jobs that fit, leaving out those past a quota in request
+   * order, exactly as one transaction per request would.
+   */
+  private async flushGroup(): Promise<void> {
+    const group = this.group;
+    this.group = [];
+    const free = group.filter(({ params }) => !params.quota);
+    const limited = group.filter(({ params }) => params.quota);
+    if (free.length > 0) void this.insertGroup(free);
+    if (limited.length > 0) void this.insertGroup(limited);
+  }
+
+  /** Stores a group whose requests all have a quota, or all have none. */
+  private async insertGroup(group: PendingCreate[]): Promise<void> {
+    // All requests of a group share one `now` (the earliest): created/updated/queued differ by well under a millisecond.
+    const now = Math.min(...group.map(({ params }) => params.now));
+    const requests = group.map(({ params }) => params);
+    let outcomes: Outcome[];
+    try {
+      if (!requests[0]!.quota) {
+        outcomes = requests.map(allCreated);
+        await this.db.query(q.JobInsertGroup, this.insertGroupArgs(group, outcomes, now));
+      } else {
+        outcomes = await this.db.transaction(async (client) => {
+          const decided = allot(requests, await this.lockQuotas(requests, client));
+          await this.db.query(q.JobInsertGroup, this.insertGroupArgs(group, decided, now), client);
+          return decided;
+        });
+      }
+    } catch (error) {
+      for (const { reject } of group) reject(error);
+      return;
+    }
+    for (const [i, { params, resolve }] of group.entries()) {
+      const { created, usedBefore } = outcomes[i]!;
+      resolve({ kind: 'created', created, usedBefore, response: assembleAnswer(params.answer, created, usedBefore), claimed: [] });
+    }
+  }
+
+  /**
+   * Locks the teams (in id order, as every instance does) and reads each one's usage of its quota's
+   * month, keyed by quotaKey. Read after the lock, in a statement of its own, so that it sees what
+   * the transaction that held the lock before committed.
+   */
+  private async lockQuotas(requests: JobCreateParams[], client: Queryable): Promise<Map<string, number>> {
+    const months = new Map(requests.map((params) => [quotaKey(params), params]));
+    const teamIds = [...new Set(requests.map((params) => params.teamId))].sort();
+    await this.db.query(q.TeamsLock, [teamIds], client);
+    const entries = [...months.values()];
+    const rows = await this.db.rows<{ n: number }>(
+      q.UsageSumMany,
+      [entries.map((p) => p.teamId), entries.map((p) => p.quota!.monthStartDay), entries.map((p) => p.quota!.monthEndDay)],
+      client,
+    );
+    return new Map(entries.map((params, i) => [quotaKey(params), Number(rows[i]!.n)]));
+  }
+
+  /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
+  private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): unknown[] {
+    const jobs = group.flatMap(({ params }, i) =>
+      params.jobs.filter((_, k) => outcomes[i]!.created[k]).map((job) => ({ ...job, projectId: params.projectId })),
+    );
+    // Each request's jobs count on the UTC day of its own time (a group can span midnight).
+    const counts = new Map<string, { teamId: string; day: string; n: number }>();
+    for (const [i, { params }] of group.entries()) {
+      const n = outcomes[i]!.created.filter(Boolean).length;
+      const day = utcDay(params.now);
+      const key = `${params.teamId} ${day}`;
+      if (n > 0) counts.set(key, { teamId: params.teamId, day, n: (counts.get(key)?.n ?? 0) + n });
+    }
+    // The statement locks the usage rows in this order. Every instance must use the same one, or
+    // two groups taking the same rows in opposite orders deadlock.
+    const perTeam = [...counts.keys()].sort().map((key) => counts.get(key)!);
+    const earliest = Math.min(...jobs.map((j) => j.runAt));
+    return [
+      now,
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.projectId),
+      jobs.map((j) => j.payload),
+      jobs.map((j) => j.scheduledFor),
+      jobs.map((j) => j.runAt),
+      jobs.map((j) => j.maxRetries),
+      perTeam.map((u) => u.teamId),
+      perTeam.map((u) => u.day),
+      perTeam.map((u) => u.n),
+      jobs.length > 0 && earliest - now <= NOTIFY_HORIZON_MS ? String(earliest) : null,
+      randomInt(USAGE_SHARDS),
+    ];
+  }
+}
