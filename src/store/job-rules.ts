@@ -20,7 +20,7 @@ import {
 } from './store.js';
 
 /** What a finished attempt writes to its job (only if the worker still holds the attempt's lease). */
-export interface JobAfterAttempt {
+interface JobAfterAttempt {
   status: 'COMPLETED' | 'FAILED' | 'QUEUED';
   /** The next attempt's due time when queued again; null leaves runAt as it was. */
   runAt: number | null;
@@ -51,7 +51,7 @@ export type ExpiredLeaseRow = JobRow & { leaseOwner: string; leaseAttemptId: str
  * never sent: it returns to QUEUED, due at once, and spends nothing. A STARTED one may have
  * reached the receiver: its attempt is recorded as lost and counts, like any failed attempt.
  */
-export type LeaseRescuePlan =
+type LeaseRescuePlan =
   | { kind: 'requeue'; lease: ExpiredLease }
   | { kind: 'finish'; lease: ExpiredLease; leaseOwner: string; attemptId: string };
 
@@ -61,7 +61,7 @@ export function leaseRescuePlan(row: ExpiredLeaseRow): LeaseRescuePlan {
   return { kind: 'finish', lease: { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount }, leaseOwner, attemptId: leaseAttemptId };
 }
 
-export const LEASE_EXPIRED_ERROR = 'lease expired: the worker stopped before the attempt finished';
+const LEASE_EXPIRED_ERROR = 'lease expired: the worker stopped before the attempt finished';
 
 /**
  * The finish that records a started attempt whose lease ran out, on behalf of the worker that

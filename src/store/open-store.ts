@@ -3,7 +3,7 @@ import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { Store } from './store.js';
 
-export interface OpenStoreOptions {
+interface OpenStoreOptions {
   /**
    * This process serves (`punctual serve`), as opposed to a CLI command beside a server: a store
    * that allows one server per database takes that lock now and lets it go on close().

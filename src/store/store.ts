@@ -16,7 +16,7 @@ export interface TeamRow {
   createdAt: number;
 }
 
-export interface ProjectSettings {
+interface ProjectSettings {
   name: string;
   webhookUrl: string | null;
   /** The project's default retry count; null means "the plan's cap". */

@@ -1,14 +1,14 @@
 import pg from 'pg';
 import * as q from './queries.js';
 
-export const LISTEN_RETRY_MS = 1_000;
+const LISTEN_RETRY_MS = 1_000;
 const CLOSE_GRACE_MS = 1_000;
 /** How often the LISTEN connection is asked to answer; see the class comment. */
-export const LISTEN_HEARTBEAT_INTERVAL_MS = 5_000;
+const LISTEN_HEARTBEAT_INTERVAL_MS = 5_000;
 /** How long a heartbeat may go unanswered before the connection counts as lost. */
-export const LISTEN_HEARTBEAT_TIMEOUT_MS = 3_000;
+const LISTEN_HEARTBEAT_TIMEOUT_MS = 3_000;
 
-export interface ListenerOptions {
+interface ListenerOptions {
   /** The connection settings; the listener holds one connection of its own for the life of the process. */
   config: pg.ClientConfig;
   onNotification: (channel: string, payload: string | undefined) => void;

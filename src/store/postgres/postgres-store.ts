@@ -54,7 +54,7 @@ import { PostgresListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import * as q from './queries.js';
 
-export interface PostgresStoreOptions extends ConnectionOptions {
+interface PostgresStoreOptions extends ConnectionOptions {
   /** Called when the LISTEN connection is lost or comes back (for logs). */
   onListenerState?: (state: 'connected' | 'lost', error?: unknown) => void;
   /** The LISTEN connection's heartbeat (defaults in listener.ts); tests shorten them. */

@@ -50,7 +50,7 @@ import { openReaderConnection } from './reader-connection.js';
 import { acquireServeLock } from './serve-lock.js';
 import * as q from './queries.js';
 
-export interface SqliteStoreOptions {
+interface SqliteStoreOptions {
   path: string;
   synchronous?: 'FULL' | 'NORMAL';
   /** The WAL's bound (WAL_LIMIT_BYTES by default; tests set a small one). */
@@ -70,7 +70,7 @@ type Statement = Database.Statement<unknown[], unknown>;
 const WRITER_CACHE_KIB = 16 * 1024;
 const READER_CACHE_KIB = 8 * 1024;
 /** Past this size the WAL is checkpointed and started over by the writer (writer-worker.ts). */
-export const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
