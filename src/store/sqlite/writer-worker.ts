@@ -78,14 +78,18 @@ function threadError(error: unknown): Outcome<never> {
 
 serveBatches<WriteRequest, unknown>({
   handle: (batch) => {
-    const answers = batch.map((write) =>
-      writer.run(() => (WRITES[write.name] as (sql: Sql, params: unknown) => unknown)(sql, write.params)).then((value): Outcome<unknown> => ({ ok: true, value }), threadError),
+    const answers = Promise.all(
+      batch.map((write) =>
+        writer
+          .run(() => (WRITES[write.name] as (sql: Sql, params: unknown) => unknown)(sql, write.params))
+          .then((value): Outcome<unknown> => ({ ok: true, value }), threadError),
+      ),
     );
-    void Promise.all(answers).then(limitWal);
+    void answers.then(limitWal);
     return answers;
   },
-  // A group's writes settle together, when its sync completes: their answers go back as soon as
-  // they are all settled, not after the next group's transaction.
+  // A group's writes settle together, when its sync completes: their answers go back at once, not
+  // after the next group's transaction.
   answer: 'microtask',
   goodbye: async () => {
     await writer.settle();
