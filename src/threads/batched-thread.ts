@@ -106,8 +106,8 @@ export class BatchedThread<R, A, S = never> {
   private flushScheduled = false;
   private nextId = 0;
   /**
-   * Batches sent and not wholly answered, oldest first. An answer finds its batch by a binary
-   * search: no bookkeeping per request (a map by number made the writer measurably slower).
+   * Batches sent and not wholly answered, oldest first (so by number). An answer finds its batch
+   * by a binary search: nothing is kept per request beyond its settler, on the ingest path.
    */
   private inFlight: SentBatch<A>[] = [];
   /** Called when requests are answered or lost with their thread (close waits on it). */
