@@ -1,9 +1,11 @@
 /**
  * The body of ThreadedWebhookSender's worker thread: a WebhookClient (undici pools, the address
- * guard, signing) that takes requests from the main thread in batches and answers in batches.
+ * guard, signing) that takes the requests of a turn in one message and answers each when its
+ * response arrives, those answered in one turn in one message.
  */
 import { setMaxListeners } from 'node:events';
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
+import { serveBatches } from '../threads/batched-thread.js';
 import { WebhookClient, type Sent, type WebhookRequest } from './webhook-client.js';
 
 export interface ThreadSettings {
@@ -11,28 +13,18 @@ export interface ThreadSettings {
   userAgent: string;
 }
 
-/** From the main thread. An abort names the signal its requests were sent under. */
-export type ToThread = { kind: 'send'; sends: { id: number; signal: number | null; request: WebhookRequest }[] } | { kind: 'abort'; signal: number };
-/** To the main thread. */
-export interface FromThread {
-  results: { id: number; result: Sent }[];
+/** One request, and the shutdown signal it was sent under (numbered: a signal cannot cross threads). */
+export interface ThreadSend {
+  signal: number | null;
+  request: WebhookRequest;
+}
+/** Side message: that signal fired. */
+export interface ThreadAbort {
+  signal: number;
 }
 
-const port = parentPort!;
 const client = new WebhookClient(workerData as ThreadSettings);
 const aborts = new Map<number, AbortController>();
-let results: FromThread['results'] = [];
-
-function answer(id: number, result: Sent): void {
-  results.push({ id, result });
-  // Answers of one turn go back in one message.
-  if (results.length === 1) {
-    setImmediate(() => {
-      port.postMessage({ results } satisfies FromThread);
-      results = [];
-    });
-  }
-}
 
 function controllerFor(signal: number): AbortController {
   let controller = aborts.get(signal);
@@ -44,12 +36,12 @@ function controllerFor(signal: number): AbortController {
   return controller;
 }
 
-port.on('message', (message: ToThread) => {
-  if (message.kind === 'abort') {
-    controllerFor(message.signal).abort();
-    return;
-  }
-  for (const { id, signal, request } of message.sends) {
-    void client.deliver(request, signal === null ? undefined : controllerFor(signal).signal).then((result) => answer(id, result));
-  }
+serveBatches<ThreadSend, Sent, ThreadAbort>({
+  handle: (batch) =>
+    batch.map(({ signal, request }) =>
+      client.deliver(request, signal === null ? undefined : controllerFor(signal).signal).then((sent) => ({ ok: true as const, value: sent })),
+    ),
+  // Responses arrive one callback each in the I/O phase: those of one phase go back together.
+  answer: 'immediate',
+  side: ({ signal }) => controllerFor(signal).abort(),
 });

@@ -1,8 +1,14 @@
 /**
- * Request/answer over a worker thread, batched per event-loop turn in both directions: the
- * requests made in one turn go to the thread in one message, and the thread answers each batch
- * with one message. Used for the work that must not run on the event loop (the embedded store's
- * writes). The thread's side is `serveBatches` below.
+ * Request/answer over a worker thread, for the work that must not run on the event loop: the
+ * embedded store's writes (store/sqlite/writer.ts), its checkpoints and counts
+ * (store/sqlite/background-connection.ts) and webhook requests (delivery/threaded-webhook-sender.ts).
+ * `BatchedThread` is the main thread's side, `serveBatches` the thread's.
+ *
+ * Each message costs both event loops a copy and a wake-up, so it is batched per turn in both
+ * directions: the requests made in one turn go to the thread in one message, and the answers
+ * ready in one turn come back in one. Requests are numbered and answers name them, so a thread
+ * answers in any order and grouping: the writer a whole batch once its transaction is durable,
+ * the webhook thread each request when its response arrives.
  */
 import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
 
@@ -15,11 +21,24 @@ export interface ThreadError {
 
 export type Outcome<A> = { ok: true; value: A } | { ok: false; error: ThreadError };
 
-interface BatchMessage<R> {
-  batch: R[];
+/**
+ * When what was queued during a turn leaves: once the microtasks queued with it have run
+ * ('microtask', the soonest), or after the I/O phase ('immediate'), so that everything parsed or
+ * completed in that phase joins.
+ */
+export type TurnEnd = 'microtask' | 'immediate';
+
+function atEndOf(turn: TurnEnd, fn: () => void): void {
+  if (turn === 'immediate') setImmediate(fn);
+  else queueMicrotask(fn);
 }
-interface AnswersMessage<A> {
-  answers: Outcome<A>[];
+
+/** Main → thread. A batch's requests are numbered from `first`, in order. */
+type ToThread<R, S> = { first: number; requests: R[] } | { side: S } | { goodbye: true };
+/** Thread → main: `outcomes[i]` answers the request numbered `ids[i]`. */
+interface Answers<A> {
+  ids: number[];
+  outcomes: Outcome<A>[];
 }
 
 /**
@@ -48,33 +67,55 @@ export function siblingModule(name: string, base: string): URL {
 /** The code of a request lost with a thread that died before answering it. */
 export const THREAD_STOPPED = 'THREAD_STOPPED';
 
+export interface BatchedThreadOptions {
+  /** The thread's module, which calls `serveBatches`. */
+  moduleUrl: URL;
+  workerData: unknown;
+  resourceLimits?: ResourceLimits;
+  /** When the requests of a turn leave (see TurnEnd). */
+  send: TurnEnd;
+  /**
+   * Batches sent and not wholly answered, at most; requests made meanwhile wait and go together
+   * when one is answered. Under load this makes fewer, larger batches at no cost when idle, when a
+   * batch leaves at once. Unbounded if absent.
+   */
+  maxInFlight?: number;
+  /** The thread does not keep the process alive (one that only works on a timer of its own). */
+  unref?: boolean;
+}
+
+type Settle<A> = (outcome: Outcome<A>) => void;
+
+/** A batch sent and not wholly answered: `settlers[i]` settles the request numbered `first + i`, once. */
+interface SentBatch<A> {
+  first: number;
+  settlers: (Settle<A> | null)[];
+  unanswered: number;
+}
+
 /**
- * The main thread's side. Batches go out in order and the thread answers them in order, so the
- * answers of a batch settle the oldest batch in flight. If the thread dies, every request in
- * flight fails with the code THREAD_STOPPED and the next request starts a new thread.
+ * The main thread's side. The thread starts at `prepare()` or with the first batch. If it dies,
+ * every request sent to it and not answered fails with the code THREAD_STOPPED, and what was not
+ * sent yet, like the next request, goes to a new thread.
  */
-export class BatchedThread<R, A> {
+export class BatchedThread<R, A, S = never> {
   private worker: Worker | null = null;
+  private exited: Promise<void> = Promise.resolve();
   private outbox: R[] = [];
-  private outboxSettlers: ((outcome: Outcome<A>) => void)[] = [];
-  private inFlight: ((outcome: Outcome<A>) => void)[][] = [];
+  private outboxSettlers: Settle<A>[] = [];
   private flushScheduled = false;
+  private nextId = 0;
+  /**
+   * Batches sent and not wholly answered, oldest first (so by number). An answer finds its batch
+   * by a binary search: nothing is kept per request beyond its settler, on the ingest path.
+   */
+  private inFlight: SentBatch<A>[] = [];
+  /** Called when requests are answered or lost with their thread (close waits on it). */
+  private progressWaiters: (() => void)[] = [];
 
-  constructor(
-    private readonly options: {
-      moduleUrl: URL;
-      workerData: unknown;
-      resourceLimits?: ResourceLimits;
-      /**
-       * Batches sent and not yet answered, at most; requests made meanwhile wait and go together
-       * when one is answered. Under load this makes fewer, larger batches (each message costs the
-       * event loop a copy and a wake-up) at no cost when idle, when a batch leaves at once.
-       */
-      maxInFlight?: number;
-    },
-  ) {}
+  constructor(private readonly options: BatchedThreadOptions) {}
 
-  /** Starts the thread now rather than at the first request. */
+  /** Starts the thread now rather than with the first batch. */
   prepare(): void {
     if (!this.worker) this.start();
   }
@@ -87,65 +128,129 @@ export class BatchedThread<R, A> {
     });
   }
 
-  /** After the I/O phase (setImmediate), so every request parsed in it joins the batch. */
+  /**
+   * A message beside the requests (an abort), posted at once, ahead of requests waiting to be
+   * sent. It reaches the running thread only: one started later does not get it.
+   */
+  notify(message: S): void {
+    const worker = this.worker ?? (this.outbox.length > 0 ? this.start() : null);
+    worker?.postMessage({ side: message } satisfies ToThread<R, S>);
+  }
+
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flush());
+    atEndOf(this.options.send, () => this.flush());
   }
 
-  /** Sends what is waiting now, if fewer than maxInFlight batches are unanswered (also used before closing). */
-  flush(): void {
+  /** Sends what is waiting, if fewer than maxInFlight batches are unanswered. */
+  private flush(): void {
     this.flushScheduled = false;
-    if (this.outbox.length === 0) return;
-    if (this.inFlight.length >= (this.options.maxInFlight ?? Number.POSITIVE_INFINITY)) return;
+    const count = this.outbox.length;
+    if (count === 0 || this.inFlight.length >= (this.options.maxInFlight ?? Number.POSITIVE_INFINITY)) return;
     const worker = this.worker ?? this.start();
-    const batch = this.outbox;
-    this.inFlight.push(this.outboxSettlers);
+    const first = this.nextId;
+    this.inFlight.push({ first, settlers: this.outboxSettlers, unanswered: count });
+    this.nextId += count;
+    worker.postMessage({ first, requests: this.outbox } satisfies ToThread<R, S>);
     this.outbox = [];
     this.outboxSettlers = [];
-    worker.postMessage({ batch } satisfies BatchMessage<R>);
   }
 
   private start(): Worker {
     const worker = startThread(this.options.moduleUrl, this.options.workerData, this.options.resourceLimits);
-    worker.on('message', ({ answers }: AnswersMessage<A>) => {
-      const settlers = this.inFlight.shift();
-      if (!settlers) return;
-      settlers.forEach((settle, i) => settle(answers[i] ?? { ok: false, error: { name: 'Error', message: 'no answer from the thread' } }));
-      // What waited for room goes now, with whatever the settled requests add in this turn.
-      if (this.outbox.length > 0) this.scheduleFlush();
-    });
-    const stopped = (error: Error) => {
-      if (this.worker !== worker) return;
-      this.worker = null;
-      const lost = this.inFlight.flat();
-      this.inFlight = [];
-      const reason: ThreadError = { name: 'Error', message: `the thread stopped: ${error.message}`, code: THREAD_STOPPED };
-      for (const settle of lost) settle({ ok: false, error: reason });
-    };
-    worker.on('error', stopped);
-    worker.on('exit', (code) => stopped(new Error(`exit code ${code}`)));
+    if (this.options.unref) worker.unref();
+    worker.on('message', (answers: Answers<A>) => this.receive(answers));
+    worker.on('error', (error) => this.stopped(worker, error.message));
+    this.exited = new Promise<void>((resolve) =>
+      worker.once('exit', (code) => {
+        this.stopped(worker, `exit code ${code}`);
+        resolve();
+      }),
+    );
     this.worker = worker;
     return worker;
   }
 
-  /** Stops the thread after it answered everything sent; `goodbye` is posted to it first. */
-  async close(goodbye?: unknown): Promise<void> {
-    this.flush();
-    const worker = this.worker;
-    if (!worker) return;
-    while ((this.inFlight.length > 0 || this.outbox.length > 0) && this.worker === worker) {
-      await new Promise<void>((resolve) => worker.once('message', () => setImmediate(resolve)));
+  private receive({ ids, outcomes }: Answers<A>): void {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      const at = this.batchHolding(id);
+      // Numbers are never reused: a late answer from a thread that stopped matches nothing.
+      if (at < 0) continue;
+      const batch = this.inFlight[at]!;
+      const settle = batch.settlers[id - batch.first];
+      if (!settle) continue;
+      batch.settlers[id - batch.first] = null;
+      if (--batch.unanswered === 0) this.inFlight.splice(at, 1);
+      settle(outcomes[i]!);
     }
+    // What waited for room goes now, with whatever the settled requests add in this turn.
+    if (this.outbox.length > 0) this.scheduleFlush();
+    this.progressed();
+  }
+
+  /** The index in inFlight of the batch that holds request `id`, or -1. */
+  private batchHolding(id: number): number {
+    let low = 0;
+    let high = this.inFlight.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      const batch = this.inFlight[mid]!;
+      if (id < batch.first) high = mid - 1;
+      else if (id >= batch.first + batch.settlers.length) low = mid + 1;
+      else return mid;
+    }
+    return -1;
+  }
+
+  private stopped(worker: Worker, reason: string): void {
+    if (this.worker !== worker) return;
     this.worker = null;
-    if (goodbye !== undefined) {
-      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-      worker.postMessage({ goodbye });
-      await exited;
-    } else {
-      await worker.terminate();
-    }
+    const lost: Outcome<A> = { ok: false, error: { name: 'Error', message: `thread stopped before answering (${reason})`, code: THREAD_STOPPED } };
+    const lostBatches = this.inFlight;
+    this.inFlight = [];
+    for (const batch of lostBatches) for (const settle of batch.settlers) settle?.(lost);
+    if (this.outbox.length > 0) this.scheduleFlush();
+    this.progressed();
+  }
+
+  private progressed(): void {
+    if (this.progressWaiters.length === 0) return;
+    for (const resolve of this.progressWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Waits until every request made so far is answered (or lost with its thread), then lets the
+   * thread go: the goodbye given to `serveBatches` runs there, and the thread exits once nothing
+   * else keeps it alive. A request made afterwards starts a new thread.
+   */
+  async close(): Promise<void> {
+    // An unref'd thread too: the caller goes on only once it has gone.
+    this.worker?.ref();
+    this.flush();
+    while (this.inFlight.length > 0 || this.outbox.length > 0) await new Promise<void>((resolve) => this.progressWaiters.push(resolve));
+    const worker = this.worker;
+    const exited = this.exited;
+    // Gone already, or let go by another close() that is waiting for it to exit.
+    if (!worker) return exited;
+    this.worker = null;
+    worker.postMessage({ goodbye: true } satisfies ToThread<R, S>);
+    await exited;
+  }
+
+  /**
+   * Stops the thread at once. Requests not answered yet are dropped and never settle: for a
+   * caller that has stopped waiting for them (a shutdown past its drain deadline), whose results
+   * could no longer be recorded anyway.
+   */
+  async terminate(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    this.inFlight = [];
+    this.outbox = [];
+    this.outboxSettlers = [];
+    await worker?.terminate();
   }
 }
 
@@ -166,28 +271,76 @@ export function fromThreadError(error: ThreadError): Error {
 }
 
 /**
- * The thread's side: answers each batch with one message, in the order the batches came, even
- * when `handle` answers asynchronously. `onGoodbye` runs when the main thread closes the thread
- * (after every batch was answered), then the thread's port closes so it can exit.
+ * The answers to a batch, in its order: each on its own (ready now, or a promise of it), or all
+ * together (a promise of them all: the writer's, whose writes are durable together).
  */
-export function serveBatches<R, A>(
-  handle: (batch: R[]) => Outcome<A>[] | Promise<Outcome<A>[]>,
-  onGoodbye: () => void | Promise<void> = () => {},
-): void {
+export type BatchAnswers<A> = (Outcome<A> | Promise<Outcome<A>>)[] | Promise<Outcome<A>[]>;
+
+export interface BatchServer<R, A, S = never> {
+  handle(batch: R[]): BatchAnswers<A>;
+  /** When the answers ready during a turn go back (see TurnEnd). */
+  answer: TurnEnd;
+  /** A message sent with `BatchedThread.notify`. */
+  side?(message: S): void;
+  /**
+   * Runs when the main thread closes the thread, after every request was answered; then the
+   * thread's port closes, and the thread exits once nothing else (a timer, a socket) keeps it alive.
+   */
+  goodbye?(): void | Promise<void>;
+}
+
+/** The thread's side: answers each request of the batches `BatchedThread` sends, as `server` says. */
+export function serveBatches<R, A, S = never>(server: BatchServer<R, A, S>): void {
   const port = parentPort;
   if (!port) throw new Error('serveBatches runs in a worker thread');
-  let answered: Promise<void> = Promise.resolve();
-  port.on('message', (message: BatchMessage<R> | { goodbye: unknown }) => {
-    if ('goodbye' in message) {
-      answered = answered.then(async () => {
-        await onGoodbye();
-        port.close();
-      });
-      return;
+  let ids: number[] = [];
+  let outcomes: Outcome<A>[] = [];
+  const post = () => {
+    port.postMessage({ ids, outcomes } satisfies Answers<A>);
+    ids = [];
+    outcomes = [];
+  };
+  const answer = (id: number, outcome: Outcome<A>) => {
+    ids.push(id);
+    outcomes.push(outcome);
+    if (ids.length === 1) atEndOf(server.answer, post);
+  };
+  const failed = (error: unknown): Outcome<A> => ({ ok: false, error: toThreadError(error) });
+  port.on('message', (message: ToThread<R, S>) => {
+    if ('requests' in message) {
+      const { first, requests } = message;
+      const answerEach = (answers: (Outcome<A> | Promise<Outcome<A>>)[]) => {
+        for (let i = 0; i < requests.length; i++) {
+          const id = first + i;
+          const outcome = answers[i] ?? failed(new Error('no answer from the thread'));
+          if (outcome instanceof Promise) {
+            outcome.then(
+              (ready) => answer(id, ready),
+              (error: unknown) => answer(id, failed(error)),
+            );
+          } else {
+            answer(id, outcome);
+          }
+        }
+      };
+      let answers: BatchAnswers<A>;
+      try {
+        answers = server.handle(requests);
+      } catch (error) {
+        answers = requests.map(() => failed(error));
+      }
+      if (answers instanceof Promise) answers.then(answerEach, (error: unknown) => answerEach(requests.map(() => failed(error))));
+      else answerEach(answers);
+    } else if ('side' in message) {
+      server.side?.(message.side);
+    } else {
+      void (async () => {
+        try {
+          await server.goodbye?.();
+        } finally {
+          port.close();
+        }
+      })();
     }
-    const answers = handle(message.batch);
-    answered = answered.then(async () => {
-      port.postMessage({ answers: await answers } satisfies AnswersMessage<A>);
-    });
   });
 }

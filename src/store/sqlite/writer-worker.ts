@@ -4,7 +4,8 @@
  * BEGIN IMMEDIATE, each write in its own savepoint, COMMIT), and each batch is answered once its
  * transaction is durable: at synchronous=FULL, once the WAL has been fdatasynced after the COMMIT.
  * That fsync runs on a libuv thread, so this thread commits the next group meanwhile, and groups
- * committed during one fsync share the next.
+ * committed during one fsync share the next. The writes of several batches can share a group, and
+ * their answers one message.
  */
 import { fdatasync, fstatSync, openSync } from 'node:fs';
 import { workerData } from 'node:worker_threads';
@@ -75,8 +76,8 @@ function threadError(error: unknown): Outcome<never> {
   return { ok: false, error: toThreadError(raw) };
 }
 
-serveBatches<WriteRequest, unknown>(
-  (batch) => {
+serveBatches<WriteRequest, unknown>({
+  handle: (batch) => {
     const answers = Promise.all(
       batch.map((write) =>
         writer
@@ -87,8 +88,11 @@ serveBatches<WriteRequest, unknown>(
     void answers.then(limitWal);
     return answers;
   },
-  async () => {
+  // A group's writes settle together, when its sync completes: their answers go back at once, not
+  // after the next group's transaction.
+  answer: 'microtask',
+  goodbye: async () => {
     await writer.settle();
     db.close();
   },
-);
+});

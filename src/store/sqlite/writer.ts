@@ -22,7 +22,13 @@ export class SqliteWriter {
   private refusedByDisk = false;
 
   constructor(settings: WriterSettings) {
-    this.thread = new BatchedThread({ moduleUrl: siblingModule('writer-worker', import.meta.url), workerData: settings, resourceLimits: HELPER_THREAD_LIMITS, maxInFlight: 2 });
+    this.thread = new BatchedThread({
+      moduleUrl: siblingModule('writer-worker', import.meta.url),
+      workerData: settings,
+      resourceLimits: HELPER_THREAD_LIMITS,
+      send: 'immediate',
+      maxInFlight: 2,
+    });
     this.thread.prepare();
   }
 
@@ -43,6 +49,6 @@ export class SqliteWriter {
 
   /** Every accepted write committed and durable, then the thread closes its connection and exits. */
   close(): Promise<void> {
-    return this.thread.close('close');
+    return this.thread.close();
   }
 }
