@@ -13,7 +13,7 @@
 import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
 
 /** What crosses the thread boundary for a failed request: an Error's name, message and code. */
-export interface ThreadError {
+interface ThreadError {
   name: string;
   message: string;
   code?: string;
@@ -26,7 +26,7 @@ export type Outcome<A> = { ok: true; value: A } | { ok: false; error: ThreadErro
  * ('microtask', the soonest), or after the I/O phase ('immediate'), so that everything parsed or
  * completed in that phase joins.
  */
-export type TurnEnd = 'microtask' | 'immediate';
+type TurnEnd = 'microtask' | 'immediate';
 
 function atEndOf(turn: TurnEnd, fn: () => void): void {
   if (turn === 'immediate') setImmediate(fn);
@@ -45,7 +45,7 @@ interface Answers<A> {
  * A worker running `moduleUrl`. From the TypeScript sources (tests, tsx) the thread first
  * registers tsx's loader, which a worker does not inherit; the built code needs nothing.
  */
-export function startThread(moduleUrl: URL, workerData: unknown, resourceLimits?: ResourceLimits): Worker {
+function startThread(moduleUrl: URL, workerData: unknown, resourceLimits?: ResourceLimits): Worker {
   const options = { workerData, ...(resourceLimits && { resourceLimits }) };
   if (!moduleUrl.pathname.endsWith('.ts')) return new Worker(moduleUrl, options);
   const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(moduleUrl.href)}); })`;
@@ -274,9 +274,9 @@ export function fromThreadError(error: ThreadError): Error {
  * The answers to a batch, in its order: each on its own (ready now, or a promise of it), or all
  * together (a promise of them all: the writer's, whose writes are durable together).
  */
-export type BatchAnswers<A> = (Outcome<A> | Promise<Outcome<A>>)[] | Promise<Outcome<A>[]>;
+type BatchAnswers<A> = (Outcome<A> | Promise<Outcome<A>>)[] | Promise<Outcome<A>[]>;
 
-export interface BatchServer<R, A, S = never> {
+interface BatchServer<R, A, S = never> {
   handle(batch: R[]): BatchAnswers<A>;
   /** When the answers ready during a turn go back (see TurnEnd). */
   answer: TurnEnd;

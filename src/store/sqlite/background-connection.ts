@@ -1,7 +1,7 @@
 import { BatchedThread, fromThreadError, HELPER_THREAD_LIMITS, siblingModule } from '../../threads/batched-thread.js';
 
 /** How often the background connection moves committed pages from the WAL into the database file. */
-export const CHECKPOINT_INTERVAL_MS = 1_000;
+const CHECKPOINT_INTERVAL_MS = 1_000;
 
 export interface BackgroundSettings {
   databasePath: string;
