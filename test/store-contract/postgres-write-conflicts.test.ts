@@ -65,9 +65,11 @@ describe.runIf(await postgresAvailable())('postgres: a transaction that loses a 
       if (Date.now() > deadline) throw new Error(`the rotation never waited for the lock (${rotated})`);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    // ...and the other session now waits for the project: a deadlock, which the store's session
-    // finds first. Its transaction is rolled back, so this lock is granted.
-    await other.query('SELECT 1 FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+    // ...and the other session now waits for the projects table the rotation holds: a deadlock,
+    // which the store's session finds first. Its transaction is rolled back, and PostgreSQL grants
+    // this table lock as it releases the rotation's (a row lock would instead be raced for, and
+    // the store's second try could win it and deadlock again).
+    await other.query('LOCK TABLE projects IN EXCLUSIVE MODE');
     expect(rotated).toBeUndefined();
     // The store's second try waits for the other session, which now lets go.
     await other.query('ROLLBACK');
