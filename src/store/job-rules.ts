@@ -16,8 +16,11 @@ import {
   type JobRow,
   type JobStatus,
   type ProjectRow,
+  type PruneCounts,
+  type PrunedJobs,
   type StoredResponse,
 } from './store.js';
+import type { PruneCutoffs } from '../retention.js';
 
 /** What a finished attempt writes to its job (only if the worker still holds the attempt's lease). */
 interface JobAfterAttempt {
@@ -110,4 +113,24 @@ export function countsByStatus(rows: { status: JobStatus; n: number }[]): Record
   const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
   for (const row of rows) counts[row.status] = row.n;
   return counts;
+}
+
+/** What a prune at these cut-offs would delete (`punctual prune --dry-run`), from a driver's three counts. */
+export async function countPrunable(
+  cutoffs: PruneCutoffs,
+  count: {
+    jobs: (project: { projectId: string; finalBy: number }) => Promise<PrunedJobs>;
+    idempotencyKeys: (createdBy: number) => Promise<number>;
+    usageRows: (beforeDay: string) => Promise<number>;
+  },
+): Promise<PruneCounts> {
+  const total: PruneCounts = { jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0 };
+  for (const project of cutoffs.projects) {
+    const counted = await count.jobs(project);
+    total.jobs += counted.jobs;
+    total.attempts += counted.attempts;
+  }
+  total.idempotencyKeys = await count.idempotencyKeys(cutoffs.idempotencyCreatedBy);
+  total.usageRows = await count.usageRows(cutoffs.usageBeforeDay);
+  return total;
 }

@@ -28,6 +28,7 @@ export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal 
       deliveryTimeoutMs: row.deliveryTimeoutMs as number,
       deliveryConcurrency: row.deliveryConcurrency as number,
       acceptAny2xx: row.acceptAny2xx === true || row.acceptAny2xx === 1,
+      retentionDays: row.retentionDays as number | null,
       createdAt: row.createdAt as number,
     },
     team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },

@@ -5,6 +5,7 @@
  * state it requires (`jobCancelIfQueued`), so a late or duplicate write changes nothing.
  * Every instant is epoch milliseconds supplied by the caller's clock: a store never reads the time.
  */
+import type { PruneCutoffs } from '../retention.js';
 
 export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -27,6 +28,8 @@ interface ProjectSettings {
   deliveryTimeoutMs: number;
   deliveryConcurrency: number;
   acceptAny2xx: boolean;
+  /** Days a final job is kept (SPEC section 12); null means "the server's default" (PUNCTUAL_RETENTION_DAYS). */
+  retentionDays: number | null;
 }
 
 export interface ProjectRow extends ProjectSettings {
@@ -386,4 +389,32 @@ export interface Store {
 
   /** Jobs created per UTC day in [fromDay, toDay), days as YYYY-MM-DD. */
   usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]>;
+
+  /** Every project's retention setting, for the retention service. */
+  projectListRetention(): Promise<{ projectId: string; retentionDays: number | null }[]>;
+  /**
+   * Deletes up to `limit` of a project's final jobs (COMPLETED, FAILED, CANCELLED) that became
+   * final at or before `finalBy`, oldest first, with their attempts. Rows another instance is
+   * deleting at the same moment are skipped, not waited for.
+   */
+  jobPruneFinal(params: { projectId: string; finalBy: number; limit: number }): Promise<PrunedJobs>;
+  /** Deletes up to `limit` idempotency keys created at or before `createdBy`. */
+  idempotencyKeyPrune(params: { createdBy: number; limit: number }): Promise<number>;
+  /** Deletes up to `limit` daily usage rows of days before `beforeDay` (YYYY-MM-DD). */
+  usagePrune(params: { beforeDay: string; limit: number }): Promise<number>;
+  /** What pruning at these cut-offs would delete now (`punctual prune --dry-run`), off the request path. */
+  pruneCount(cutoffs: PruneCutoffs): Promise<PruneCounts>;
+  /** Bytes the store occupies: the database, and its write-ahead log where it has one of its own (SQLite). */
+  storeSize(): Promise<{ databaseBytes: number; walBytes: number | null }>;
+}
+
+export interface PrunedJobs {
+  jobs: number;
+  attempts: number;
+}
+
+export interface PruneCounts extends PrunedJobs {
+  idempotencyKeys: number;
+  /** Daily usage rows (PostgreSQL keeps a day in up to 16). */
+  usageRows: number;
 }

@@ -39,4 +39,10 @@ describe('embedded store query plans', () => {
   it('finds expired leases through jobs_leased', () => {
     expect(plan(q.JobListExpiredLeases, { expiredBefore: 0, limit: 10 })).toMatch(/USING INDEX jobs_leased/);
   });
+
+  it('finds the jobs retention deletes through jobs_final, in order, without a sort', () => {
+    const detail = plan(q.JobListPrunable, { projectId: 'p', finalBy: 0, limit: 10 });
+    expect(detail).toMatch(/USING INDEX jobs_final/);
+    expect(detail).not.toMatch(/TEMP B-TREE/);
+  });
 });

@@ -53,6 +53,8 @@ import { JobCreator } from './job-creator.js';
 import { PostgresListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import * as q from './queries.js';
+import { PostgresRetention } from './retention.js';
+import type { PruneCutoffs } from '../../retention.js';
 
 interface PostgresStoreOptions extends ConnectionOptions {
   /** Called when the LISTEN connection is lost or comes back (for logs). */
@@ -77,9 +79,11 @@ export class PostgresStore implements Store {
   private listener: PostgresListener | null = null;
   private onJobDue: ((runAt: number) => void) | null = null;
   private readonly cached: CachedReads;
+  private readonly retention: PostgresRetention;
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.db = new ConnectionPool(options);
+    this.retention = new PostgresRetention(this.db);
     this.creator = new JobCreator(this.db);
     this.attempts = new AttemptRecorder(this.db);
     this.cached = new CachedReads(this.db);
@@ -159,7 +163,7 @@ export class PostgresStore implements Store {
   }
 
   private static projectValues(p: ProjectRow): unknown[] {
-    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx];
+    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays];
   }
 
   async projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
@@ -167,7 +171,7 @@ export class PostgresStore implements Store {
     await this.db.transaction(async (client) => {
       await this.db.query(
         q.ProjectInsert,
-        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.createdAt],
+        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.createdAt],
         client,
       );
       await this.db.query(q.WebhookSecretInsert, [s.id, s.projectId, s.ciphertext, s.createdAt, s.expiresAt], client);
@@ -389,4 +393,12 @@ export class PostgresStore implements Store {
   async sessionDeleteExpired(now: number): Promise<number> {
     return (await this.db.query(q.SessionDeleteExpired, [now])).rowCount ?? 0;
   }
+
+  // Retention (SPEC section 12), in retention.ts.
+  readonly projectListRetention = () => this.retention.projectList();
+  readonly jobPruneFinal = (params: { projectId: string; finalBy: number; limit: number }) => this.retention.jobPruneFinal(params);
+  readonly idempotencyKeyPrune = (params: { createdBy: number; limit: number }) => this.retention.idempotencyKeyPrune(params);
+  readonly usagePrune = (params: { beforeDay: string; limit: number }) => this.retention.usagePrune(params);
+  readonly pruneCount = (cutoffs: PruneCutoffs) => this.retention.count(cutoffs);
+  readonly storeSize = () => this.retention.size();
 }

@@ -7,7 +7,7 @@ const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
 const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
   retry_initial_delay_ms AS "retryInitialDelayMs", retry_factor AS "retryFactor", retry_max_delay_ms AS "retryMaxDelayMs",
   delivery_timeout_ms AS "deliveryTimeoutMs", delivery_concurrency AS "deliveryConcurrency", accept_any_2xx AS "acceptAny2xx",
-  created_at AS "createdAt"`;
+  retention_days AS "retentionDays", created_at AS "createdAt"`;
 const API_KEY_COLUMNS = `id, project_id AS "projectId", name, prefix, created_at AS "createdAt", last_used_at AS "lastUsedAt",
   revoked_at AS "revokedAt"`;
 const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
@@ -30,15 +30,15 @@ export const TeamUpdate = `UPDATE teams SET name = COALESCE($2, name), plan = CO
 export const TeamCount = 'SELECT count(*)::int AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
-  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
+  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1`;
 export const ProjectGetForUpdate = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1 FOR UPDATE`;
 export const ProjectGetMany = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ANY($1::text[])`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = $1 ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = $2, webhook_url = $3, retry_max_retries = $4, retry_initial_delay_ms = $5,
-  retry_factor = $6, retry_max_delay_ms = $7, delivery_timeout_ms = $8, delivery_concurrency = $9, accept_any_2xx = $10
-  WHERE id = $1`;
+  retry_factor = $6, retry_max_delay_ms = $7, delivery_timeout_ms = $8, delivery_concurrency = $9, accept_any_2xx = $10,
+  retention_days = $11 WHERE id = $1`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
@@ -49,7 +49,7 @@ export const ApiKeyFindByHash = `SELECT k.id AS "keyId", k.project_id AS "keyPro
   p.id, p.team_id AS "teamId", p.name, p.webhook_url AS "webhookUrl", p.retry_max_retries AS "retryMaxRetries",
   p.retry_initial_delay_ms AS "retryInitialDelayMs", p.retry_factor AS "retryFactor", p.retry_max_delay_ms AS "retryMaxDelayMs",
   p.delivery_timeout_ms AS "deliveryTimeoutMs", p.delivery_concurrency AS "deliveryConcurrency",
-  p.accept_any_2xx AS "acceptAny2xx", p.created_at AS "createdAt"
+  p.accept_any_2xx AS "acceptAny2xx", p.retention_days AS "retentionDays", p.created_at AS "createdAt"
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = $1`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`;
@@ -274,3 +274,31 @@ export const DatabaseWritable = "SELECT NOT pg_is_in_recovery() AND current_sett
 export const ListenAll = 'LISTEN punctual_job_due; LISTEN punctual_config_changed';
 /** The LISTEN connection's heartbeat: any answer proves the connection still carries bytes both ways. */
 export const ListenerHeartbeat = 'SELECT 1';
+
+/** When a final job became final; word for word the expression of the index jobs_final (0004_retention.sql). */
+const FINAL_AT = "(CASE status WHEN 'COMPLETED' THEN completed_at WHEN 'FAILED' THEN failed_at ELSE cancelled_at END)";
+const PRUNABLE_JOBS = `FROM jobs WHERE project_id = $1 AND status IN ('COMPLETED', 'FAILED', 'CANCELLED') AND ${FINAL_AT} <= $2`;
+export const ProjectListRetention = 'SELECT id AS "projectId", retention_days AS "retentionDays" FROM projects ORDER BY id';
+/**
+ * One batch of retention in one statement. SKIP LOCKED: rows another instance is deleting (or a
+ * retry is requeueing) are left to it rather than waited for, so instances never queue on each other.
+ */
+export const JobPruneFinal = `WITH victims AS (
+    SELECT seq, id ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT $3 FOR UPDATE SKIP LOCKED
+  ), gone_attempts AS (
+    DELETE FROM attempts WHERE job_id IN (SELECT id FROM victims) RETURNING 1
+  ), gone_jobs AS (
+    DELETE FROM jobs WHERE seq IN (SELECT seq FROM victims) RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM gone_jobs)::int AS jobs, (SELECT count(*) FROM gone_attempts)::int AS attempts`;
+export const JobCountPrunable = `SELECT count(*)::int AS jobs,
+  COALESCE(SUM((SELECT count(*) FROM attempts a WHERE a.job_id = jobs.id)), 0)::int AS attempts ${PRUNABLE_JOBS}`;
+export const IdempotencyKeyPrune = `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
+  SELECT ctid FROM idempotency_keys WHERE created_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+export const IdempotencyKeyCountPrunable = 'SELECT count(*)::int AS n FROM idempotency_keys WHERE created_at <= $1';
+export const UsagePrune = `DELETE FROM usage_daily WHERE ctid = ANY(ARRAY(
+  SELECT ctid FROM usage_daily WHERE day < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+export const UsageCountPrunable = 'SELECT count(*)::int AS n FROM usage_daily WHERE day < $1';
+/** The tables and indexes of this store's schema; the server's WAL is shared with other databases and not counted. */
+export const StoreSize = `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint AS bytes FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'`;

@@ -3,6 +3,11 @@ import { BatchedThread, fromThreadError, HELPER_THREAD_LIMITS, siblingModule } f
 /** How often the background connection moves committed pages from the WAL into the database file. */
 const CHECKPOINT_INTERVAL_MS = 1_000;
 
+export interface BackgroundQuery {
+  sql: string;
+  params: unknown[];
+}
+
 export interface BackgroundSettings {
   databasePath: string;
   synchronous: string;
@@ -17,10 +22,11 @@ export interface BackgroundSettings {
  *   pages and fsyncing the database file (4 to 13 ms in bench:ingest's strace), in the middle of
  *   the delivery path. Here they run every second instead, beside the writer (WAL allows it);
  *   the writer thread checkpoints only when the WAL passes its limit (writer-worker.ts);
- * - counts over every job (queue depth for /metrics): about 130 ms with a million jobs.
+ * - counts over every job (queue depth for /metrics): about 130 ms with a million jobs; and what
+ *   retention would delete (`punctual prune --dry-run`).
  */
 export class BackgroundConnection {
-  private readonly thread: BatchedThread<string, unknown[]>;
+  private readonly thread: BatchedThread<BackgroundQuery, unknown[]>;
 
   constructor(options: { databasePath: string; synchronous: string }) {
     this.thread = new BatchedThread({
@@ -34,8 +40,8 @@ export class BackgroundConnection {
     this.thread.prepare();
   }
 
-  async all<R>(sql: string): Promise<R[]> {
-    const outcome = await this.thread.request(sql);
+  async all<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+    const outcome = await this.thread.request({ sql, params });
     if (!outcome.ok) throw fromThreadError(outcome.error);
     return outcome.value as R[];
   }

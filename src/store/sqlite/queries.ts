@@ -7,7 +7,7 @@ const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
   retry_initial_delay_ms AS retryInitialDelayMs, retry_factor AS retryFactor, retry_max_delay_ms AS retryMaxDelayMs,
   delivery_timeout_ms AS deliveryTimeoutMs, delivery_concurrency AS deliveryConcurrency, accept_any_2xx AS acceptAny2xx,
-  created_at AS createdAt`;
+  retention_days AS retentionDays, created_at AS createdAt`;
 const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at AS createdAt, last_used_at AS lastUsedAt,
   revoked_at AS revokedAt`;
 const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
@@ -35,15 +35,15 @@ export const TeamUpdate = `UPDATE teams SET name = COALESCE(@name, name), plan =
 export const TeamCount = 'SELECT count(*) AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
-  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, created_at)
+  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, created_at)
   VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
-  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @createdAt)`;
+  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @createdAt)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ?`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = ? ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @webhookUrl, retry_max_retries = @retryMaxRetries,
   retry_initial_delay_ms = @retryInitialDelayMs, retry_factor = @retryFactor, retry_max_delay_ms = @retryMaxDelayMs,
-  delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx
-  WHERE id = @id`;
+  delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx,
+  retention_days = @retentionDays WHERE id = @id`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES (@id, @projectId, @name, @hash, @prefix, @createdAt, @lastUsedAt, @revokedAt)`;
@@ -54,7 +54,7 @@ export const ApiKeyFindByHash = `SELECT k.id AS keyId, k.project_id AS keyProjec
   p.id, p.team_id AS teamId, p.name, p.webhook_url AS webhookUrl, p.retry_max_retries AS retryMaxRetries,
   p.retry_initial_delay_ms AS retryInitialDelayMs, p.retry_factor AS retryFactor, p.retry_max_delay_ms AS retryMaxDelayMs,
   p.delivery_timeout_ms AS deliveryTimeoutMs, p.delivery_concurrency AS deliveryConcurrency,
-  p.accept_any_2xx AS acceptAny2xx, p.created_at AS createdAt
+  p.accept_any_2xx AS acceptAny2xx, p.retention_days AS retentionDays, p.created_at AS createdAt
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = ?`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`;
@@ -180,3 +180,20 @@ export const SessionGet = `SELECT s.token_hash AS tokenHash, s.user_id AS userId
 export const SessionDelete = 'DELETE FROM sessions WHERE token_hash = ?';
 export const SessionDeleteByUser = 'DELETE FROM sessions WHERE user_id = @userId AND (@keepTokenHash IS NULL OR token_hash <> @keepTokenHash)';
 export const SessionDeleteExpired = 'DELETE FROM sessions WHERE expires_at <= ?';
+
+/** When a final job became final; word for word the expression of the index jobs_final (0004_retention.sql). */
+const FINAL_AT = "(CASE status WHEN 'COMPLETED' THEN completed_at WHEN 'FAILED' THEN failed_at ELSE cancelled_at END)";
+const PRUNABLE_JOBS = `FROM jobs WHERE project_id = @projectId AND status IN ('COMPLETED', 'FAILED', 'CANCELLED')
+  AND ${FINAL_AT} <= @finalBy`;
+export const ProjectListRetention = 'SELECT id AS projectId, retention_days AS retentionDays FROM projects ORDER BY id';
+export const JobListPrunable = `SELECT seq, id ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT @limit`;
+export const AttemptDeleteByJob = 'DELETE FROM attempts WHERE job_id = ?';
+export const JobDeleteBySeq = 'DELETE FROM jobs WHERE seq = ?';
+export const JobCountPrunable = `SELECT count(*) AS jobs,
+  COALESCE(SUM((SELECT count(*) FROM attempts a WHERE a.job_id = jobs.id)), 0) AS attempts ${PRUNABLE_JOBS}`;
+export const IdempotencyKeyPrune = `DELETE FROM idempotency_keys WHERE (project_id, endpoint, key) IN
+  (SELECT project_id, endpoint, key FROM idempotency_keys WHERE created_at <= @createdBy LIMIT @limit)`;
+export const IdempotencyKeyCountPrunable = 'SELECT count(*) AS n FROM idempotency_keys WHERE created_at <= ?';
+export const UsagePrune = `DELETE FROM usage_daily WHERE (team_id, day) IN
+  (SELECT team_id, day FROM usage_daily WHERE day < @beforeDay LIMIT @limit)`;
+export const UsageCountPrunable = 'SELECT count(*) AS n FROM usage_daily WHERE day < ?';

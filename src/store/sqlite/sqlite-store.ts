@@ -32,6 +32,8 @@ import type {
   JobTransitionResult,
   ProjectPatch,
   ProjectRow,
+  PruneCounts,
+  PrunedJobs,
   Store,
   SessionRow,
   TeamRow,
@@ -39,6 +41,7 @@ import type {
   UserWithPassword,
   WebhookSecretRow,
 } from '../store.js';
+import type { PruneCutoffs } from '../../retention.js';
 import { countsByStatus, leaseExpiredFinish, leaseRescuePlan, type ExpiredLeaseRow } from '../job-rules.js';
 import { sessionFromRow, userFromRow } from '../session-row.js';
 import { SqliteWriter } from './writer.js';
@@ -47,6 +50,7 @@ import { BackgroundConnection } from './background-connection.js';
 import { CachedReads } from './cached-reads.js';
 import { migrateSqlite } from './migrate.js';
 import { openReaderConnection } from './reader-connection.js';
+import { countPrunableSqlite, storeFileSizes } from './retention-reads.js';
 import { acquireServeLock } from './serve-lock.js';
 import * as q from './queries.js';
 
@@ -84,6 +88,7 @@ export class SqliteStore implements Store {
    * beside the database: losing it makes those secrets unreadable, so it belongs in the same backup.
    */
   readonly secretKeyFile: string;
+  private readonly path: string;
   private readonly db: Database.Database;
   private readonly writer: SqliteWriter;
   private readonly statements = new Map<string, Statement>();
@@ -93,6 +98,7 @@ export class SqliteStore implements Store {
   private releaseServeLock: (() => void) | null;
 
   constructor(options: SqliteStoreOptions) {
+    this.path = options.path;
     this.secretKeyFile = join(dirname(options.path), 'punctual.secret-key');
     // Before the file is opened: a second server must not touch the first one's database.
     this.releaseServeLock = options.serve ? acquireServeLock(options.path) : null;
@@ -385,4 +391,13 @@ export class SqliteStore implements Store {
   sessionDeleteExpired(now: number): Promise<number> {
     return this.writer.run('sessionDeleteExpired', { now });
   }
+
+  // Retention (SPEC section 12): each prune is a small batch the writer commits between the group
+  // commits of the API and the deliveries; the counts run on the background connection.
+  readonly projectListRetention = async () => this.sql(q.ProjectListRetention).all() as { projectId: string; retentionDays: number | null }[];
+  readonly jobPruneFinal = (params: { projectId: string; finalBy: number; limit: number }): Promise<PrunedJobs> => this.writer.run('jobPruneFinal', params);
+  readonly idempotencyKeyPrune = (params: { createdBy: number; limit: number }): Promise<number> => this.writer.run('idempotencyKeyPrune', params);
+  readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run('usagePrune', params);
+  readonly pruneCount = (cutoffs: PruneCutoffs): Promise<PruneCounts> => countPrunableSqlite(this.background, cutoffs);
+  readonly storeSize = async () => storeFileSizes(this.path);
 }

@@ -17,6 +17,7 @@ import type {
   NewJob,
   ProjectPatch,
   ProjectRow,
+  PrunedJobs,
   SessionRow,
   TeamRow,
   UserWithPassword,
@@ -117,6 +118,25 @@ export const WRITES = {
     const team = (sql(q.TeamUpdate).get({ teamId: p.teamId, name: p.name ?? null, plan: p.plan ?? null }) as TeamRow | undefined) ?? null;
     if (team) bumpCacheEpoch(sql);
     return team;
+  },
+
+  /** One batch of retention (SPEC section 12): the jobs and their attempts in one transaction. */
+  jobPruneFinal(sql: Sql, p: { projectId: string; finalBy: number; limit: number }): PrunedJobs {
+    const victims = sql(q.JobListPrunable).all(p) as { seq: number; id: string }[];
+    let attempts = 0;
+    for (const victim of victims) {
+      attempts += sql(q.AttemptDeleteByJob).run(victim.id).changes;
+      sql(q.JobDeleteBySeq).run(victim.seq);
+    }
+    return { jobs: victims.length, attempts };
+  },
+
+  idempotencyKeyPrune(sql: Sql, p: { createdBy: number; limit: number }): number {
+    return sql(q.IdempotencyKeyPrune).run(p).changes;
+  },
+
+  usagePrune(sql: Sql, p: { beforeDay: string; limit: number }): number {
+    return sql(q.UsagePrune).run(p).changes;
   },
 
   projectInsert(sql: Sql, p: { project: ProjectRow; secret: WebhookSecretRow }): void {

@@ -1,0 +1,8 @@
+-- Retention (SPEC section 12). A project's own retention in days; null follows PUNCTUAL_RETENTION_DAYS.
+ALTER TABLE projects ADD COLUMN retention_days INTEGER;
+
+-- The pruner walks each project's final jobs by the instant they became final, oldest first. Only
+-- final jobs are in this index, so jobs waiting or in delivery cost it nothing. The expression is
+-- repeated word for word in queries.ts (JobPruneFinal): SQLite uses the index only for it.
+CREATE INDEX jobs_final ON jobs (project_id, (CASE status WHEN 'COMPLETED' THEN completed_at WHEN 'FAILED' THEN failed_at ELSE cancelled_at END))
+  WHERE status IN ('COMPLETED', 'FAILED', 'CANCELLED');
