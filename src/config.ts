@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { loadPlans, type Plans } from './plans.js';
+import { DEFAULT_RETENTION_DAYS, MIN_SERVER_RETENTION_DAYS, RETENTION_DAYS_RANGE } from './retention.js';
 
 /** SPEC.md section 8: everything comes from the environment and is validated before anything starts. */
 export interface Config {
@@ -30,6 +31,8 @@ export interface Config {
   deliveryConcurrency: number;
   /** On SIGTERM, how long in-flight deliveries may run before they are aborted and released. */
   shutdownDrainMs: number;
+  /** Days final jobs are kept where a project sets none (PUNCTUAL_RETENTION_DAYS, SPEC section 12). */
+  retentionDays: number;
 }
 
 export type TrustProxy = boolean | number | string[];
@@ -50,6 +53,21 @@ function parseIntegerIn(name: string, value: string | undefined, fallback: numbe
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
   return n;
+}
+
+/**
+ * Unlike a project's retentionDays (whole days, 1 to 3,650), the server's default may be a fraction
+ * of a day down to MIN_SERVER_RETENTION_DAYS: a short-lived deployment, or a soak test that must
+ * see deletion keep pace with creation within minutes.
+ */
+function parseRetentionDays(value: string | undefined): number {
+  if (value === undefined || value.trim() === '') return DEFAULT_RETENTION_DAYS;
+  const days = Number(value);
+  const max = RETENTION_DAYS_RANGE[1];
+  if (!Number.isFinite(days) || days < MIN_SERVER_RETENTION_DAYS || days > max) {
+    throw new ConfigError(`PUNCTUAL_RETENTION_DAYS must be a number of days from ${MIN_SERVER_RETENTION_DAYS} to ${max}, got "${value}"`);
+  }
+  return days;
 }
 
 /** proxy-addr's names for ranges (127.0.0.1/8 and ::1; 169.254.0.0/16 and fe80::/10; 10/8, 172.16/12, 192.168/16 and fc00::/7). */
@@ -147,5 +165,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryConcurrency: parseIntegerIn('PUNCTUAL_DELIVERY_CONCURRENCY', env.PUNCTUAL_DELIVERY_CONCURRENCY, 256, 1, 10_000),
     // The whole shutdown must fit in 30 s: drain, then abort and record, then close.
     shutdownDrainMs: parseIntegerIn('PUNCTUAL_SHUTDOWN_DRAIN_MS', env.PUNCTUAL_SHUTDOWN_DRAIN_MS, 20_000, 0, 20_000),
+    retentionDays: parseRetentionDays(env.PUNCTUAL_RETENTION_DAYS),
   };
 }

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { JOB_STATUSES, type JobStatus } from './store/store.js';
+import { JOB_STATUSES, type JobStatus, type Store } from './store/store.js';
 
 /** Queue depth is counted in the database at most this often, however often /metrics is scraped. */
 const DEPTH_CACHE_MS = 5_000;
@@ -50,8 +50,26 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly inFlight = new Gauge({ name: 'punctual_attempts_in_flight', help: 'Delivery attempts under way', registers: [this.registry] });
+  readonly rowsPruned = new Counter({
+    name: 'punctual_rows_pruned_total',
+    help: 'Rows deleted by retention (SPEC section 12), by table',
+    labelNames: ['table'],
+    registers: [this.registry],
+  });
 
-  constructor(countByStatus: () => Promise<Record<JobStatus, number>>) {
+  constructor(store: Pick<Store, 'jobCountByStatus' | 'storeSize'>) {
+    const countByStatus = () => store.jobCountByStatus();
+    new Gauge({
+      name: 'punctual_store_size_bytes',
+      help: "Bytes the store occupies: its database and, for the embedded store, its write-ahead log (PostgreSQL: this schema's tables and indexes)",
+      labelNames: ['file'],
+      registers: [this.registry],
+      async collect() {
+        const size = await store.storeSize();
+        this.set({ file: 'database' }, size.databaseBytes);
+        if (size.walBytes !== null) this.set({ file: 'wal' }, size.walBytes);
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'punctual_' });
     // The count itself is shared: scrapes that arrive while one runs wait for it instead of starting another.
     let cached: { at: number; counts: Promise<Record<JobStatus, number>> } | null = null;

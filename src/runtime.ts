@@ -75,7 +75,7 @@ export async function openRuntime(
     if (!secretKey) throw new Error('PUNCTUAL_SECRET_KEY is required');
     await checkSecretKey(store, secretKey);
     const admin = await resolveAdminToken(store, config.adminToken, options.generateAdminToken);
-    const metrics = new Metrics(() => store.jobCountByStatus());
+    const metrics = new Metrics(store);
     const webhookClient = new ThreadedWebhookSender({ allowPrivate: config.allowPrivateWebhooks, userAgent: USER_AGENT });
     const rateLimiter: RateLimiter = config.redisUrl
       ? new RedisRateLimiter(config.redisUrl, {
@@ -104,6 +104,7 @@ export async function openRuntime(
       adminTokenHash: admin.hash,
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       onBackgroundError: options.onBackgroundError,
+      defaultRetentionDays: config.retentionDays,
     });
     return {
       config,

@@ -64,6 +64,7 @@ export async function serve(config: Config): Promise<void> {
     deadline.unref();
     try {
       app.startDraining();
+      await runtime.services.retention.stop();
       const { drained, released } = await engine.stop(config.shutdownDrainMs);
       app.log.info({ drained, released }, 'delivery stopped');
       await app.close();
@@ -81,6 +82,7 @@ export async function serve(config: Config): Promise<void> {
   await warnOnClockSkew(runtime.store, clock, app.log);
   await app.listen({ host: config.host, port: config.port });
   await engine.start();
+  runtime.services.retention.start();
 
   const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
   const firstUser = { users: runtime.services.users, email: config.adminEmail };

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { openStore } from '../src/store/open-store.js';
 import { testDatabase } from './support/make-app.js';
 import { runCli } from './support/spawn-punctual.js';
 import { makeTempDir } from './support/temp-dir.js';
@@ -66,6 +68,46 @@ describe('punctual CLI', () => {
     expect(JSON.parse(taken.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'email' } });
     const short = runCli(['users', 'create', '--email', 'x@example.com', '--password', 'short'], env);
     expect(JSON.parse(short.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'password' } });
+  });
+
+  it('prune --dry-run counts what retention would delete now; prune deletes it', async () => {
+    const team = json(['teams', 'create', '--name', 'Old']);
+    const project = json(['projects', 'create', '--team', team.teamId, '--name', 'Old jobs']);
+    const DAY = 86_400_000;
+    const now = Date.now();
+    // Two jobs cancelled two days ago, written as the server would have written them then.
+    const store = await openStore(loadConfig(env).database);
+    try {
+      await store.jobCreate({
+        projectId: project.projectId,
+        teamId: team.teamId,
+        now: now - 3 * DAY,
+        jobs: ['job_cli_old1', 'job_cli_old2'].map((id) => ({ id, payload: '{}', scheduledFor: null, runAt: now + DAY, maxRetries: 0 })),
+        quota: null,
+        idempotency: null,
+        answer: { kind: 'single', statusCode: 201, body: '{}' },
+      });
+      for (const jobId of ['job_cli_old1', 'job_cli_old2']) await store.jobCancelIfQueued({ projectId: project.projectId, jobId, now: now - 2 * DAY });
+    } finally {
+      await store.close();
+    }
+    const oneDay = { ...env, PUNCTUAL_RETENTION_DAYS: '1' };
+    const run = (args: string[], environment: Record<string, string> = oneDay) => {
+      const result = runCli(args, environment);
+      expect(result.status, result.stderr).toBe(0);
+      return JSON.parse(result.stdout);
+    };
+    expect(run(['prune', '--dry-run'])).toMatchObject({ dryRun: true, jobs: 2, attempts: 0 });
+    // Kept 30 days by default; and a project's own setting wins over PUNCTUAL_RETENTION_DAYS.
+    expect(run(['prune', '--dry-run'], env)).toMatchObject({ jobs: 0 });
+    expect(json(['projects', 'update', project.projectId, '--json', '{"retentionDays": 3}']).retentionDays).toBe(3);
+    expect(run(['prune', '--dry-run'])).toMatchObject({ jobs: 0 });
+    json(['projects', 'update', project.projectId, '--json', '{"retentionDays": null}']);
+    expect(run(['prune'])).toMatchObject({ dryRun: false, jobs: 2 });
+    expect(run(['prune', '--dry-run'])).toMatchObject({ jobs: 0 });
+    const bad = runCli(['prune'], { ...env, PUNCTUAL_RETENTION_DAYS: '0' });
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('PUNCTUAL_RETENTION_DAYS must be a number of days from 0.001 to 3650, got "0"');
   });
 
   it('prints errors in the API shape and exits 1', () => {

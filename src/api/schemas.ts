@@ -103,6 +103,7 @@ export const project = {
     deliveryTimeoutMs: { type: 'integer' },
     deliveryConcurrency: { type: 'integer' },
     acceptAny2xx: { type: 'boolean' },
+    retentionDays: { type: ['integer', 'null'] },
     createdAt: timestamp,
   },
 } as const;

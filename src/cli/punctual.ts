@@ -31,6 +31,8 @@ const USAGE = `Usage: punctual <command> [options]
   secret list --project <projectId>
   secret rotate --project <projectId>
   usage --team <teamId>
+  prune [--dry-run]                                       delete now what retention deletes (SPEC section 12);
+                                                          --dry-run only counts it
   users create --email <email> [--team <teamId>] [--operator] [--password <password>]
                                                           a dashboard user; without --password one is generated and printed once
   users list
@@ -93,6 +95,8 @@ const COMMANDS: Record<string, Command> = {
       teamIds: values.team ? [values.team] : [],
       operator: values.operator !== undefined,
     }),
+  prune: async (s, { values }) =>
+    values['dry-run'] !== undefined ? { dryRun: true, ...(await s.retention.preview()) } : { dryRun: false, ...(await s.retention.prune()) },
   'users list': (s) => s.users.list(),
   'users add-team': (s, { values }) => s.users.addToTeam(required(values, 'email'), required(values, 'team')),
   'users reset-password': (s, { values }) => s.users.resetPassword(required(values, 'email'), values.password),
@@ -115,6 +119,7 @@ async function main(argv: string[]): Promise<number> {
       email: { type: 'string' },
       password: { type: 'string' },
       operator: { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -18,6 +18,7 @@ import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type JobCreateParam
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
+import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
 export interface JobRequestContext {
@@ -34,7 +35,6 @@ export interface RenderedAnswer {
   replayed: boolean;
 }
 
-const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 const BATCH_MAX_JOBS = 100;
 const LIST_DEFAULT_LIMIT = 50;
 const LIST_MAX_LIMIT = 100;
@@ -143,7 +143,7 @@ export class JobsService {
       jobs,
       quota: this.quotaFor(ctx, now),
       idempotency: idempotencyKey
-        ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_WINDOW_MS }
+        ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_KEY_TTL_MS }
         : null,
       answer,
       ...(claimDueNow && { claimDueNow }),

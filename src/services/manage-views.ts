@@ -21,6 +21,7 @@ export function projectView(project: ProjectRow) {
     deliveryTimeoutMs: project.deliveryTimeoutMs,
     deliveryConcurrency: project.deliveryConcurrency,
     acceptAny2xx: project.acceptAny2xx,
+    retentionDays: project.retentionDays,
     createdAt: formatTimestamp(project.createdAt),
   };
 }

@@ -7,6 +7,7 @@ export const PROJECT_DEFAULTS = {
   deliveryTimeoutMs: 30_000,
   deliveryConcurrency: 100,
   acceptAny2xx: false,
+  retentionDays: null,
 } as const;
 export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
 export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;

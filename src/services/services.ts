@@ -12,6 +12,7 @@ import { AccessService } from './access-service.js';
 import { LoginThrottle } from './login-throttle.js';
 import { SessionService } from './session-service.js';
 import { UserService } from './user-service.js';
+import { RetentionService } from './retention-service.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
@@ -23,6 +24,8 @@ export interface Services {
   access: AccessService;
   users: UserService;
   sessions: SessionService;
+  /** Started by the server (`punctual serve`); the CLI's `prune` runs a pass of its own. */
+  retention: RetentionService;
 }
 
 interface ServiceDeps {
@@ -39,6 +42,7 @@ interface ServiceDeps {
   adminTokenHash: Buffer;
   allowPrivateWebhooks: boolean;
   onBackgroundError: (error: unknown) => void;
+  defaultRetentionDays: number;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -62,6 +66,13 @@ export function createServices(deps: ServiceDeps): Services {
       metrics: deps.metrics,
       onJobDue: (runAt) => deps.onJobDue(runAt),
       immediateDelivery: deps.immediateDelivery,
+    }),
+    retention: new RetentionService({
+      store: deps.store,
+      clock: deps.clock,
+      metrics: deps.metrics,
+      defaultRetentionDays: deps.defaultRetentionDays,
+      onError: deps.onBackgroundError,
     }),
     auth: new AuthService({
       store: deps.store,

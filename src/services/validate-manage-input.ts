@@ -13,6 +13,7 @@ import {
   RETRY_MAX_DELAY_RANGE,
 } from './project-settings.js';
 import { isPlainObject } from './validate-job-input.js';
+import { RETENTION_DAYS_RANGE } from '../retention.js';
 
 export function requireObject(body: unknown): Record<string, unknown> {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
@@ -78,6 +79,9 @@ export async function readProjectPatch(
   if ('acceptAny2xx' in body) {
     if (typeof body.acceptAny2xx !== 'boolean') throw new InvalidRequestError('acceptAny2xx must be true or false', { field: 'acceptAny2xx' });
     patch.acceptAny2xx = body.acceptAny2xx;
+  }
+  if ('retentionDays' in body) {
+    patch.retentionDays = body.retentionDays === null ? null : readInteger(body.retentionDays, 'retentionDays', RETENTION_DAYS_RANGE);
   }
   return patch;
 }

@@ -155,6 +155,21 @@ describe('dashboard pages', () => {
     expect((await t.services.manage.getProject(p.projectId)).acceptAny2xx).toBe(false);
   });
 
+  it("saves the project's retention, shows the server's default when it is empty, and refuses one out of range", async () => {
+    const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
+    const url = `/projects/${p.projectId}/settings`;
+    expect((await post(url, { ...fields, retentionDays: '14' })).statusCode).toBe(303);
+    expect((await t.services.manage.getProject(p.projectId)).retentionDays).toBe(14);
+    expect((await get(url)).body).toMatch(/name="retentionDays"[^>]*value="14"|value="14"[^>]*name="retentionDays"/);
+    const refused = await post(url, { ...fields, retentionDays: '0' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('retentionDays must be an integer from 1 to 3650');
+    expect((await t.services.manage.getProject(p.projectId)).retentionDays).toBe(14);
+    expect((await post(url, { ...fields, retentionDays: '' })).statusCode).toBe(303);
+    expect((await t.services.manage.getProject(p.projectId)).retentionDays).toBeNull();
+    expect((await get(url)).body).toContain("Empty means the server&#39;s default (30 days)");
+  });
+
   // PostgreSQL refuses U+0000 in a query parameter where SQLite finds nothing: both must answer as for any unknown or invalid value.
   it('answers U+0000 in a filter or a form field as an unknown or invalid value, not a failure', async () => {
     const jobs = `/projects/${p.projectId}/jobs`;

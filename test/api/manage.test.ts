@@ -65,6 +65,7 @@ describe('/manage/v1', () => {
       deliveryTimeoutMs: 30000,
       deliveryConcurrency: 100,
       acceptAny2xx: false,
+      retentionDays: null,
       createdAt: iso(t.clock.now()),
     });
     expect((await get(`/manage/v1/projects/${project.projectId}`)).json()).toEqual(withoutSecret);

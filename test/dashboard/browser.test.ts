@@ -190,8 +190,10 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await page.goto(`${base}/projects/${projectId}/settings`);
     await page.getByLabel('First retry after (ms)').fill('50');
     await page.getByLabel('Longest wait between attempts (ms)').fill('200');
+    await page.getByLabel('Keep finished jobs for (days)').fill('14');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.waitForURL('**/settings?done=settings-saved');
+    expect(await page.getByLabel('Keep finished jobs for (days)').inputValue()).toBe('14');
     await shot('settings');
     // A value the browser lets through but the service refuses is shown next to its field.
     await page.getByLabel('Backoff factor').fill('1000');

@@ -6,6 +6,7 @@ import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../servic
 import type { Services } from '../../services/services.js';
 import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../../services/session-service.js';
 import * as s from '../schemas.js';
+import { RETENTION_DAYS_RANGE } from '../../retention.js';
 
 const security: Record<string, string[]>[] = [{ adminToken: [] }, { dashboardSession: [] }];
 
@@ -143,7 +144,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   );
   app.patch<ProjectParams>(
     '/manage/v1/projects/:projectId',
-    opts("Change a project's webhook URL, retry policy, timeout, concurrency or accepted statuses", {
+    opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses or retention", {
       params: idParams('projectId'),
       body: {
         type: 'object',
@@ -154,6 +155,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
           deliveryTimeoutMs: { type: 'integer', minimum: DELIVERY_TIMEOUT_RANGE[0], maximum: DELIVERY_TIMEOUT_RANGE[1] },
           deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
           acceptAny2xx: { type: 'boolean' },
+          retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
         },
       },
       response: { 200: s.project, ...s.errors(400, 401, 404) },

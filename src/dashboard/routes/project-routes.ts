@@ -24,11 +24,13 @@ function settingsValues(project: ProjectRow): SettingsValues {
     deliveryTimeoutMs: String(project.deliveryTimeoutMs),
     deliveryConcurrency: String(project.deliveryConcurrency),
     acceptAny2xx: project.acceptAny2xx,
+    retentionDays: project.retentionDays === null ? '' : String(project.retentionDays),
   };
 }
 
 function settingsPatch(form: FormBody): Record<string, unknown> {
   const maxRetries = (form['retryPolicy.maxRetries'] ?? '').trim();
+  const retentionDays = (form.retentionDays ?? '').trim();
   return {
     retryPolicy: {
       maxRetries: maxRetries === '' ? null : formNumber(maxRetries),
@@ -40,6 +42,7 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
     deliveryConcurrency: formNumber(form.deliveryConcurrency),
     // An unchecked checkbox sends nothing at all.
     acceptAny2xx: form.acceptAny2xx === 'true',
+    retentionDays: retentionDays === '' ? null : formNumber(retentionDays),
   };
 }
 
@@ -129,7 +132,7 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     const row = await project(request);
     const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
     const cap = manage.planOf(team).maxRetriesCap;
-    return settingsPage(await pageContext(deps, request, team), { project: row, values: extra.values ?? settingsValues(row), maxRetriesCap: cap, ...extra });
+    return settingsPage(await pageContext(deps, request, team), { project: row, values: extra.values ?? settingsValues(row), maxRetriesCap: cap, defaultRetentionDays: deps.services.retention.defaultRetentionDays, ...extra });
   }
 
   app.get<ProjectParams>('/projects/:projectId/settings', async (request, reply) => sendPage(reply, await settings(request, { notice: noticeFrom(request) })));
@@ -149,6 +152,7 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
         deliveryTimeoutMs: form.deliveryTimeoutMs ?? '',
         deliveryConcurrency: form.deliveryConcurrency ?? '',
         acceptAny2xx: form.acceptAny2xx === 'true',
+        retentionDays: form.retentionDays ?? '',
       };
       return sendPage(reply, await settings(request, { values, error: refused }), refused.statusCode);
     }

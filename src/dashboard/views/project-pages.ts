@@ -4,6 +4,7 @@ import type { ProjectRow } from '../../store/store.js';
 import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
+import { RETENTION_DAYS_RANGE } from '../../retention.js';
 
 type ApiKeyView = ReturnType<typeof apiKeyView>;
 
@@ -213,11 +214,12 @@ export interface SettingsValues {
   deliveryTimeoutMs: string;
   deliveryConcurrency: string;
   acceptAny2xx: boolean;
+  retentionDays: string;
 }
 
 export function settingsPage(
   ctx: PageContext,
-  o: { project: ProjectRow; values: SettingsValues; maxRetriesCap: number; error?: FormError | null; notice?: string | null },
+  o: { project: ProjectRow; values: SettingsValues; maxRetriesCap: number; defaultRetentionDays: number; error?: FormError | null; notice?: string | null },
 ): SafeHtml {
   const { project, values: v } = o;
   return layout({
@@ -246,6 +248,10 @@ export function settingsPage(
             <input id="f-acceptAny2xx" name="acceptAny2xx" type="checkbox" value="true"${v.acceptAny2xx ? html` checked` : ''}>
             <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>
           </div>
+        </section>
+        <section class="card">
+          <h2>Retention</h2>
+          ${field({ name: 'retentionDays', label: 'Keep finished jobs for (days)', type: 'number', value: v.retentionDays, hint: `Completed, failed and cancelled jobs are deleted with their attempts this many days after they finished. Empty means the server's default (${o.defaultRetentionDays} days). ${RETENTION_DAYS_RANGE[0]} to ${RETENTION_DAYS_RANGE[1]}.`, error: o.error, attrs: html`min="${RETENTION_DAYS_RANGE[0]}" max="${RETENTION_DAYS_RANGE[1]}"` })}
         </section>
         <button type="submit" class="button">Save settings</button>`,
       )}`,
