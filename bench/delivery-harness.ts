@@ -257,6 +257,9 @@ export interface PunctualSystem extends System {
   synchronous: string;
   /** Lines and bytes its processes wrote to stdout and stderr since they were set up (counted in mode 'user'). */
   logs: () => LogCount;
+  /** From the first-start banner: the /manage/v1 token and the first project (the one the key belongs to). */
+  adminToken: string;
+  projectId: string;
 }
 
 export interface LogCount {
@@ -457,6 +460,8 @@ export async function startPunctual(
     origins: processes.map((p) => p.origin),
     children: processes.map((p) => p.child),
     headers: { 'content-type': 'application/json', authorization: `Bearer ${processes[0]!.banner['API key']}` },
+    adminToken: processes[0]!.banner['Admin token']!,
+    projectId: processes[0]!.banner.Project!,
     dbPath,
     schema: postgres?.schema ?? null,
     storeLine: postgres
