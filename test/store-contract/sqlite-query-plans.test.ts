@@ -40,6 +40,21 @@ describe('embedded store query plans', () => {
     expect(plan(q.JobListExpiredLeases, { expiredBefore: 0, limit: 10 })).toMatch(/USING INDEX jobs_leased/);
   });
 
+  it("lists a project's jobs newest first by merging one jobs_project_status range per status, without a sort or a walk of the table", () => {
+    for (const [sql, params] of [
+      [q.JobList, { projectId: 'p', beforeSeq: 1e15, limit: 50 }],
+      [q.JobListCreatedBetween, { projectId: 'p', beforeSeq: 1e15, limit: 50, createdFrom: 0, createdBefore: 1 }],
+    ] as const) {
+      const detail = plan(sql, params);
+      expect(detail.match(/SEARCH jobs USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)/g)).toHaveLength(6);
+      expect(detail).toMatch(/MERGE \(UNION ALL\)/);
+      expect(detail).not.toMatch(/TEMP B-TREE|SCAN/);
+    }
+    expect(plan(q.JobListByStatusCreatedBetween, { projectId: 'p', status: 'FAILED', beforeSeq: 1e15, limit: 50, createdFrom: 0, createdBefore: 1 })).toMatch(
+      /USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)/,
+    );
+  });
+
   it('finds the jobs retention deletes through jobs_final, in order, without a sort', () => {
     const detail = plan(q.JobListPrunable, { projectId: 'p', finalBy: 0, limit: 10 });
     expect(detail).toMatch(/USING INDEX jobs_final/);

@@ -253,8 +253,9 @@ export class PostgresStore implements Store {
   async jobList(params: JobListParams): Promise<JobRow[]> {
     const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
     if (params.createdFrom != null || params.createdBefore != null) {
-      const range = [params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
-      return this.db.rows<JobRow>(q.JobListCreatedBetween, [...args, params.status, ...range]);
+      const range = [...args, params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
+      if (params.status === null) return this.db.rows<JobRow>(q.JobListCreatedBetween, range);
+      return this.db.rows<JobRow>(q.JobListByStatusCreatedBetween, [...range, params.status]);
     }
     if (params.status === null) return this.db.rows<JobRow>(q.JobList, args);
     return this.db.rows<JobRow>(q.JobListByStatus, [...args, params.status]);

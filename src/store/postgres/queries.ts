@@ -2,6 +2,7 @@
  * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
+import { JOB_STATUSES } from '../store.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
 const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
@@ -91,7 +92,17 @@ export const JobInsertGroup = `WITH inserted AS (
   SELECT (SELECT count(*)::int FROM inserted) AS n, (SELECT count(*)::int FROM hint) AS notified`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
-export const JobList = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
+/**
+ * A project's jobs of every status, newest first: one arm per status through jobs_project_status,
+ * each limited on its own (the planner would otherwise read every arm whole and sort it), then
+ * merged by seq; so no index on (project_id, seq) has to be kept for every job (as in
+ * ../sqlite/queries.ts).
+ */
+const everyStatusNewestFirst = (filter: string) =>
+  `${JOB_STATUSES.map(
+    (status) => `(SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = '${status}' AND seq < $2${filter} ORDER BY seq DESC LIMIT $3)`,
+  ).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT $3`;
+export const JobList = everyStatusNewestFirst('');
 export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = $4 AND seq < $2
   ORDER BY seq DESC LIMIT $3`;
 export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3
@@ -226,8 +237,10 @@ export const NotifyDue = `SELECT pg_notify('punctual_job_due', $1::text)`;
 export const NotifyConfigChanged = `SELECT pg_notify('punctual_config_changed', '')`;
 
 /** The dashboard's time range: walks the project's jobs newest first through jobs_project, checking created_at. */
-export const JobListCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND seq < $2
-  AND ($4::text IS NULL OR status = $4) AND created_at >= $5 AND created_at < $6 ORDER BY seq DESC LIMIT $3`;
+const CREATED_BETWEEN = ' AND created_at >= $4 AND created_at < $5';
+export const JobListCreatedBetween = everyStatusNewestFirst(CREATED_BETWEEN);
+export const JobListByStatusCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = $6 AND seq < $2${CREATED_BETWEEN}
+  ORDER BY seq DESC LIMIT $3`;
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS "createdAt" FROM teams t

@@ -241,12 +241,9 @@ export class SqliteStore implements Store {
       limit: params.limit,
     };
     if (params.createdFrom != null || params.createdBefore != null) {
-      return this.sql(q.JobListCreatedBetween).all({
-        ...args,
-        status: params.status,
-        createdFrom: params.createdFrom ?? 0,
-        createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER,
-      }) as JobRow[];
+      const range = { ...args, createdFrom: params.createdFrom ?? 0, createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER };
+      if (params.status === null) return this.sql(q.JobListCreatedBetween).all(range) as JobRow[];
+      return this.sql(q.JobListByStatusCreatedBetween).all({ ...range, status: params.status }) as JobRow[];
     }
     if (params.status === null) return this.sql(q.JobList).all(args) as JobRow[];
     return this.sql(q.JobListByStatus).all({ ...args, status: params.status }) as JobRow[];
