@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
  */
 const LAYERS: { layer: string; holds: string[] }[] = [
   { layer: 'foundation', holds: ['errors.ts', 'clock.ts', 'timestamp.ts', 'version.ts', 'plans.ts', 'config.ts', 'retention.ts'] },
+  { layer: 'cron', holds: ['cron/'] },
   { layer: 'crypto', holds: ['crypto/'] },
   { layer: 'threads', holds: ['threads/'] },
   { layer: 'store', holds: ['store/'] },
