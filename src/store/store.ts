@@ -6,6 +6,7 @@
  * Every instant is epoch milliseconds supplied by the caller's clock: a store never reads the time.
  */
 import type { PruneCutoffs } from '../retention.js';
+import type { ScheduleStore } from './schedule-store.js';
 
 export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -88,6 +89,8 @@ export interface JobRow {
   completedAt: number | null;
   failedAt: number | null;
   cancelledAt: number | null;
+  /** The schedule that created it (SPEC section 9), else null. */
+  scheduleId: string | null;
 }
 
 export type AttemptOutcome = 'success' | 'http_error' | 'timeout' | 'network_error' | 'lease_expired';
@@ -111,6 +114,8 @@ export interface NewJob {
   scheduledFor: number | null;
   runAt: number;
   maxRetries: number;
+  /** A schedule's job: the schedule, and for a fire of its cron (not a trigger) the fire instant. */
+  schedule?: { id: string; fireAt: number | null };
 }
 
 /** A response kept under an Idempotency-Key, replayed byte for byte. */
@@ -259,7 +264,7 @@ export interface ExpiredLease {
   attemptNumber: number | null;
 }
 
-export interface Store {
+export interface Store extends ScheduleStore {
   /** Which driver, for messages (the CLI's `migrate` answer); what differs is said by the members below. */
   readonly kind: 'sqlite' | 'postgres';
   /**

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
+import type { NewSchedule } from '../../src/store/schedule-store.js';
 import type { AttemptNext, JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
 
 /** A fresh, empty database for one test, and what the contract needs to look into it. */
@@ -558,6 +559,111 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.projectUpdate({ projectId: project.id, patch: { retentionDays: null } })).toMatchObject({ retentionDays: null });
         const size = await store.storeSize();
         expect(size.databaseBytes).toBeGreaterThan(0);
+      });
+    });
+
+    describe('schedules (SPEC section 9)', () => {
+      const MINUTE = 60_000;
+      const schedule = (project: ProjectRow, id: string, overrides: Partial<NewSchedule> = {}): NewSchedule => ({
+        id,
+        projectId: project.id,
+        name: null,
+        cron: '* * * * *',
+        timezone: 'UTC',
+        payload: '{"s":1}',
+        maxRetries: null,
+        catchUp: 'latest',
+        overlap: 'allow',
+        paused: false,
+        nextRunAt: T0 + MINUTE,
+        lastRunAt: null,
+        lastJobId: null,
+        skippedCount: 0,
+        createdAt: T0,
+        updatedAt: T0,
+        ...overrides,
+      });
+      const fire = (project: ProjectRow, jobId: string, scheduleId: string, fireAt: number) =>
+        create(project, [job(jobId, { scheduledFor: fireAt, runAt: fireAt, schedule: { id: scheduleId, fireAt } })]);
+
+      it('inserts up to the per-project limit, reads, lists newest first, and keeps projects apart', async () => {
+        const project = await makeProject();
+        const other = await makeProject();
+        expect(await store.scheduleInsert({ schedule: schedule(project, 'sch_1', { name: 'first', maxRetries: 2 }), maxPerProject: 2 })).toBe(true);
+        expect(await store.scheduleInsert({ schedule: schedule(project, 'sch_2'), maxPerProject: 2 })).toBe(true);
+        expect(await store.scheduleInsert({ schedule: schedule(project, 'sch_3'), maxPerProject: 2 })).toBe(false);
+        expect(await store.scheduleInsert({ schedule: schedule(other, 'sch_4'), maxPerProject: 2 })).toBe(true);
+        const first = await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_1' });
+        expect(first).toMatchObject({ ...schedule(project, 'sch_1', { name: 'first', maxRetries: 2 }), seq: expect.any(Number) });
+        expect(await store.scheduleGet({ projectId: other.id, scheduleId: 'sch_1' })).toBeNull();
+        const listed = await store.scheduleList({ projectId: project.id, beforeSeq: null, limit: 10 });
+        expect(listed.map((s) => s.id)).toEqual(['sch_2', 'sch_1']);
+        expect((await store.scheduleList({ projectId: project.id, beforeSeq: listed[0]!.seq, limit: 10 })).map((s) => s.id)).toEqual(['sch_1']);
+      });
+
+      it('updates settings and the next fire, only in its own project', async () => {
+        const project = await makeProject();
+        const other = await makeProject();
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_u'), maxPerProject: 10 });
+        const settings = { name: 'n', cron: '0 * * * *', timezone: 'Europe/Paris', payload: '{"b":2}', maxRetries: 1, catchUp: 'all' as const, overlap: 'skip' as const, paused: true };
+        expect(await store.scheduleUpdate({ projectId: other.id, scheduleId: 'sch_u', settings, nextRunAt: T0 + 60 * MINUTE, now: T0 + 1 })).toBeNull();
+        const updated = await store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_u', settings, nextRunAt: T0 + 60 * MINUTE, now: T0 + 1 });
+        expect(updated).toMatchObject({ ...settings, nextRunAt: T0 + 60 * MINUTE, updatedAt: T0 + 1, createdAt: T0 });
+        expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_u' })).toEqual(updated);
+      });
+
+      it('creates one job per schedule and fire instant, however often the fire is tried, counting it once', async () => {
+        const project = await makeProject();
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_f'), maxPerProject: 10 });
+        await fire(project, 'job_f1', 'sch_f', T0 + MINUTE);
+        await fire(project, 'job_f2', 'sch_f', T0 + MINUTE);
+        await fire(project, 'job_f3', 'sch_f', T0 + 2 * MINUTE);
+        // A trigger (no fire instant) is one more job, whatever exists.
+        await create(project, [job('job_t1', { schedule: { id: 'sch_f', fireAt: null } }), job('job_t2', { schedule: { id: 'sch_f', fireAt: null } })]);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_f2' })).toBeNull();
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_f1' })).toMatchObject({ scheduleId: 'sch_f', scheduledFor: T0 + MINUTE });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_t1' })).toMatchObject({ scheduleId: 'sch_f' });
+        const usage = await store.usageDaily({ teamId: project.teamId, fromDay: '2027-03-01', toDay: '2027-04-01' });
+        expect(usage).toEqual([{ day: '2027-03-10', jobsCreated: 4 }]);
+      });
+
+      it('claims due schedules once until the lease ends, and advances only from the fire it claimed', async () => {
+        const project = await makeProject();
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_a', { nextRunAt: T0 + 2 * MINUTE }), maxPerProject: 10 });
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_b', { nextRunAt: T0 + MINUTE }), maxPerProject: 10 });
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_paused', { nextRunAt: T0, paused: true }), maxPerProject: 10 });
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_later', { nextRunAt: T0 + 10 * MINUTE }), maxPerProject: 10 });
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_never', { nextRunAt: null }), maxPerProject: 10 });
+        const claim = (now: number) => store.scheduleClaimDue({ now, dueBy: T0 + 2 * MINUTE, leaseUntil: now + 30_000, limit: 10 });
+        expect((await claim(T0)).map((s) => s.id)).toEqual(['sch_b', 'sch_a']);
+        expect(await claim(T0 + 1)).toEqual([]);
+        // The lease ran out (its holder died): another instance claims it.
+        expect((await claim(T0 + 30_000)).map((s) => s.id)).toEqual(['sch_b', 'sch_a']);
+        const advance = { scheduleId: 'sch_b', nextRunAt: T0 + 2 * MINUTE, lastRun: { at: T0 + MINUTE, jobId: 'job_x' }, skipped: 0, now: T0 + 30_001 };
+        expect(await store.scheduleAdvance({ ...advance, expectedNextRunAt: T0 + MINUTE })).toBe(true);
+        expect(await store.scheduleAdvance({ ...advance, expectedNextRunAt: T0 + MINUTE })).toBe(false);
+        expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_b' })).toMatchObject({
+          nextRunAt: T0 + 2 * MINUTE,
+          lastRunAt: T0 + MINUTE,
+          lastJobId: 'job_x',
+        });
+        // Advanced, it is free again and due at its next fire.
+        expect((await claim(T0 + 30_002)).map((s) => s.id)).toEqual(['sch_b']);
+        expect(await store.scheduleAdvance({ scheduleId: 'sch_a', expectedNextRunAt: T0 + 2 * MINUTE, nextRunAt: T0 + 3 * MINUTE, lastRun: null, skipped: 2, now: T0 })).toBe(true);
+        expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_a' })).toMatchObject({ skippedCount: 2, lastRunAt: null, lastJobId: null });
+      });
+
+      it('deletes a schedule and cancels its jobs still QUEUED, not those of other schedules', async () => {
+        const project = await makeProject();
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_d'), maxPerProject: 10 });
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_keep'), maxPerProject: 10 });
+        await fire(project, 'job_d1', 'sch_d', T0 + MINUTE);
+        await fire(project, 'job_k1', 'sch_keep', T0 + MINUTE);
+        expect(await store.scheduleDelete({ projectId: 'prj_other', scheduleId: 'sch_d', now: T0 + 1 })).toBeNull();
+        expect(await store.scheduleDelete({ projectId: project.id, scheduleId: 'sch_d', now: T0 + 1 })).toMatchObject({ id: 'sch_d' });
+        expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_d' })).toBeNull();
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_d1' })).toMatchObject({ status: 'CANCELLED', cancelledAt: T0 + 1 });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_k1' })).toMatchObject({ status: 'QUEUED' });
       });
     });
 

@@ -61,7 +61,7 @@ export class JobCreator {
         if (previous) return idempotentAnswer(previous, idempotency.requestHash);
       }
       const { created, usedBefore } = quota ? allot([params], await this.lockQuotas([params], client))[0]! : allCreated(params);
-      if (created.includes(true)) await this.db.query(q.JobInsertGroup, this.insertGroupArgs([{ params }], [{ created }], params.now), client);
+      if (created.includes(true)) await this.runInsertGroup(this.insertGroupArgs([{ params }], [{ created }], params.now), client);
       const response = assembleAnswer(params.answer, created, usedBefore);
       if (response) await this.db.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
       else await this.db.query(q.IdempotencyKeyDelete, keyArgs, client);
@@ -102,11 +102,11 @@ export class JobCreator {
     try {
       if (!requests[0]!.quota) {
         outcomes = requests.map(allCreated);
-        await this.db.query(q.JobInsertGroup, this.insertGroupArgs(group, outcomes, now));
+        await this.runInsertGroup(this.insertGroupArgs(group, outcomes, now));
       } else {
         outcomes = await this.db.transaction(async (client) => {
           const decided = allot(requests, await this.lockQuotas(requests, client));
-          await this.db.query(q.JobInsertGroup, this.insertGroupArgs(group, decided, now), client);
+          await this.runInsertGroup(this.insertGroupArgs(group, decided, now), client);
           return decided;
         });
       }
@@ -138,10 +138,17 @@ export class JobCreator {
     return new Map(entries.map((params, i) => [quotaKey(params), Number(rows[i]!.n)]));
   }
 
+  /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 16 of them) JobInsertGroupWithFires. */
+  private runInsertGroup(args: unknown[], client?: Queryable) {
+    return this.db.query(args.length > 14 ? q.JobInsertGroupWithFires : q.JobInsertGroup, args, client);
+  }
+
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
   private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): unknown[] {
     const jobs = group.flatMap(({ params }, i) =>
-      params.jobs.filter((_, k) => outcomes[i]!.created[k]).map((job) => ({ ...job, projectId: params.projectId })),
+      params.jobs
+        .filter((_, k) => outcomes[i]!.created[k])
+        .map((job) => ({ ...job, projectId: params.projectId, teamId: params.teamId, day: utcDay(params.now) })),
     );
     // Each request's jobs count on the UTC day of its own time (a group can span midnight).
     const counts = new Map<string, { teamId: string; day: string; n: number }>();
@@ -168,6 +175,10 @@ export class JobCreator {
       perTeam.map((u) => u.n),
       jobs.length > 0 && earliest - now <= NOTIFY_HORIZON_MS ? String(earliest) : null,
       randomInt(USAGE_SHARDS),
+      jobs.map((j) => j.schedule?.id ?? null),
+      jobs.map((j) => j.schedule?.fireAt ?? null),
+      // JobInsertGroupWithFires counts usage from these.
+      ...(jobs.some((j) => j.schedule?.fireAt != null) ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
     ];
   }
 }

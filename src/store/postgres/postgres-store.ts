@@ -53,6 +53,8 @@ import { JobCreator } from './job-creator.js';
 import { PostgresListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import * as q from './queries.js';
+import { PostgresSchedules } from './schedules.js';
+import type { ScheduleStore } from '../schedule-store.js';
 import { PostgresRetention } from './retention.js';
 import type { PruneCutoffs } from '../../retention.js';
 
@@ -80,10 +82,12 @@ export class PostgresStore implements Store {
   private onJobDue: ((runAt: number) => void) | null = null;
   private readonly cached: CachedReads;
   private readonly retention: PostgresRetention;
+  private readonly schedules: PostgresSchedules;
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.db = new ConnectionPool(options);
     this.retention = new PostgresRetention(this.db);
+    this.schedules = new PostgresSchedules(this.db);
     this.creator = new JobCreator(this.db);
     this.attempts = new AttemptRecorder(this.db);
     this.cached = new CachedReads(this.db);
@@ -402,4 +406,13 @@ export class PostgresStore implements Store {
   readonly usagePrune = (params: { beforeDay: string; limit: number }) => this.retention.usagePrune(params);
   readonly pruneCount = (cutoffs: PruneCutoffs) => this.retention.count(cutoffs);
   readonly storeSize = () => this.retention.size();
+
+  // Recurring schedules (SPEC section 9), in schedules.ts.
+  readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.schedules.insert(params);
+  readonly scheduleGet: ScheduleStore['scheduleGet'] = (params) => this.schedules.get(params);
+  readonly scheduleList: ScheduleStore['scheduleList'] = (params) => this.schedules.list(params);
+  readonly scheduleUpdate: ScheduleStore['scheduleUpdate'] = (params) => this.schedules.update(params);
+  readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.schedules.delete(params);
+  readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.schedules.claimDue(params);
+  readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.schedules.advance(params);
 }

@@ -15,7 +15,7 @@ const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "proje
   ${t}.scheduled_for AS "scheduledFor", ${t}.run_at AS "runAt", ${t}.queued_at AS "queuedAt", ${t}.max_retries AS "maxRetries",
   ${t}.attempt_count AS "attemptCount", ${t}.round_start_attempt_count AS "roundStartAttemptCount", ${t}.last_error AS "lastError",
   ${t}.created_at AS "createdAt", ${t}.updated_at AS "updatedAt", ${t}.completed_at AS "completedAt", ${t}.failed_at AS "failedAt",
-  ${t}.cancelled_at AS "cancelledAt"`;
+  ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId"`;
 const JOB_COLUMNS = jobColumns();
 const ATTEMPT_COLUMNS = `id, job_id AS "jobId", attempt_number AS "attemptNumber", started_at AS "startedAt",
   finished_at AS "finishedAt", outcome, status_code AS "statusCode", duration_ms AS "durationMs", error,
@@ -76,20 +76,37 @@ export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
  * one commit for the group, and each team's usage is updated once per group, not per request, in
  * the shard $12 of its day (0003_shard_usage_daily.sql).
  */
-export const JobInsertGroup = `WITH inserted AS (
-    INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at)
-    SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $1::bigint, j.max_retries, $1::bigint, $1::bigint
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[])
-      AS j(id, project_id, payload, scheduled_for, run_at, max_retries)
-    RETURNING 1
+const jobInsertGroup = (usageRows: string) => `WITH inserted AS (
+    INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
+      schedule_id, schedule_fire_at)
+    SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $1::bigint, j.max_retries, $1::bigint, $1::bigint,
+      j.schedule_id, j.schedule_fire_at
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[])
+      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at)
+    -- A schedule fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is.
+    ON CONFLICT DO NOTHING
+    RETURNING id
   ), usage AS (
     INSERT INTO usage_daily (team_id, day, shard, jobs_created)
-    SELECT u.team_id, u.day, $12::smallint, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)
+    ${usageRows}
     ON CONFLICT (team_id, day, shard) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created
   ), hint AS (
     SELECT pg_notify('punctual_job_due', $11::text) WHERE $11::text IS NOT NULL
   )
   SELECT (SELECT count(*)::int FROM inserted) AS n, (SELECT count(*)::int FROM hint) AS notified`;
+export const JobInsertGroup = jobInsertGroup(
+  'SELECT u.team_id, u.day, $12::smallint, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)',
+);
+/**
+ * The same for a group with a schedule's fire in it: a fire whose job exists already is not
+ * counted again, so usage counts the jobs inserted ($15 and $16: each job's team and day), in the
+ * teams' order as above.
+ */
+export const JobInsertGroupWithFires = jobInsertGroup(`SELECT t.team_id, t.day, $12::smallint, count(*) FROM inserted i
+    JOIN unnest($2::text[], $15::text[], $16::text[]) AS t(id, team_id, day) ON t.id = i.id
+    -- $8 to $10 are not read; naming their types lets the statement prepare.
+    WHERE $8::text[] IS NOT NULL AND $9::text[] IS NOT NULL AND $10::bigint[] IS NOT NULL
+    GROUP BY t.team_id, t.day ORDER BY t.team_id, t.day`);
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
 /**
@@ -315,3 +332,31 @@ export const UsageCountPrunable = 'SELECT count(*)::int AS n FROM usage_daily WH
 /** The tables and indexes of this store's schema; the server's WAL is shared with other databases and not counted. */
 export const StoreSize = `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint AS bytes FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'`;
+
+// Recurring schedules (SPEC section 9).
+const SCHEDULE_COLUMNS = `seq, id, project_id AS "projectId", name, cron, timezone, payload, max_retries AS "maxRetries",
+  catch_up AS "catchUp", overlap, paused, next_run_at AS "nextRunAt", last_run_at AS "lastRunAt", last_job_id AS "lastJobId",
+  skipped_count AS "skippedCount", created_at AS "createdAt", updated_at AS "updatedAt"`;
+/** Only while the project has fewer than $17 schedules (the caller holds the project's lock). */
+export const ScheduleInsertBelowLimit = `INSERT INTO schedules (id, project_id, name, cron, timezone, payload, max_retries, catch_up,
+  overlap, paused, next_run_at, last_run_at, last_job_id, skipped_count, created_at, updated_at)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+  WHERE (SELECT count(*) FROM schedules WHERE project_id = $2) < $17`;
+export const ScheduleGet = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND project_id = $2`;
+export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
+export const ScheduleUpdate = `UPDATE schedules SET name = $3, cron = $4, timezone = $5, payload = $6, max_retries = $7, catch_up = $8,
+  overlap = $9, paused = $10, next_run_at = $11, updated_at = $12
+  WHERE id = $1 AND project_id = $2 RETURNING ${SCHEDULE_COLUMNS}`;
+export const ScheduleDelete = `WITH deleted AS (DELETE FROM schedules WHERE id = $1 AND project_id = $2 RETURNING *),
+  cancelled AS (UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3
+    WHERE schedule_id = (SELECT id FROM deleted) AND status = 'QUEUED')
+  SELECT ${SCHEDULE_COLUMNS} FROM deleted`;
+/** SKIP LOCKED: instances claiming at once each take other schedules instead of waiting. */
+export const ScheduleClaimDue = `UPDATE schedules SET firing_until = $3 WHERE seq IN (
+    SELECT seq FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2
+      AND (firing_until IS NULL OR firing_until <= $1)
+    ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+  RETURNING ${SCHEDULE_COLUMNS}`;
+export const ScheduleAdvance = `UPDATE schedules SET next_run_at = $3, firing_until = NULL, last_run_at = COALESCE($4, last_run_at),
+  last_job_id = COALESCE($5, last_job_id), skipped_count = skipped_count + $6, updated_at = $7
+  WHERE id = $1 AND next_run_at = $2`;

@@ -14,7 +14,8 @@ const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at A
 const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
   queued_at AS queuedAt, max_retries AS maxRetries, attempt_count AS attemptCount,
   round_start_attempt_count AS roundStartAttemptCount, last_error AS lastError, created_at AS createdAt,
-  updated_at AS updatedAt, completed_at AS completedAt, failed_at AS failedAt, cancelled_at AS cancelledAt`;
+  updated_at AS updatedAt, completed_at AS completedAt, failed_at AS failedAt, cancelled_at AS cancelledAt,
+  schedule_id AS scheduleId`;
 const ATTEMPT_COLUMNS = `id, job_id AS jobId, attempt_number AS attemptNumber, started_at AS startedAt,
   finished_at AS finishedAt, outcome, status_code AS statusCode, duration_ms AS durationMs, error,
   response_body AS responseBody`;
@@ -72,12 +73,14 @@ export const WebhookSecretListActive = `SELECT id, project_id AS projectId, secr
 export const WebhookSecretDeleteExpiring = 'DELETE FROM webhook_secrets WHERE project_id = ? AND expires_at IS NOT NULL';
 export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at = @expiresAt WHERE project_id = @projectId AND expires_at IS NULL';
 
+/** A schedule's fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is. */
 export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  created_at, updated_at) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now, @maxRetries, @now, @now)`;
+  created_at, updated_at, schedule_id, schedule_fire_at) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now,
+  @maxRetries, @now, @now, @scheduleId, @scheduleFireAt) ON CONFLICT DO NOTHING`;
 /** A job due at once, created already claimed by the instance that accepted it. */
 export const JobInsertClaimed = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  lease_owner, lease_expires_at, created_at, updated_at) VALUES (@id, @projectId, 'DISPATCHED', @payload, @scheduledFor, @runAt, @now,
-  @maxRetries, @workerId, @leaseExpiresAt, @now, @now)`;
+  lease_owner, lease_expires_at, created_at, updated_at, schedule_id, schedule_fire_at) VALUES (@id, @projectId, 'DISPATCHED', @payload,
+  @scheduledFor, @runAt, @now, @maxRetries, @workerId, @leaseExpiresAt, @now, @now, @scheduleId, @scheduleFireAt) ON CONFLICT DO NOTHING`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**
@@ -210,3 +213,31 @@ export const IdempotencyKeyCountPrunable = 'SELECT count(*) AS n FROM idempotenc
 export const UsagePrune = `DELETE FROM usage_daily WHERE (team_id, day) IN
   (SELECT team_id, day FROM usage_daily WHERE day < @beforeDay LIMIT @limit)`;
 export const UsageCountPrunable = 'SELECT count(*) AS n FROM usage_daily WHERE day < ?';
+
+// Recurring schedules (SPEC section 9).
+const SCHEDULE_COLUMNS = `seq, id, project_id AS projectId, name, cron, timezone, payload, max_retries AS maxRetries,
+  catch_up AS catchUp, overlap, paused, next_run_at AS nextRunAt, last_run_at AS lastRunAt, last_job_id AS lastJobId,
+  skipped_count AS skippedCount, created_at AS createdAt, updated_at AS updatedAt`;
+export const ScheduleInsertBelowLimit = `INSERT INTO schedules (id, project_id, name, cron, timezone, payload, max_retries, catch_up,
+  overlap, paused, next_run_at, last_run_at, last_job_id, skipped_count, created_at, updated_at)
+  SELECT @id, @projectId, @name, @cron, @timezone, @payload, @maxRetries, @catchUp, @overlap, @paused, @nextRunAt, @lastRunAt,
+    @lastJobId, @skippedCount, @createdAt, @updatedAt
+  WHERE (SELECT count(*) FROM schedules WHERE project_id = @projectId) < @maxPerProject`;
+export const ScheduleGet = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = ? AND project_id = ?`;
+export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE project_id = @projectId AND seq < @beforeSeq
+  ORDER BY seq DESC LIMIT @limit`;
+export const ScheduleUpdate = `UPDATE schedules SET name = @name, cron = @cron, timezone = @timezone, payload = @payload,
+  max_retries = @maxRetries, catch_up = @catchUp, overlap = @overlap, paused = @paused, next_run_at = @nextRunAt, updated_at = @now
+  WHERE id = @scheduleId AND project_id = @projectId RETURNING ${SCHEDULE_COLUMNS}`;
+export const ScheduleDelete = `DELETE FROM schedules WHERE id = @scheduleId AND project_id = @projectId RETURNING ${SCHEDULE_COLUMNS}`;
+export const JobCancelQueuedOfSchedule = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = @now, updated_at = @now
+  WHERE schedule_id = @scheduleId AND status = 'QUEUED'`;
+export const ScheduleClaimDue = `UPDATE schedules SET firing_until = @leaseUntil WHERE seq IN (
+    SELECT seq FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= @dueBy
+      AND (firing_until IS NULL OR firing_until <= @now)
+    ORDER BY next_run_at LIMIT @limit)
+  RETURNING ${SCHEDULE_COLUMNS}`;
+export const ScheduleAdvance = `UPDATE schedules SET next_run_at = @nextRunAt, firing_until = NULL,
+  last_run_at = COALESCE(@lastRunAt, last_run_at), last_job_id = COALESCE(@lastJobId, last_job_id),
+  skipped_count = skipped_count + @skipped, updated_at = @now
+  WHERE id = @scheduleId AND next_run_at = @expectedNextRunAt`;

@@ -53,6 +53,8 @@ import { openReaderConnection } from './reader-connection.js';
 import { countPrunableSqlite, storeFileSizes } from './retention-reads.js';
 import { acquireServeLock } from './serve-lock.js';
 import * as q from './queries.js';
+import { toSchedule } from './schedule-writes.js';
+import type { ScheduleStore } from '../schedule-store.js';
 
 interface SqliteStoreOptions {
   path: string;
@@ -397,4 +399,17 @@ export class SqliteStore implements Store {
   readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run('usagePrune', params);
   readonly pruneCount = (cutoffs: PruneCutoffs): Promise<PruneCounts> => countPrunableSqlite(this.background, cutoffs);
   readonly storeSize = async () => storeFileSizes(this.path);
+
+  // Recurring schedules (SPEC section 9): reads on this connection, writes on the writer.
+  readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.writer.run('scheduleInsert', params);
+  readonly scheduleGet: ScheduleStore['scheduleGet'] = async (params) => {
+    const row = this.sql(q.ScheduleGet).get(params.scheduleId, params.projectId);
+    return row ? toSchedule(row) : null;
+  };
+  readonly scheduleList: ScheduleStore['scheduleList'] = async (params) =>
+    this.sql(q.ScheduleList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }).map(toSchedule);
+  readonly scheduleUpdate: ScheduleStore['scheduleUpdate'] = (params) => this.writer.run('scheduleUpdate', params);
+  readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.writer.run('scheduleDelete', params);
+  readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.writer.run('scheduleClaimDue', params);
+  readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.writer.run('scheduleAdvance', params);
 }

@@ -27,6 +27,7 @@ import type { JobCreateParams } from '../store.js';
 import { utcDay } from '../../timestamp.js';
 import { assembleAnswer, idempotentAnswer, jobAfterAttempt } from '../job-rules.js';
 import * as q from './queries.js';
+import { SCHEDULE_WRITES } from './schedule-writes.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 /** Prepares a statement once per connection and reuses it. */
@@ -69,6 +70,7 @@ function claimedJob(seq: number, row: NewJob & { projectId: string; now: number;
     completedAt: null,
     failedAt: null,
     cancelledAt: null,
+    scheduleId: row.schedule?.id ?? null,
     leaseExpiresAt: row.leaseExpiresAt,
   };
 }
@@ -191,12 +193,15 @@ export const WRITES = {
     const claimed: ClaimedJob[] = [];
     const created = params.jobs.map((job) => {
       if (quota && used >= quota.limit) return false;
+      const row = { ...job, projectId: params.projectId, now: params.now, scheduleId: job.schedule?.id ?? null, scheduleFireAt: job.schedule?.fireAt ?? null };
       if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
-        const row = { ...job, projectId: params.projectId, now: params.now, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
-        const seq = Number(sql(q.JobInsertClaimed).run(row).lastInsertRowid);
-        claimed.push(claimedJob(seq, row));
-      } else {
-        insert.run({ ...job, projectId: params.projectId, now: params.now });
+        const claimedRow = { ...row, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
+        const result = sql(q.JobInsertClaimed).run(claimedRow);
+        // No change: this schedule fire's job exists already (created, and counted, before).
+        if (result.changes === 0) return true;
+        claimed.push(claimedJob(Number(result.lastInsertRowid), claimedRow));
+      } else if (insert.run(row).changes === 0) {
+        return true;
       }
       used += 1;
       return true;
@@ -301,6 +306,8 @@ export const WRITES = {
   sessionDeleteExpired(sql: Sql, p: { now: number }): number {
     return sql(q.SessionDeleteExpired).run(p.now).changes;
   },
+
+  ...SCHEDULE_WRITES,
 } as const;
 
 export type Writes = typeof WRITES;

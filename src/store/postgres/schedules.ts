@@ -1,0 +1,51 @@
+/** Recurring schedules (SPEC section 9) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
+import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
+import type { ConnectionPool } from './connection-pool.js';
+import * as q from './queries.js';
+
+const settingsArgs = (s: ScheduleSettings) => [s.name, s.cron, s.timezone, s.payload, s.maxRetries, s.catchUp, s.overlap, s.paused];
+
+export class PostgresSchedules {
+  constructor(private readonly db: ConnectionPool) {}
+
+  async insert(params: { schedule: NewSchedule; maxPerProject: number }): Promise<boolean> {
+    const s = params.schedule;
+    return this.db.transaction(async (client) => {
+      // Two inserts for one project at once must not both pass the count.
+      await this.db.query(q.ProjectLock, [s.projectId], client);
+      const args = [s.id, s.projectId, ...settingsArgs(s), s.nextRunAt, s.lastRunAt, s.lastJobId, s.skippedCount, s.createdAt, s.updatedAt];
+      return ((await this.db.query(q.ScheduleInsertBelowLimit, [...args, params.maxPerProject], client)).rowCount ?? 0) > 0;
+    });
+  }
+
+  async get(params: { projectId: string; scheduleId: string }): Promise<ScheduleRow | null> {
+    const row = (await this.db.rows<ScheduleRow>(q.ScheduleGet, [params.scheduleId, params.projectId]))[0];
+    return row ?? null;
+  }
+
+  async list(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<ScheduleRow[]> {
+    return this.db.rows<ScheduleRow>(q.ScheduleList, [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit]);
+  }
+
+  async update(params: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): Promise<ScheduleRow | null> {
+    const args = [params.scheduleId, params.projectId, ...settingsArgs(params.settings), params.nextRunAt, params.now];
+    const row = (await this.db.rows<ScheduleRow>(q.ScheduleUpdate, args))[0];
+    return row ?? null;
+  }
+
+  async delete(params: { projectId: string; scheduleId: string; now: number }): Promise<ScheduleRow | null> {
+    const row = (await this.db.rows<ScheduleRow>(q.ScheduleDelete, [params.scheduleId, params.projectId, params.now]))[0];
+    return row ?? null;
+  }
+
+  async claimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ScheduleRow[]> {
+    const rows = await this.db.rows<ScheduleRow>(q.ScheduleClaimDue, [params.now, params.dueBy, params.leaseUntil, params.limit]);
+    // RETURNING gives no order.
+    return rows.sort((a, b) => a.nextRunAt! - b.nextRunAt! || a.seq - b.seq);
+  }
+
+  async advance(p: ScheduleAdvanceParams): Promise<boolean> {
+    const args = [p.scheduleId, p.expectedNextRunAt, p.nextRunAt, p.lastRun?.at ?? null, p.lastRun?.jobId ?? null, p.skipped, p.now];
+    return ((await this.db.query(q.ScheduleAdvance, args)).rowCount ?? 0) > 0;
+  }
+}

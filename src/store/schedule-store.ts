@@ -1,0 +1,70 @@
+/**
+ * The storage contract of recurring schedules (SPEC section 9), part of Store (store.ts).
+ * A schedule's jobs are created through jobCreate, each fire's job carrying its schedule and fire
+ * instant: a unique key on the pair makes a fire create one job however many instances try, and
+ * the firing lease (scheduleClaimDue) keeps them from trying at once.
+ */
+export const CATCH_UP_MODES = ['latest', 'none', 'all'] as const;
+export type CatchUp = (typeof CATCH_UP_MODES)[number];
+export const OVERLAP_MODES = ['allow', 'skip'] as const;
+export type Overlap = (typeof OVERLAP_MODES)[number];
+
+/** What a client sets on a schedule. */
+export interface ScheduleSettings {
+  name: string | null;
+  cron: string;
+  timezone: string;
+  /** The payload exactly as JSON.stringify produced it. */
+  payload: string;
+  /** null: as a dispatch without maxRetries. */
+  maxRetries: number | null;
+  catchUp: CatchUp;
+  overlap: Overlap;
+  paused: boolean;
+}
+
+export interface ScheduleRow extends ScheduleSettings {
+  /** Insertion order; the list cursor. */
+  seq: number;
+  id: string;
+  projectId: string;
+  /** The next fire instant; null once the expression fires no more. */
+  nextRunAt: number | null;
+  lastRunAt: number | null;
+  lastJobId: string | null;
+  skippedCount: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type NewSchedule = Omit<ScheduleRow, 'seq'>;
+
+export interface ScheduleAdvanceParams {
+  scheduleId: string;
+  /** The fire the caller claimed: nothing changes if the schedule has moved on since (updated, or fired elsewhere). */
+  expectedNextRunAt: number;
+  nextRunAt: number | null;
+  /** Set when the fire created a job. */
+  lastRun: { at: number; jobId: string } | null;
+  skipped: number;
+  now: number;
+}
+
+export interface ScheduleStore {
+  /** Inserts it unless its project already has `maxPerProject` schedules (false then). */
+  scheduleInsert(params: { schedule: NewSchedule; maxPerProject: number }): Promise<boolean>;
+  scheduleGet(params: { projectId: string; scheduleId: string }): Promise<ScheduleRow | null>;
+  /** Newest first, before `beforeSeq` (a cursor) when given. */
+  scheduleList(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<ScheduleRow[]>;
+  /** Replaces its settings and next fire; the row after, or null when there is no such schedule. */
+  scheduleUpdate(params: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): Promise<ScheduleRow | null>;
+  /** Deletes it and cancels its jobs still QUEUED; the row as it was, or null. */
+  scheduleDelete(params: { projectId: string; scheduleId: string; now: number }): Promise<ScheduleRow | null>;
+  /**
+   * Unpaused schedules due to fire by `dueBy` and not held by another instance, earliest first, at
+   * most `limit`: each is held until `leaseUntil` (scheduleAdvance lets go).
+   */
+  scheduleClaimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ScheduleRow[]>;
+  /** Moves a claimed schedule on to its next fire and lets go of it; false if it had moved on already. */
+  scheduleAdvance(params: ScheduleAdvanceParams): Promise<boolean>;
+}

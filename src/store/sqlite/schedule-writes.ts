@@ -1,0 +1,50 @@
+/** The embedded store's writes of recurring schedules, run on the writer thread like those of writes.ts. */
+import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
+import * as q from './queries.js';
+import type { Sql } from './writes.js';
+
+/** SQLite has no boolean: paused comes back as 0/1. */
+export function toSchedule(row: unknown): ScheduleRow {
+  const schedule = row as Omit<ScheduleRow, 'paused'> & { paused: number };
+  return { ...schedule, paused: schedule.paused === 1 };
+}
+
+const settingsParams = (settings: ScheduleSettings) => ({ ...settings, paused: settings.paused ? 1 : 0 });
+
+export const SCHEDULE_WRITES = {
+  scheduleInsert(sql: Sql, p: { schedule: NewSchedule; maxPerProject: number }): boolean {
+    return sql(q.ScheduleInsertBelowLimit).run({ ...p.schedule, ...settingsParams(p.schedule), maxPerProject: p.maxPerProject }).changes > 0;
+  },
+
+  scheduleUpdate(sql: Sql, p: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): ScheduleRow | null {
+    const row = sql(q.ScheduleUpdate).get({ ...settingsParams(p.settings), projectId: p.projectId, scheduleId: p.scheduleId, nextRunAt: p.nextRunAt, now: p.now });
+    return row ? toSchedule(row) : null;
+  },
+
+  scheduleDelete(sql: Sql, p: { projectId: string; scheduleId: string; now: number }): ScheduleRow | null {
+    const row = sql(q.ScheduleDelete).get({ projectId: p.projectId, scheduleId: p.scheduleId });
+    if (!row) return null;
+    sql(q.JobCancelQueuedOfSchedule).run({ scheduleId: p.scheduleId, now: p.now });
+    return toSchedule(row);
+  },
+
+  scheduleClaimDue(sql: Sql, p: { now: number; dueBy: number; leaseUntil: number; limit: number }): ScheduleRow[] {
+    const rows = sql(q.ScheduleClaimDue).all(p).map(toSchedule);
+    // RETURNING gives no order.
+    return rows.sort((a, b) => a.nextRunAt! - b.nextRunAt! || a.seq - b.seq);
+  },
+
+  scheduleAdvance(sql: Sql, p: ScheduleAdvanceParams): boolean {
+    return (
+      sql(q.ScheduleAdvance).run({
+        scheduleId: p.scheduleId,
+        expectedNextRunAt: p.expectedNextRunAt,
+        nextRunAt: p.nextRunAt,
+        lastRunAt: p.lastRun?.at ?? null,
+        lastJobId: p.lastRun?.jobId ?? null,
+        skipped: p.skipped,
+        now: p.now,
+      }).changes > 0
+    );
+  },
+} as const;
