@@ -56,6 +56,7 @@ export const jobStatus = {
     failedAt: timestamp,
     cancelledAt: timestamp,
     lastError: { type: ['string', 'null'] },
+    scheduleId: { type: 'string', description: 'Only on a job a schedule created' },
     payload: { type: 'object', additionalProperties: true },
   },
 } as const;
@@ -124,3 +125,33 @@ export const apiKey = {
 export function errors(...codes: number[]): Record<number, typeof errorSchema> {
   return Object.fromEntries(codes.map((code) => [code, errorSchema]));
 }
+
+// Recurring schedules (SPEC section 9). Fields are checked by services/schedule-input.ts, with the contract's codes.
+const scheduleFields = {
+  cron: { type: 'string', description: '5 or 6 fields (seconds first), names, steps, @daily and friends' },
+  timezone: { type: 'string', description: 'An IANA zone name; default UTC' },
+  payload: { type: 'object', additionalProperties: true, description: 'Any JSON object, at most 10,240 bytes as JSON' },
+  maxRetries: { type: ['integer', 'null'], minimum: 0 },
+  name: { type: ['string', 'null'] },
+  catchUp: { type: 'string', enum: ['latest', 'none', 'all'] },
+  overlap: { type: 'string', enum: ['allow', 'skip'] },
+  paused: { type: 'boolean' },
+} as const;
+
+export const scheduleBody = { type: 'object', properties: scheduleFields } as const;
+
+export const schedule = {
+  type: 'object',
+  properties: {
+    scheduleId: { type: 'string' },
+    ...scheduleFields,
+    nextRunAt: nullableTimestamp,
+    lastRunAt: nullableTimestamp,
+    lastJobId: { type: ['string', 'null'] },
+    skippedCount: { type: 'integer' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+} as const;
+
+export const scheduleIdParams = { type: 'object', properties: { scheduleId: { type: 'string' } }, required: ['scheduleId'] } as const;

@@ -51,4 +51,5 @@ export const newProjectId = (): string => `prj_${randomBase62(16)}`;
 export const newKeyId = (): string => `key_${randomBase62(16)}`;
 export const newSecretId = (): string => `whs_${randomBase62(16)}`;
 export const newTestJobId = (): string => `job_test_${randomBase62(22)}`;
+export const newScheduleId = (): string => `sch_${randomBase62(22)}`;
 export const newUserId = (): string => `usr_${randomBase62(16)}`;

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { formatNullableTimestamp } from '../timestamp.js';
 import { newAttemptId } from '../crypto/random-ids.js';
 import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
@@ -40,9 +41,21 @@ async function untilDue(clock: Clock, runAt: number, shutdown?: AbortSignal): Pr
   }
 }
 
-/** The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as accepted. */
-export function webhookBody(jobId: string, attemptId: string, attemptNumber: number, payload: string): string {
-  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},"payload":${payload}}`;
+/**
+ * The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as
+ * accepted. A schedule's job also carries its schedule and fire instant (null for a trigger).
+ */
+export function webhookBody(
+  jobId: string,
+  attemptId: string,
+  attemptNumber: number,
+  payload: string,
+  schedule: { id: string; scheduledFor: number | null } | null = null,
+): string {
+  const fromSchedule = schedule
+    ? `"scheduleId":${JSON.stringify(schedule.id)},"scheduledFor":${JSON.stringify(formatNullableTimestamp(schedule.scheduledFor))},`
+    : '';
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}"payload":${payload}}`;
 }
 
 function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
@@ -146,7 +159,7 @@ async function callWebhook(
       webhookId: job.id,
       secrets,
       timestampMs: Math.max(clock.now(), job.runAt),
-      body: webhookBody(job.id, attempt.attemptId, attempt.attemptNumber, job.payload),
+      body: webhookBody(job.id, attempt.attemptId, attempt.attemptNumber, job.payload, job.scheduleId === null ? null : { id: job.scheduleId, scheduledFor: job.scheduledFor }),
       timeoutMs: project.deliveryTimeoutMs,
       sendAt,
     },

@@ -18,6 +18,8 @@ export function jobStatusView(job: JobRow): Record<string, unknown> {
   if (job.failedAt !== null) view.failedAt = formatTimestamp(job.failedAt);
   if (job.cancelledAt !== null) view.cancelledAt = formatTimestamp(job.cancelledAt);
   view.lastError = job.lastError;
+  // SPEC section 2: present only on a job a schedule created.
+  if (job.scheduleId !== null) view.scheduleId = job.scheduleId;
   view.payload = JSON.parse(job.payload) as unknown;
   return view;
 }

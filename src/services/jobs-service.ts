@@ -19,6 +19,7 @@ import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../t
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
+import { decodeSeqCursor, encodeSeqCursor } from './seq-cursor.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
 export interface JobRequestContext {
@@ -50,14 +51,6 @@ function canonicalJson(value: unknown): string {
 }
 
 const requestHash = (body: unknown): string => createHash('sha256').update(canonicalJson(body)).digest('hex');
-
-/** The list cursor is opaque to clients: base64url of the last job's insertion sequence. */
-const encodeCursor = (seq: number): string => Buffer.from(`s${seq}`).toString('base64url');
-function decodeCursor(cursor: string): number | null {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^s[1-9]\d{0,15}$/.test(text) || encodeCursor(Number(text.slice(1))) !== cursor) return null;
-  return Number(text.slice(1));
-}
 
 interface JobsServiceDeps {
   store: Store;
@@ -213,6 +206,39 @@ export class JobsService {
     return { statusCode: 200, body: result.response!.body, replayed: false };
   }
 
+  /**
+   * A schedule's jobs (SPEC section 9): fires of its cron (`fireAt` set; a fire's job exists once
+   * however often it is tried) or a trigger (`fireAt` null), created as a dispatch of the
+   * schedule's payload would be and counted in the quota. Which were created (false: refused by
+   * the quota), in order.
+   */
+  async createForSchedule(
+    ctx: JobRequestContext,
+    schedule: { id: string; payload: string; maxRetries: number | null },
+    fires: { fireAt: number | null; runAt: number }[],
+    now: number,
+  ): Promise<{ jobs: NewJob[]; created: boolean[]; usedBefore: number }> {
+    const maxRetries = JobsService.effectiveMaxRetries(schedule.maxRetries, ctx.project, ctx.plan);
+    const jobs = fires.map((fire): NewJob => ({
+      id: newJobId(now),
+      payload: schedule.payload,
+      scheduledFor: fire.fireAt,
+      runAt: Math.max(fire.runAt, now),
+      maxRetries,
+      schedule: { id: schedule.id, fireAt: fire.fireAt },
+    }));
+    const result = await this.create(ctx, 'schedule', null, null, jobs, now, { kind: 'single', statusCode: 201, body: '' });
+    if (result.kind !== 'created') throw new Error('a schedule fire has no Idempotency-Key to replay');
+    const refused = result.created.filter((created) => !created).length;
+    if (refused > 0) this.deps.metrics.quotaRejections.inc(refused);
+    return { jobs, created: result.created, usedBefore: result.usedBefore };
+  }
+
+  /** The quota's refusal for a schedule's trigger, as a dispatch gets it. */
+  quotaRefusal(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
+    return this.quotaError(ctx, used, now);
+  }
+
   async get(ctx: JobRequestContext, jobId: string): Promise<Record<string, unknown>> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
@@ -244,7 +270,7 @@ export class JobsService {
   ): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
     let beforeSeq: number | null = null;
     if (filter.cursor !== null) {
-      beforeSeq = decodeCursor(filter.cursor);
+      beforeSeq = decodeSeqCursor(filter.cursor);
       if (beforeSeq === null) throw new InvalidRequestError('cursor is not one this API returned', { field: 'cursor' });
     }
     const rows = await this.deps.store.jobList({
@@ -257,7 +283,7 @@ export class JobsService {
     });
     const page = rows.slice(0, filter.limit);
     const last = page[page.length - 1];
-    return { jobs: page.map(jobStatusView), nextCursor: rows.length > filter.limit && last ? encodeCursor(last.seq) : null };
+    return { jobs: page.map(jobStatusView), nextCursor: rows.length > filter.limit && last ? encodeSeqCursor(last.seq) : null };
   }
 
   async cancel(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'CANCELLED' }> {

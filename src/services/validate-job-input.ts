@@ -56,6 +56,11 @@ export function validateDispatchInput(body: unknown, receivedAt: number): Dispat
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
   // Alias conflicts are an envelope error, reported before any field.
   const schedule = readSchedule(body, receivedAt);
+  return { payload: readPayload(body), scheduledFor: schedule?.value ?? null, maxRetries: readMaxRetries(body) };
+}
+
+/** The payload as stored (SPEC section 2): a JSON object of at most 10,240 bytes as JSON. */
+export function readPayload(body: Record<string, unknown>): string {
   if (!('payload' in body)) {
     throw new InvalidPayloadError('payload is required and must be a JSON object', { field: 'payload' });
   }
@@ -71,15 +76,18 @@ export function validateDispatchInput(body: unknown, receivedAt: number): Dispat
       size,
     });
   }
-  let maxRetries: number | null = null;
-  if ('maxRetries' in body) {
-    const value = body.maxRetries;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-      throw new InvalidMaxRetriesError('maxRetries must be an integer >= 0 (a number, not a string)', { field: 'maxRetries' });
-    }
-    maxRetries = value;
+  return payload;
+}
+
+/** maxRetries as asked; null when the body does not say. */
+export function readMaxRetries(body: Record<string, unknown>): number | null {
+  if (!('maxRetries' in body)) return null;
+  const value = body.maxRetries;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new InvalidMaxRetriesError('maxRetries must be an integer >= 0 (a number, not a string)', { field: 'maxRetries' });
   }
-  return { payload, scheduledFor: schedule?.value ?? null, maxRetries };
+  return value;
+
 }
 
 /** Idempotency-Key: 1 to 255 printable ASCII characters. */
