@@ -65,6 +65,7 @@ export async function serve(config: Config): Promise<void> {
     try {
       app.startDraining();
       await runtime.services.retention.stop();
+      await runtime.services.scheduleFiring.stop();
       const { drained, released } = await engine.stop(config.shutdownDrainMs);
       app.log.info({ drained, released }, 'delivery stopped');
       await app.close();
@@ -83,6 +84,7 @@ export async function serve(config: Config): Promise<void> {
   await app.listen({ host: config.host, port: config.port });
   await engine.start();
   runtime.services.retention.start();
+  runtime.services.scheduleFiring.start();
 
   const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
   const firstUser = { users: runtime.services.users, email: config.adminEmail };

@@ -19,6 +19,7 @@ import { devReceiverRoutes } from './routes/dev-receiver.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { authenticateApiRequests, jobRoutes } from './routes/jobs.js';
+import { scheduleRoutes } from './routes/schedules.js';
 import { authenticateManageRequests, manageRoutes } from './routes/manage.js';
 
 declare module 'fastify' {
@@ -180,6 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(healthRoutes, { store: deps.store });
   await app.register(metricsRoutes, { metrics: deps.metrics });
   await app.register(jobRoutes, { services: deps.services });
+  await app.register(scheduleRoutes, { services: deps.services });
   await app.register(manageRoutes, { services: deps.services });
   if (!deps.config.production) await app.register(devReceiverRoutes);
   return app;

@@ -1,10 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   InternalError,
+  InvalidCronError,
   InvalidMaxRetriesError,
   InvalidPayloadError,
   InvalidRequestError,
   InvalidScheduleError,
+  InvalidTimezoneError,
   InvalidWebhookUrlError,
   NotFoundError,
   PayloadTooLargeError,
@@ -21,6 +23,8 @@ const FIELD_ERRORS: Record<string, new (message: string, extra: Record<string, u
   scheduleFor: InvalidScheduleError,
   maxRetries: InvalidMaxRetriesError,
   webhookUrl: InvalidWebhookUrlError,
+  cron: InvalidCronError,
+  timezone: InvalidTimezoneError,
 };
 
 /** Turns the first schema failure into the contract's error, naming the field as the client sent it. */

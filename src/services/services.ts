@@ -13,6 +13,8 @@ import { LoginThrottle } from './login-throttle.js';
 import { SessionService } from './session-service.js';
 import { UserService } from './user-service.js';
 import { RetentionService } from './retention-service.js';
+import { ScheduleFiring } from './schedule-firing.js';
+import { SchedulesService } from './schedules-service.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
@@ -26,6 +28,9 @@ export interface Services {
   sessions: SessionService;
   /** Started by the server (`punctual serve`); the CLI's `prune` runs a pass of its own. */
   retention: RetentionService;
+  schedules: SchedulesService;
+  /** Started by the server (`punctual serve`). */
+  scheduleFiring: ScheduleFiring;
 }
 
 interface ServiceDeps {
@@ -54,19 +59,31 @@ export function createServices(deps: ServiceDeps): Services {
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
     webhookClient: deps.webhookClient,
   });
+  const jobs = new JobsService({
+    store: deps.store,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    onJobDue: (runAt) => deps.onJobDue(runAt),
+    immediateDelivery: deps.immediateDelivery,
+  });
+  let firing: ScheduleFiring | null = null;
+  const schedules = new SchedulesService({
+    store: deps.store,
+    clock: deps.clock,
+    jobs,
+    planOf: (team) => manage.planOf(team),
+    onScheduleChanged: () => firing?.wake(),
+  });
+  firing = new ScheduleFiring({ store: deps.store, clock: deps.clock, schedules, onError: deps.onBackgroundError });
   return {
     manage,
+    schedules,
+    scheduleFiring: firing,
     access: new AccessService({ store: deps.store, planOf: (team) => manage.planOf(team) }),
     users: new UserService({ store: deps.store, clock: deps.clock, throttle: new LoginThrottle(deps.clock) }),
     sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
-    jobs: new JobsService({
-      store: deps.store,
-      clock: deps.clock,
-      metrics: deps.metrics,
-      onJobDue: (runAt) => deps.onJobDue(runAt),
-      immediateDelivery: deps.immediateDelivery,
-    }),
+    jobs,
     retention: new RetentionService({
       store: deps.store,
       clock: deps.clock,

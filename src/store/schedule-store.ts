@@ -61,10 +61,16 @@ export interface ScheduleStore {
   /** Deletes it and cancels its jobs still QUEUED; the row as it was, or null. */
   scheduleDelete(params: { projectId: string; scheduleId: string; now: number }): Promise<ScheduleRow | null>;
   /**
-   * Unpaused schedules due to fire by `dueBy` and not held by another instance, earliest first, at
-   * most `limit`: each is held until `leaseUntil` (scheduleAdvance lets go).
+   * Unpaused schedules due to fire by `dueBy` (overlap "skip": by `now`) and not held by another
+   * instance, earliest first, at most `limit`: each is held until `leaseUntil` (scheduleAdvance
+   * lets go).
    */
   scheduleClaimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ScheduleRow[]>;
+  /**
+   * When the firing loop has work next, among fires by `horizon`: a fire's instant less `leadMs`
+   * (created ahead), or for overlap "skip" the instant itself; null when none.
+   */
+  scheduleNextWakeAt(params: { leadMs: number; horizon: number }): Promise<number | null>;
   /** Moves a claimed schedule on to its next fire and lets go of it; false if it had moved on already. */
   scheduleAdvance(params: ScheduleAdvanceParams): Promise<boolean>;
 }

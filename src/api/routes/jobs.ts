@@ -21,7 +21,7 @@ export function authenticateApiRequests(app: FastifyInstance, services: Services
   });
 }
 
-function context(request: FastifyRequest): JobRequestContext {
+export function context(request: FastifyRequest): JobRequestContext {
   const principal = request.principal!;
   return { project: principal.project, team: principal.team, plan: principal.plan, receivedAt: request.receivedAt };
 }

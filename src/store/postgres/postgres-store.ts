@@ -415,4 +415,5 @@ export class PostgresStore implements Store {
   readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.schedules.delete(params);
   readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.schedules.claimDue(params);
   readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.schedules.advance(params);
+  readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = (params) => this.schedules.nextWakeAt(params);
 }

@@ -354,9 +354,12 @@ export const ScheduleDelete = `WITH deleted AS (DELETE FROM schedules WHERE id =
 /** SKIP LOCKED: instances claiming at once each take other schedules instead of waiting. */
 export const ScheduleClaimDue = `UPDATE schedules SET firing_until = $3 WHERE seq IN (
     SELECT seq FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2
-      AND (firing_until IS NULL OR firing_until <= $1)
+      AND (overlap <> 'skip' OR next_run_at <= $1) AND (firing_until IS NULL OR firing_until <= $1)
     ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED)
   RETURNING ${SCHEDULE_COLUMNS}`;
 export const ScheduleAdvance = `UPDATE schedules SET next_run_at = $3, firing_until = NULL, last_run_at = COALESCE($4, last_run_at),
   last_job_id = COALESCE($5, last_job_id), skipped_count = skipped_count + $6, updated_at = $7
   WHERE id = $1 AND next_run_at = $2`;
+/** As in ../sqlite/queries.ts. */
+export const ScheduleNextWakeAt = `SELECT min(CASE WHEN overlap = 'skip' THEN next_run_at ELSE next_run_at - $1 END) AS "wakeAt"
+  FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2`;

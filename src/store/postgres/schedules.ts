@@ -44,6 +44,11 @@ export class PostgresSchedules {
     return rows.sort((a, b) => a.nextRunAt! - b.nextRunAt! || a.seq - b.seq);
   }
 
+  async nextWakeAt(params: { leadMs: number; horizon: number }): Promise<number | null> {
+    const row = (await this.db.rows<{ wakeAt: string | number | null }>(q.ScheduleNextWakeAt, [params.leadMs, params.horizon]))[0];
+    return row?.wakeAt == null ? null : Number(row.wakeAt);
+  }
+
   async advance(p: ScheduleAdvanceParams): Promise<boolean> {
     const args = [p.scheduleId, p.expectedNextRunAt, p.nextRunAt, p.lastRun?.at ?? null, p.lastRun?.jobId ?? null, p.skipped, p.now];
     return ((await this.db.query(q.ScheduleAdvance, args)).rowCount ?? 0) > 0;

@@ -234,10 +234,13 @@ export const JobCancelQueuedOfSchedule = `UPDATE jobs SET status = 'CANCELLED', 
   WHERE schedule_id = @scheduleId AND status = 'QUEUED'`;
 export const ScheduleClaimDue = `UPDATE schedules SET firing_until = @leaseUntil WHERE seq IN (
     SELECT seq FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= @dueBy
-      AND (firing_until IS NULL OR firing_until <= @now)
+      AND (overlap <> 'skip' OR next_run_at <= @now) AND (firing_until IS NULL OR firing_until <= @now)
     ORDER BY next_run_at LIMIT @limit)
   RETURNING ${SCHEDULE_COLUMNS}`;
 export const ScheduleAdvance = `UPDATE schedules SET next_run_at = @nextRunAt, firing_until = NULL,
   last_run_at = COALESCE(@lastRunAt, last_run_at), last_job_id = COALESCE(@lastJobId, last_job_id),
   skipped_count = skipped_count + @skipped, updated_at = @now
   WHERE id = @scheduleId AND next_run_at = @expectedNextRunAt`;
+/** When the firing loop has work next: a fire's instant less the lead, or for overlap "skip" its instant; only fires by @horizon. */
+export const ScheduleNextWakeAt = `SELECT min(CASE WHEN overlap = 'skip' THEN next_run_at ELSE next_run_at - @leadMs END) AS wakeAt
+  FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= @horizon`;

@@ -412,4 +412,6 @@ export class SqliteStore implements Store {
   readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.writer.run('scheduleDelete', params);
   readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.writer.run('scheduleClaimDue', params);
   readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.writer.run('scheduleAdvance', params);
+  readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = async (params) =>
+    (this.sql(q.ScheduleNextWakeAt).get(params) as { wakeAt: number | null }).wakeAt;
 }

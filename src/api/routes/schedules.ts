@@ -1,0 +1,112 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Services } from '../../services/services.js';
+import * as s from '../schemas.js';
+import { context } from './jobs.js';
+
+const security = [{ apiKey: [] }];
+const tags = ['schedules'];
+
+type ScheduleParams = { Params: { scheduleId: string } };
+
+/** /api/schedules (SPEC section 9), authenticated and rate limited as the job API (routes/jobs.ts). */
+export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const schedules = services.schedules;
+
+  app.post(
+    '/api/schedules',
+    {
+      schema: {
+        summary: 'Create a recurring schedule',
+        tags,
+        security,
+        body: s.scheduleBody,
+        response: { 201: s.schedule, ...s.errors(400, 401, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await schedules.create(context(request), request.body)),
+  );
+
+  app.get(
+    '/api/schedules',
+    {
+      schema: {
+        summary: "List the project's schedules, newest first",
+        tags,
+        security,
+        querystring: { type: 'object', properties: { limit: { type: 'string', description: '1..100, default 50' }, cursor: { type: 'string' } } },
+        response: {
+          200: { type: 'object', properties: { schedules: { type: 'array', items: s.schedule }, nextCursor: { type: ['string', 'null'] } } },
+          ...s.errors(400, 401),
+        },
+      },
+    },
+    async (request) => schedules.list(context(request), request.query as Record<string, unknown>),
+  );
+
+  app.get(
+    '/api/schedules/preview',
+    {
+      schema: {
+        summary: 'The next fire instants of a cron expression in a zone',
+        description: 'count (1..100, default 5) instants strictly after from (default now), daylight-saving rules applied.',
+        tags,
+        security,
+        querystring: {
+          type: 'object',
+          properties: { cron: { type: 'string' }, timezone: { type: 'string' }, from: { type: 'string' }, count: { type: 'string' } },
+        },
+        response: { 200: { type: 'object', properties: { runs: { type: 'array', items: { type: 'string', format: 'date-time' } } } }, ...s.errors(400, 401) },
+      },
+    },
+    async (request) => schedules.preview(request.query as Record<string, unknown>),
+  );
+
+  app.get<ScheduleParams>(
+    '/api/schedules/:scheduleId',
+    { schema: { summary: 'A schedule', tags, security, params: s.scheduleIdParams, response: { 200: s.schedule, ...s.errors(401, 404) } } },
+    async (request) => schedules.get(context(request), request.params.scheduleId),
+  );
+
+  app.patch<ScheduleParams>(
+    '/api/schedules/:scheduleId',
+    {
+      schema: {
+        summary: 'Change a schedule (its next run is computed again from now; a resume keeps the fire it was waiting for)',
+        tags,
+        security,
+        params: s.scheduleIdParams,
+        body: s.scheduleBody,
+        response: { 200: s.schedule, ...s.errors(400, 401, 404, 413, 415) },
+      },
+    },
+    async (request) => schedules.update(context(request), request.params.scheduleId, request.body),
+  );
+
+  app.delete<ScheduleParams>(
+    '/api/schedules/:scheduleId',
+    {
+      schema: {
+        summary: 'Delete a schedule; its jobs still QUEUED are cancelled',
+        tags,
+        security,
+        params: s.scheduleIdParams,
+        response: { 200: s.schedule, ...s.errors(401, 404) },
+      },
+    },
+    async (request) => schedules.delete(context(request), request.params.scheduleId),
+  );
+
+  app.post<ScheduleParams>(
+    '/api/schedules/:scheduleId/trigger',
+    {
+      schema: {
+        summary: 'One extra job now, outside the cron rhythm',
+        tags,
+        security,
+        params: s.scheduleIdParams,
+        response: { 201: s.dispatchAnswer, ...s.errors(401, 404, 422, 429) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await schedules.trigger(context(request), request.params.scheduleId)),
+  );
+};

@@ -1,0 +1,87 @@
+/**
+ * The loop that fires schedules (SPEC section 9) in `punctual serve`: it claims the schedules
+ * with a fire within FIRE_LEAD_MS (overlap "skip": due now), creates their jobs through
+ * SchedulesService.fireClaimed, and sleeps until the next one needs it, looking again at least
+ * every MAX_SLEEP_MS (for schedules another instance created) and at once after a change here.
+ * Any number of instances run it: the lease of scheduleClaimDue keeps them apart, the unique key
+ * of a fire keeps a fire's job single if a lease runs out mid-fire.
+ */
+import type { Clock } from '../clock.js';
+import type { Store } from '../store/store.js';
+import type { SchedulesService } from './schedules-service.js';
+
+/** Fires are created this far ahead of their instant, due at it. */
+export const FIRE_LEAD_MS = 2_000;
+/** How long a claim holds a schedule if its instance dies mid-fire. */
+const LEASE_MS = 30_000;
+const CLAIM_LIMIT = 100;
+const MAX_SLEEP_MS = 1_000;
+/** Between two looks when the next fire is already due but held by another instance. */
+const MIN_SLEEP_MS = 20;
+
+interface ScheduleFiringDeps {
+  store: Store;
+  clock: Clock;
+  schedules: SchedulesService;
+  onError: (error: unknown) => void;
+}
+
+export class ScheduleFiring {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = true;
+
+  constructor(private readonly deps: ScheduleFiringDeps) {}
+
+  /** Claims and fires everything due by now + FIRE_LEAD_MS; the next instant there is work, or null. */
+  async runOnce(): Promise<number | null> {
+    const { store, clock } = this.deps;
+    for (;;) {
+      const now = clock.now();
+      const claimed = await store.scheduleClaimDue({ now, dueBy: now + FIRE_LEAD_MS, leaseUntil: now + LEASE_MS, limit: CLAIM_LIMIT });
+      for (const schedule of claimed) {
+        try {
+          await this.deps.schedules.fireClaimed(schedule, now, now + FIRE_LEAD_MS);
+        } catch (error) {
+          // Its lease runs out and the fire is tried again (by any instance); the others go on.
+          this.deps.onError(error);
+        }
+      }
+      if (claimed.length < CLAIM_LIMIT) break;
+    }
+    const now = clock.now();
+    return store.scheduleNextWakeAt({ leadMs: FIRE_LEAD_MS, horizon: now + FIRE_LEAD_MS + MAX_SLEEP_MS });
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.wake();
+  }
+
+  /** Looks at once (a schedule was created or changed on this instance). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.running) return;
+    this.running = this.runOnce()
+      .catch((error: unknown) => {
+        this.deps.onError(error);
+        return null;
+      })
+      .then((wakeAt) => {
+        this.running = null;
+        if (this.stopped) return;
+        const wait = wakeAt === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(MIN_SLEEP_MS, wakeAt - this.deps.clock.now()));
+        this.timer = setTimeout(() => this.wake(), wait);
+        this.timer.unref();
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}

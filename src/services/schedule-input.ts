@@ -1,0 +1,102 @@
+/**
+ * Reading a schedule from a request (SPEC section 9): each field checked with the contract's
+ * error code, the cron expression parsed in its zone and refused when it never fires.
+ */
+import { parseCron, type CronExpression } from '../cron/cron-expression.js';
+import { nextFireAfter } from '../cron/fire-times.js';
+import { TimeZone } from '../cron/time-zone.js';
+import { InvalidCronError, InvalidRequestError } from '../errors.js';
+import { CATCH_UP_MODES, OVERLAP_MODES, type ScheduleSettings } from '../store/schedule-store.js';
+import { isPlainObject, readMaxRetries, readPayload } from './validate-job-input.js';
+
+export const SCHEDULE_NAME_MAX = 200;
+const CRON_MAX = 200;
+
+/** A schedule's expression and zone, both checked. */
+export interface CronInZone {
+  expr: CronExpression;
+  zone: TimeZone;
+}
+
+/** Parses both, or INVALID_CRON / INVALID_TIMEZONE; an expression with no fire after `now` is INVALID_CRON. */
+export function readCronInZone(cron: unknown, timezone: unknown, now: number): CronInZone {
+  if (typeof cron !== 'string' || cron.length > CRON_MAX) {
+    throw new InvalidCronError(`cron must be a string of at most ${CRON_MAX} characters`, { field: 'cron' });
+  }
+  const expr = parseCron(cron);
+  if (timezone !== undefined && typeof timezone !== 'string') throw timezoneNotString();
+  const zone = TimeZone.named((timezone as string | undefined) ?? 'UTC');
+  if (nextFireAfter(expr, zone, now) === null) throw new InvalidCronError(`cron "${cron}" never fires`, { field: 'cron' });
+  return { expr, zone };
+}
+
+function timezoneNotString() {
+  return new InvalidRequestError('timezone must be a string (an IANA zone name such as "Europe/Paris")', { field: 'timezone' });
+}
+
+function readEnum<T extends string>(body: Record<string, unknown>, field: string, allowed: readonly T[]): T | undefined {
+  if (!(field in body)) return undefined;
+  const value = body[field];
+  if (typeof value !== 'string' || !allowed.includes(value as T)) {
+    throw new InvalidRequestError(`${field} must be one of ${allowed.join(', ')}`, { field });
+  }
+  return value as T;
+}
+
+function readName(body: Record<string, unknown>): string | null | undefined {
+  if (!('name' in body)) return undefined;
+  const name = body.name;
+  if (name === null) return null;
+  if (typeof name !== 'string' || name.length > SCHEDULE_NAME_MAX) {
+    throw new InvalidRequestError(`name must be a string of at most ${SCHEDULE_NAME_MAX} characters, or null`, { field: 'name' });
+  }
+  return name;
+}
+
+function readPaused(body: Record<string, unknown>): boolean | undefined {
+  if (!('paused' in body)) return undefined;
+  if (typeof body.paused !== 'boolean') throw new InvalidRequestError('paused must be true or false', { field: 'paused' });
+  return body.paused;
+}
+
+/** maxRetries: an integer >= 0, or null (as a dispatch without it). */
+function readScheduleMaxRetries(body: Record<string, unknown>): number | null | undefined {
+  if (!('maxRetries' in body)) return undefined;
+  return body.maxRetries === null ? null : readMaxRetries(body);
+}
+
+/** POST /api/schedules: every field, with the defaults of the contract. */
+export function readNewSchedule(body: unknown, now: number): { settings: ScheduleSettings; cron: CronInZone } {
+  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  const cron = readCronInZone(body.cron, body.timezone, now);
+  const settings: ScheduleSettings = {
+    cron: body.cron as string,
+    timezone: cron.zone.name,
+    payload: readPayload(body),
+    maxRetries: readScheduleMaxRetries(body) ?? null,
+    name: readName(body) ?? null,
+    catchUp: readEnum(body, 'catchUp', CATCH_UP_MODES) ?? 'latest',
+    overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? 'allow',
+    paused: false,
+  };
+  return { settings, cron };
+}
+
+/** PATCH /api/schedules/:id: the fields given, over the schedule's. */
+export function readSchedulePatch(body: unknown, current: ScheduleSettings, now: number): { settings: ScheduleSettings; cron: CronInZone } {
+  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  const cronText = 'cron' in body ? body.cron : current.cron;
+  const timezone = 'timezone' in body ? body.timezone : current.timezone;
+  const cron = readCronInZone(cronText, timezone, now);
+  const settings: ScheduleSettings = {
+    cron: cronText as string,
+    timezone: cron.zone.name,
+    payload: 'payload' in body ? readPayload(body) : current.payload,
+    maxRetries: readScheduleMaxRetries(body) ?? ('maxRetries' in body ? null : current.maxRetries),
+    name: readName(body) ?? ('name' in body ? null : current.name),
+    catchUp: readEnum(body, 'catchUp', CATCH_UP_MODES) ?? current.catchUp,
+    overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? current.overlap,
+    paused: readPaused(body) ?? current.paused,
+  };
+  return { settings, cron };
+}

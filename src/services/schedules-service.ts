@@ -1,0 +1,240 @@
+/**
+ * Recurring schedules (SPEC section 9): the API's operations, and firing a schedule the firing
+ * loop (engine/schedule-firer.ts) claimed.
+ */
+import type { Clock } from '../clock.js';
+import { parseCron } from '../cron/cron-expression.js';
+import { nextFireAfter, nextFires } from '../cron/fire-times.js';
+import { TimeZone } from '../cron/time-zone.js';
+import { newScheduleId } from '../crypto/random-ids.js';
+import { InvalidRequestError, ScheduleNotFoundError, WebhookNotConfiguredError } from '../errors.js';
+import type { Plan } from '../plans.js';
+import type { ScheduleRow } from '../store/schedule-store.js';
+import type { Store, TeamRow } from '../store/store.js';
+import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../timestamp.js';
+import type { JobRequestContext, JobsService } from './jobs-service.js';
+import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './schedule-input.js';
+import { decodeSeqCursor, encodeSeqCursor } from './seq-cursor.js';
+
+export const MAX_SCHEDULES_PER_PROJECT = 1_000;
+const LIST_DEFAULT_LIMIT = 50;
+const LIST_MAX_LIMIT = 100;
+const PREVIEW_DEFAULT_COUNT = 5;
+const PREVIEW_MAX_COUNT = 100;
+/** catchUp "all" creates at most this many jobs for missed fires. */
+export const CATCH_UP_MAX = 100;
+/**
+ * A fire found this long after its instant counts as missed (catchUp applies); one found later
+ * than its instant but within this (a slow turn, a restart that took a second) is created as usual,
+ * due at once.
+ */
+export const MISSED_AFTER_MS = 5_000;
+/** Fires created in one go for one schedule, at most (an every-second schedule within the lead). */
+const FIRES_PER_CLAIM = 100;
+
+export function scheduleView(schedule: ScheduleRow): Record<string, unknown> {
+  return {
+    scheduleId: schedule.id,
+    name: schedule.name,
+    cron: schedule.cron,
+    timezone: schedule.timezone,
+    payload: JSON.parse(schedule.payload) as unknown,
+    maxRetries: schedule.maxRetries,
+    catchUp: schedule.catchUp,
+    overlap: schedule.overlap,
+    paused: schedule.paused,
+    nextRunAt: formatNullableTimestamp(schedule.nextRunAt),
+    lastRunAt: formatNullableTimestamp(schedule.lastRunAt),
+    lastJobId: schedule.lastJobId,
+    skippedCount: schedule.skippedCount,
+    createdAt: formatTimestamp(schedule.createdAt),
+    updatedAt: formatTimestamp(schedule.updatedAt),
+  };
+}
+
+const notFound = (scheduleId: string) => new ScheduleNotFoundError(`No schedule ${scheduleId} in this project`, { scheduleId });
+
+interface SchedulesServiceDeps {
+  store: Store;
+  clock: Clock;
+  jobs: JobsService;
+  planOf: (team: TeamRow) => Plan;
+  /** A schedule was created or changed here: the firing loop looks again. */
+  onScheduleChanged: () => void;
+}
+
+export class SchedulesService {
+  constructor(private readonly deps: SchedulesServiceDeps) {}
+
+  private async mustGet(ctx: JobRequestContext, scheduleId: string): Promise<ScheduleRow> {
+    const schedule = await this.deps.store.scheduleGet({ projectId: ctx.project.id, scheduleId });
+    if (!schedule) throw notFound(scheduleId);
+    return schedule;
+  }
+
+  async create(ctx: JobRequestContext, body: unknown): Promise<Record<string, unknown>> {
+    const now = this.deps.clock.now();
+    const { settings, cron } = readNewSchedule(body, now);
+    if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL: set one before creating schedules');
+    const schedule = {
+      ...settings,
+      id: newScheduleId(),
+      projectId: ctx.project.id,
+      nextRunAt: nextFireAfter(cron.expr, cron.zone, now),
+      lastRunAt: null,
+      lastJobId: null,
+      skippedCount: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (!(await this.deps.store.scheduleInsert({ schedule, maxPerProject: MAX_SCHEDULES_PER_PROJECT }))) {
+      throw new InvalidRequestError(`A project has at most ${MAX_SCHEDULES_PER_PROJECT} schedules`, { limit: MAX_SCHEDULES_PER_PROJECT });
+    }
+    this.deps.onScheduleChanged();
+    return scheduleView({ ...schedule, seq: 0 });
+  }
+
+  async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ schedules: Record<string, unknown>[]; nextCursor: string | null }> {
+    const { limit: limitText, cursor } = query;
+    for (const [name, value] of Object.entries({ limit: limitText, cursor })) {
+      if (value !== undefined && typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
+    }
+    let limit = LIST_DEFAULT_LIMIT;
+    if (limitText !== undefined) {
+      limit = Number(limitText);
+      if (!/^\d+$/.test(limitText as string) || limit < 1 || limit > LIST_MAX_LIMIT) {
+        throw new InvalidRequestError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, { field: 'limit' });
+      }
+    }
+    let beforeSeq: number | null = null;
+    if (cursor !== undefined) {
+      beforeSeq = decodeSeqCursor(cursor as string);
+      if (beforeSeq === null) throw new InvalidRequestError('cursor is not one this server gave', { field: 'cursor' });
+    }
+    const rows = await this.deps.store.scheduleList({ projectId: ctx.project.id, beforeSeq, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    return { schedules: page.map(scheduleView), nextCursor: rows.length > limit ? encodeSeqCursor(page[page.length - 1]!.seq) : null };
+  }
+
+  async get(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
+    return scheduleView(await this.mustGet(ctx, scheduleId));
+  }
+
+  /**
+   * Any of the settings; the next fire is recomputed from now, except on a resume, which keeps the
+   * fire the schedule was waiting for when paused, so that the fires missed meanwhile are caught
+   * up as catchUp says.
+   */
+  async update(ctx: JobRequestContext, scheduleId: string, body: unknown): Promise<Record<string, unknown>> {
+    const current = await this.mustGet(ctx, scheduleId);
+    const now = this.deps.clock.now();
+    const { settings, cron } = readSchedulePatch(body, current, now);
+    const resumedOnly = current.paused && !settings.paused && settings.cron === current.cron && settings.timezone === current.timezone;
+    const nextRunAt = resumedOnly ? current.nextRunAt : nextFireAfter(cron.expr, cron.zone, now);
+    const updated = await this.deps.store.scheduleUpdate({ projectId: ctx.project.id, scheduleId, settings, nextRunAt, now });
+    if (!updated) throw notFound(scheduleId);
+    this.deps.onScheduleChanged();
+    return scheduleView(updated);
+  }
+
+  async delete(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
+    const deleted = await this.deps.store.scheduleDelete({ projectId: ctx.project.id, scheduleId, now: this.deps.clock.now() });
+    if (!deleted) throw notFound(scheduleId);
+    return scheduleView(deleted);
+  }
+
+  /** One extra job now, outside the cron rhythm: a dispatch's answer. */
+  async trigger(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
+    const schedule = await this.mustGet(ctx, scheduleId);
+    if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL');
+    const now = this.deps.clock.now();
+    const { jobs, created, usedBefore } = await this.deps.jobs.createForSchedule(ctx, schedule, [{ fireAt: null, runAt: now }], now);
+    if (!created[0]) throw this.deps.jobs.quotaRefusal(ctx, usedBefore, now);
+    const job = jobs[0]!;
+    return { jobId: job.id, status: 'QUEUED', scheduledFor: null, maxRetries: job.maxRetries };
+  }
+
+  preview(query: Record<string, unknown>): { runs: string[] } {
+    const { cron, timezone, from, count } = query;
+    for (const [name, value] of Object.entries({ cron, timezone, from, count })) {
+      if (value !== undefined && typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
+    }
+    const now = this.deps.clock.now();
+    let after = now;
+    if (from !== undefined) {
+      const parsed = parseTimestamp(from as string);
+      if (parsed === null) throw new InvalidRequestError('from must be an RFC 3339 timestamp with a zone', { field: 'from' });
+      after = parsed;
+    }
+    let n = PREVIEW_DEFAULT_COUNT;
+    if (count !== undefined) {
+      n = Number(count);
+      if (!/^\d+$/.test(count as string) || n < 1 || n > PREVIEW_MAX_COUNT) {
+        throw new InvalidRequestError(`count must be an integer from 1 to ${PREVIEW_MAX_COUNT}`, { field: 'count' });
+      }
+    }
+    const { expr, zone } = readCronInZone(cron, timezone, after);
+    return { runs: nextFires(expr, zone, after, n).map(formatTimestamp) };
+  }
+
+  /**
+   * Fires a schedule this instance claimed (holding its lease): creates the jobs of its fires due
+   * by `dueBy`, applies catchUp to the fires it missed and overlap to the rest, and moves it on.
+   * Fires are created ahead of their instant, due at it, so that they are delivered as punctually
+   * as any job; a schedule with overlap "skip" is fired at its instant, since whether its previous
+   * job is final can only be known then.
+   */
+  async fireClaimed(schedule: ScheduleRow, now: number, dueBy: number): Promise<void> {
+    const { store } = this.deps;
+    const expectedNextRunAt = schedule.nextRunAt!;
+    const cron: CronInZone = { expr: parseCron(schedule.cron), zone: TimeZone.named(schedule.timezone) };
+    const fireBy = schedule.overlap === 'skip' ? now : dueBy;
+    const missedBefore = now - MISSED_AFTER_MS;
+    const missed: number[] = [];
+    const onTime: number[] = [];
+    let next: number | null = expectedNextRunAt;
+    // Missed fires: keep the oldest CATCH_UP_MAX (catchUp "all") and the latest one ("latest").
+    let latestMissed: number | null = null;
+    while (next !== null && next < missedBefore) {
+      latestMissed = next;
+      if (missed.length < CATCH_UP_MAX) missed.push(next);
+      next = nextFireAfter(cron.expr, cron.zone, next);
+    }
+    while (next !== null && next <= fireBy && onTime.length < FIRES_PER_CLAIM) {
+      onTime.push(next);
+      next = nextFireAfter(cron.expr, cron.zone, next);
+    }
+    const caughtUp = schedule.catchUp === 'all' ? missed : schedule.catchUp === 'latest' && latestMissed !== null ? [latestMissed] : [];
+    let fires = [...caughtUp.map((fireAt) => ({ fireAt, runAt: now })), ...onTime.map((fireAt) => ({ fireAt, runAt: fireAt }))];
+    let skipped = 0;
+    if (schedule.overlap === 'skip' && fires.length > 0 && schedule.lastJobId !== null) {
+      const previous = await store.jobGet({ projectId: schedule.projectId, jobId: schedule.lastJobId });
+      if (previous && !['COMPLETED', 'FAILED', 'CANCELLED'].includes(previous.status)) {
+        skipped = fires.length;
+        fires = [];
+      }
+    }
+    // With overlap "skip", only one job at a time: the latest of these fires.
+    if (schedule.overlap === 'skip' && fires.length > 1) {
+      skipped += fires.length - 1;
+      fires = fires.slice(-1);
+    }
+    let lastRun: { at: number; jobId: string } | null = null;
+    if (fires.length > 0) {
+      const ctx = await this.contextOf(schedule.projectId, now);
+      if (ctx && ctx.project.webhookUrl) {
+        const { jobs, created } = await this.deps.jobs.createForSchedule(ctx, schedule, fires, now);
+        const last = created.lastIndexOf(true);
+        if (last >= 0) lastRun = { at: fires[last]!.fireAt, jobId: jobs[last]!.id };
+      }
+    }
+    await store.scheduleAdvance({ scheduleId: schedule.id, expectedNextRunAt, nextRunAt: next, lastRun, skipped, now });
+  }
+
+  private async contextOf(projectId: string, now: number): Promise<JobRequestContext | null> {
+    const [project] = await this.deps.store.projectGetMany([projectId]);
+    const team = project ? await this.deps.store.teamGet(project.teamId) : null;
+    if (!project || !team) return null;
+    return { project, team, plan: this.deps.planOf(team), receivedAt: now };
+  }
+}

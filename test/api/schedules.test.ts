@@ -1,0 +1,198 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+
+/** SPEC section 9 through the HTTP API, with an injected clock; fires made by ScheduleFiring.runOnce. */
+describe('recurring schedules: /api/schedules', () => {
+  const T0 = Date.parse('2027-01-01T00:00:00.000Z');
+  const SECOND = 1000;
+  const MINUTE = 60 * SECOND;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  let t: TestApp;
+  let p: TestProject;
+
+  const json = (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, key = p.key) =>
+    t.api(key, { method, url, headers: { 'content-type': 'application/json' }, ...(body !== undefined && { payload: JSON.stringify(body) }) });
+  const get = (url: string, key = p.key) => t.api(key, { method: 'GET', url });
+  const create = async (body: Record<string, unknown>) => {
+    const res = await json('POST', '/api/schedules', { payload: { report: 'daily' }, ...body });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json() as Record<string, unknown> & { scheduleId: string };
+  };
+  /** The project's jobs made by this schedule, oldest first. */
+  const jobsOf = async (scheduleId: string) => {
+    const res = await get('/api/jobs?limit=100');
+    const jobs = (res.json().jobs as Record<string, unknown>[]).filter((job) => job.scheduleId === scheduleId);
+    return jobs.reverse();
+  };
+  const fire = () => t.services.scheduleFiring.runOnce();
+
+  beforeEach(async () => {
+    t = await makeTestApp({ now: T0 });
+    p = await t.makeProject();
+  });
+  afterEach(() => t.close());
+
+  it('creates a schedule with the contract defaults and its next run, and reads, lists and updates it', async () => {
+    const created = await create({ cron: '30 9 * * MON-FRI', timezone: 'Europe/Paris', name: 'weekday report' });
+    expect(created).toEqual({
+      scheduleId: expect.stringMatching(/^sch_[A-Za-z0-9]{22}$/),
+      name: 'weekday report',
+      cron: '30 9 * * MON-FRI',
+      timezone: 'Europe/Paris',
+      payload: { report: 'daily' },
+      maxRetries: null,
+      catchUp: 'latest',
+      overlap: 'allow',
+      paused: false,
+      // 2027-01-01 is a Friday; 09:30 in Paris is 08:30 UTC.
+      nextRunAt: '2027-01-01T08:30:00.000Z',
+      lastRunAt: null,
+      lastJobId: null,
+      skippedCount: 0,
+      createdAt: iso(T0),
+      updatedAt: iso(T0),
+    });
+    expect((await get(`/api/schedules/${created.scheduleId}`)).json()).toEqual(created);
+    const second = await create({ cron: '@hourly' });
+    const list = (await get('/api/schedules?limit=1')).json();
+    expect(list.schedules.map((s: { scheduleId: string }) => s.scheduleId)).toEqual([second.scheduleId]);
+    const rest = (await get(`/api/schedules?limit=1&cursor=${list.nextCursor}`)).json();
+    expect(rest).toEqual({ schedules: [created], nextCursor: null });
+
+    t.clock.advance(10 * SECOND);
+    const patched = await json('PATCH', `/api/schedules/${created.scheduleId}`, { cron: '0 12 * * *', catchUp: 'none', maxRetries: 1 });
+    expect(patched.statusCode).toBe(200);
+    expect(patched.json()).toMatchObject({ cron: '0 12 * * *', timezone: 'Europe/Paris', catchUp: 'none', maxRetries: 1, nextRunAt: '2027-01-01T11:00:00.000Z', updatedAt: iso(T0 + 10 * SECOND) });
+  });
+
+  it.each([
+    [{ cron: '61 * * * *' }, 400, 'INVALID_CRON', 'cron'],
+    [{ cron: '0 0 30 2 *' }, 400, 'INVALID_CRON', 'cron'],
+    [{ cron: 5 }, 400, 'INVALID_CRON', 'cron'],
+    [{ cron: '* * * * *', timezone: 'Mars/Olympus' }, 400, 'INVALID_TIMEZONE', 'timezone'],
+    [{ cron: '* * * * *', payload: [1] }, 400, 'INVALID_PAYLOAD', 'payload'],
+    [{ cron: '* * * * *', payload: { big: 'x'.repeat(10_300), note: 'over 10,240 bytes' } }, 413, 'PAYLOAD_TOO_LARGE', 'payload'],
+    [{ cron: '* * * * *', maxRetries: '3' }, 400, 'INVALID_MAX_RETRIES', 'maxRetries'],
+    [{ cron: '* * * * *', catchUp: 'some' }, 400, 'INVALID_REQUEST', 'catchUp'],
+    [{ cron: '* * * * *', overlap: 'never' }, 400, 'INVALID_REQUEST', 'overlap'],
+  ])('refuses body %# with %i %s on %s, creating nothing', async (body, status, code, field) => {
+    const res = await json('POST', '/api/schedules', { payload: { a: 1 }, ...body });
+    expect(res.statusCode).toBe(status);
+    expect(res.json()).toMatchObject({ error: code, data: { field } });
+    expect((await get('/api/schedules')).json().schedules).toEqual([]);
+  });
+
+  it('refuses a schedule on a project without a webhook URL', async () => {
+    const bare = await t.makeProject({ webhookUrl: null });
+    const res = await json('POST', '/api/schedules', { cron: '* * * * *', payload: {} }, bare.key);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toBe('WEBHOOK_NOT_CONFIGURED');
+  });
+
+  it("answers SCHEDULE_NOT_FOUND for an unknown id and for another project's schedule, on every route", async () => {
+    const theirs = await create({ cron: '* * * * *' });
+    const other = await t.makeProject();
+    for (const res of [
+      await get(`/api/schedules/${theirs.scheduleId}`, other.key),
+      await json('PATCH', `/api/schedules/${theirs.scheduleId}`, { name: 'x' }, other.key),
+      await json('DELETE', `/api/schedules/${theirs.scheduleId}`, undefined, other.key),
+      await json('POST', `/api/schedules/${theirs.scheduleId}/trigger`, undefined, other.key),
+      await get('/api/schedules/sch_unknown'),
+    ]) {
+      expect(res.statusCode).toBe(404);
+      expect(res.json().error).toBe('SCHEDULE_NOT_FOUND');
+    }
+    expect((await get('/api/schedules', other.key)).json().schedules).toEqual([]);
+    expect((await get(`/api/schedules/${theirs.scheduleId}`)).json().name).toBeNull();
+  });
+
+  it('previews fire instants with the daylight-saving rules', async () => {
+    const res = await get(`/api/schedules/preview?cron=${encodeURIComponent('30 2 * * *')}&timezone=Europe/Paris&from=2027-03-27T12:00:00Z&count=2`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ runs: ['2027-03-28T01:00:00.000Z', '2027-03-29T00:30:00.000Z'] });
+    expect((await get('/api/schedules/preview?cron=*+*+*+*+*')).json().runs).toEqual([1, 2, 3, 4, 5].map((n) => iso(T0 + n * MINUTE)));
+    expect((await get('/api/schedules/preview?cron=*+*+*+*+*&count=101')).json()).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'count' } });
+    expect((await get('/api/schedules/preview?cron=nope')).json()).toMatchObject({ error: 'INVALID_CRON' });
+  });
+
+  it('creates each fire’s job ahead of its instant, due at it, once however often the loop runs', async () => {
+    const schedule = await create({ cron: '*/10 * * * * *', maxRetries: 2 });
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toEqual([]);
+    t.clock.set(T0 + 8_500);
+    await fire();
+    await fire();
+    const jobs = await jobsOf(schedule.scheduleId);
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ status: 'QUEUED', scheduledFor: iso(T0 + 10 * SECOND), nextAttemptAt: iso(T0 + 10 * SECOND), maxRetries: 2, payload: { report: 'daily' } });
+    const after = (await get(`/api/schedules/${schedule.scheduleId}`)).json();
+    expect(after).toMatchObject({ nextRunAt: iso(T0 + 20 * SECOND), lastRunAt: iso(T0 + 10 * SECOND), lastJobId: jobs[0]!.jobId });
+  });
+
+  it.each([
+    ['latest', [9]],
+    ['none', []],
+    ['all', [1, 2, 3, 4, 5, 6, 7, 8, 9]],
+  ] as const)('catchUp %s: after 9 missed minutes, creates jobs for minutes %j, due at once, then goes on', async (catchUp, minutes) => {
+    const schedule = await create({ cron: '* * * * *', catchUp });
+    // The service was down from before the first fire until 9 minutes and 30 seconds later.
+    t.clock.set(T0 + 9 * MINUTE + 30 * SECOND);
+    await fire();
+    const jobs = await jobsOf(schedule.scheduleId);
+    expect(jobs.map((job) => job.scheduledFor)).toEqual(minutes.map((m) => iso(T0 + m * MINUTE)));
+    for (const job of jobs) expect(job.nextAttemptAt).toBe(iso(T0 + 9 * MINUTE + 30 * SECOND));
+    expect((await get(`/api/schedules/${schedule.scheduleId}`)).json().nextRunAt).toBe(iso(T0 + 10 * MINUTE));
+  });
+
+  it('fires nothing while paused, and catches up on resume', async () => {
+    const schedule = await create({ cron: '* * * * *' });
+    expect((await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true })).json().paused).toBe(true);
+    t.clock.set(T0 + 5 * MINUTE + 30 * SECOND);
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toEqual([]);
+    const resumed = await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false });
+    expect(resumed.json()).toMatchObject({ paused: false, nextRunAt: iso(T0 + MINUTE) });
+    await fire();
+    expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([iso(T0 + 5 * MINUTE)]);
+  });
+
+  it('overlap "skip": a fire while the previous job is not final creates nothing and is counted', async () => {
+    const schedule = await create({ cron: '* * * * *', overlap: 'skip' });
+    // Decided at the instant, not ahead of it.
+    t.clock.set(T0 + MINUTE - SECOND);
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toEqual([]);
+    t.clock.set(T0 + MINUTE);
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toHaveLength(1);
+    // Its job is still QUEUED (nothing delivers in this test) at the next fire.
+    t.clock.set(T0 + 2 * MINUTE);
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toHaveLength(1);
+    expect((await get(`/api/schedules/${schedule.scheduleId}`)).json()).toMatchObject({ skippedCount: 1, nextRunAt: iso(T0 + 3 * MINUTE) });
+    // Once it is final, the next fire creates its job.
+    const [first] = await jobsOf(schedule.scheduleId);
+    expect((await json('DELETE', `/api/jobs/${first!.jobId as string}`)).statusCode).toBe(200);
+    t.clock.set(T0 + 3 * MINUTE);
+    await fire();
+    expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([iso(T0 + MINUTE), iso(T0 + 3 * MINUTE)]);
+  });
+
+  it('triggers one extra job now, and deleting the schedule cancels its QUEUED jobs and stops its fires', async () => {
+    const schedule = await create({ cron: '0 * * * *' });
+    const triggered = await json('POST', `/api/schedules/${schedule.scheduleId}/trigger`);
+    expect(triggered.statusCode).toBe(201);
+    expect(triggered.json()).toEqual({ jobId: expect.stringMatching(/^job_/), status: 'QUEUED', scheduledFor: null, maxRetries: 3 });
+    t.clock.set(T0 + 60 * MINUTE - SECOND);
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toHaveLength(2);
+    const deleted = await json('DELETE', `/api/schedules/${schedule.scheduleId}`);
+    expect(deleted.statusCode).toBe(200);
+    expect(deleted.json()).toMatchObject({ scheduleId: schedule.scheduleId, nextRunAt: iso(T0 + 2 * 60 * MINUTE) });
+    expect((await jobsOf(schedule.scheduleId)).map((job) => job.status)).toEqual(['CANCELLED', 'CANCELLED']);
+    t.clock.set(T0 + 3 * 60 * MINUTE);
+    await fire();
+    expect(await jobsOf(schedule.scheduleId)).toHaveLength(2);
+    expect((await get(`/api/schedules/${schedule.scheduleId}`)).statusCode).toBe(404);
+  });
+});
