@@ -45,6 +45,24 @@ describe('punctual CLI', () => {
     expect(usage).toMatchObject({ plan: 'pro', jobsCreated: 0, quota: 100000, rateLimit: { requestsPerSecond: 100, burst: 200 } });
   });
 
+  it('creates, lists, pauses, resumes, triggers and deletes a project\'s schedules', () => {
+    const team = json(['teams', 'create', '--name', 'Cron']);
+    const project = json(['projects', 'create', '--team', team.teamId, '--name', 'Nightly', '--webhook-url', 'http://127.0.0.1:9999/hook']);
+    const created = json(['schedules', 'create', '--project', project.projectId, '--json', '{"cron":"30 2 * * *","timezone":"Europe/Paris","payload":{"a":1}}']);
+    expect(created).toMatchObject({ scheduleId: expect.stringMatching(/^sch_/), cron: '30 2 * * *', timezone: 'Europe/Paris', paused: false });
+    const listed = json(['schedules', 'list', '--project', project.projectId]);
+    expect(listed.schedules.map((x: { scheduleId: string }) => x.scheduleId)).toEqual([created.scheduleId]);
+    expect(json(['schedules', 'pause', created.scheduleId, '--project', project.projectId]).paused).toBe(true);
+    expect(json(['schedules', 'resume', created.scheduleId, '--project', project.projectId]).paused).toBe(false);
+    expect(json(['schedules', 'trigger', created.scheduleId, '--project', project.projectId])).toMatchObject({ jobId: expect.stringMatching(/^job_/), status: 'QUEUED' });
+    expect(json(['schedules', 'delete', created.scheduleId, '--project', project.projectId]).scheduleId).toBe(created.scheduleId);
+    const gone = runCli(['schedules', 'get', created.scheduleId, '--project', project.projectId], env);
+    expect(gone.status).toBe(1);
+    expect(JSON.parse(gone.stderr)).toMatchObject({ error: 'SCHEDULE_NOT_FOUND' });
+    const bad = runCli(['schedules', 'create', '--project', project.projectId, '--json', '{"cron":"0 0 30 2 *","payload":{}}'], env);
+    expect(JSON.parse(bad.stderr)).toMatchObject({ error: 'INVALID_CRON', data: { field: 'cron' } });
+  });
+
   it('creates dashboard users (a generated password printed once), adds them to teams and resets passwords', () => {
     const team = json(['teams', 'create', '--name', 'Users']);
     const user = json(['users', 'create', '--email', 'Dev@Example.com', '--team', team.teamId]);

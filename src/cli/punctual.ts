@@ -31,6 +31,9 @@ const USAGE = `Usage: punctual <command> [options]
   secret list --project <projectId>
   secret rotate --project <projectId>
   usage --team <teamId>
+  schedules create --project <projectId> --json '<POST /api/schedules body>'
+  schedules list --project <projectId>                    a project's recurring schedules (SPEC section 9), newest first
+  schedules get|pause|resume|trigger|delete <scheduleId> --project <projectId>
   prune [--dry-run]                                       delete now what retention deletes (SPEC section 12);
                                                           --dry-run only counts it
   users create --email <email> [--team <teamId>] [--operator] [--password <password>]
@@ -58,6 +61,16 @@ function positional(positionals: string[], what: string): string {
 
 class UsageError extends Error {}
 
+/** --json's object, or {} without it. */
+function jsonOption(values: Record<string, string | undefined>): Record<string, unknown> {
+  if (!values.json) return {};
+  try {
+    return JSON.parse(values.json) as Record<string, unknown>;
+  } catch {
+    throw new UsageError('--json must be a JSON object');
+  }
+}
+
 const COMMANDS: Record<string, Command> = {
   'teams create': (s, { values }) => s.manage.createTeam({ name: required(values, 'name'), ...(values.plan && { plan: values.plan }) }),
   'teams get': (s, { positionals }) => s.manage.getTeam(positional(positionals, 'teamId')),
@@ -71,14 +84,7 @@ const COMMANDS: Record<string, Command> = {
   'projects list': (s, { values }) => s.manage.listProjects(required(values, 'team')),
   'projects get': (s, { positionals }) => s.manage.getProject(positional(positionals, 'projectId')),
   'projects update': (s, { positionals, values }) => {
-    let body: Record<string, unknown> = {};
-    if (values.json) {
-      try {
-        body = JSON.parse(values.json) as Record<string, unknown>;
-      } catch {
-        throw new UsageError('--json must be a JSON object');
-      }
-    }
+    const body = jsonOption(values);
     if (values['webhook-url'] !== undefined) body.webhookUrl = values['webhook-url'] || null;
     return s.manage.updateProject(positional(positionals, 'projectId'), body);
   },
@@ -95,6 +101,18 @@ const COMMANDS: Record<string, Command> = {
       teamIds: values.team ? [values.team] : [],
       operator: values.operator !== undefined,
     }),
+  'schedules create': async (s, { values }) => s.schedules.create(await s.schedules.projectContext(required(values, 'project')), jsonOption(values)),
+  'schedules list': async (s, { values }) => s.schedules.list(await s.schedules.projectContext(required(values, 'project')), { limit: '100' }),
+  'schedules get': async (s, { positionals, values }) =>
+    s.schedules.get(await s.schedules.projectContext(required(values, 'project')), positional(positionals, 'scheduleId')),
+  'schedules pause': async (s, { positionals, values }) =>
+    s.schedules.update(await s.schedules.projectContext(required(values, 'project')), positional(positionals, 'scheduleId'), { paused: true }),
+  'schedules resume': async (s, { positionals, values }) =>
+    s.schedules.update(await s.schedules.projectContext(required(values, 'project')), positional(positionals, 'scheduleId'), { paused: false }),
+  'schedules trigger': async (s, { positionals, values }) =>
+    s.schedules.trigger(await s.schedules.projectContext(required(values, 'project')), positional(positionals, 'scheduleId')),
+  'schedules delete': async (s, { positionals, values }) =>
+    s.schedules.delete(await s.schedules.projectContext(required(values, 'project')), positional(positionals, 'scheduleId')),
   prune: async (s, { values }) =>
     values['dry-run'] !== undefined ? { dryRun: true, ...(await s.retention.preview()) } : { dryRun: false, ...(await s.retention.prune()) },
   'users list': (s) => s.users.list(),

@@ -8,6 +8,7 @@ import { pageContext, sendPage, type DashboardDeps } from './dashboard-context.j
 import { authRoutes } from './routes/auth-routes.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { projectRoutes } from './routes/project-routes.js';
+import { scheduleRoutes } from './routes/schedule-routes.js';
 import { teamRoutes } from './routes/team-routes.js';
 import { errorPage } from './views/auth-pages.js';
 
@@ -139,5 +140,6 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, de
   await app.register(authRoutes, deps);
   await app.register(teamRoutes, deps);
   await app.register(projectRoutes, deps);
+  await app.register(scheduleRoutes, deps);
   await app.register(jobRoutes, deps);
 };

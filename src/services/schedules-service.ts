@@ -7,7 +7,7 @@ import { parseCron } from '../cron/cron-expression.js';
 import { nextFireAfter, nextFires } from '../cron/fire-times.js';
 import { TimeZone } from '../cron/time-zone.js';
 import { newScheduleId } from '../crypto/random-ids.js';
-import { InvalidRequestError, ScheduleNotFoundError, WebhookNotConfiguredError } from '../errors.js';
+import { InvalidRequestError, NotFoundError, ScheduleNotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import type { Plan } from '../plans.js';
 import type { ScheduleRow } from '../store/schedule-store.js';
 import type { Store, TeamRow } from '../store/store.js';
@@ -229,6 +229,13 @@ export class SchedulesService {
       }
     }
     await store.scheduleAdvance({ scheduleId: schedule.id, expectedNextRunAt, nextRunAt: next, lastRun, skipped, now });
+  }
+
+  /** A project's context for the CLI, which works on the database without an API key. */
+  async projectContext(projectId: string): Promise<JobRequestContext> {
+    const ctx = await this.contextOf(projectId, this.deps.clock.now());
+    if (!ctx) throw new NotFoundError(`No project ${projectId}`, { projectId });
+    return ctx;
   }
 
   private async contextOf(projectId: string, now: number): Promise<JobRequestContext | null> {

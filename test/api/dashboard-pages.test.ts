@@ -155,6 +155,35 @@ describe('dashboard pages', () => {
     expect((await t.services.manage.getProject(p.projectId)).acceptAny2xx).toBe(false);
   });
 
+  it("lists a project's schedules with their next five runs and last job, pauses, resumes, runs now and deletes them; the job links back", async () => {
+    const created = await t.api(p.key, {
+      method: 'POST',
+      url: '/api/schedules',
+      payload: { name: 'nightly report', cron: '30 2 * * *', timezone: 'Europe/Paris', payload: { r: 1 } },
+    });
+    expect(created.statusCode).toBe(201);
+    const { scheduleId } = created.json() as { scheduleId: string };
+    const base = `/projects/${p.projectId}/schedules`;
+    const page = (await get(base)).body;
+    expect(page).toContain('nightly report');
+    expect(page).toContain('Europe/Paris');
+    // The next five runs: 02:30 in Paris (01:30 UTC in winter) from 2027-01-02 on (the clock is at 2027-01-01T03:00Z).
+    for (const day of ['02', '03', '04', '05', '06']) expect(page).toContain(`2027-01-${day}T01:30:00.000Z`);
+    expect(page).not.toContain('2027-01-07T01:30:00.000Z');
+    expect((await post(`${base}/${scheduleId}/pause`)).headers.location).toBe(`${base}?done=schedule-pause`);
+    expect((await t.services.schedules.get(await t.services.schedules.projectContext(p.projectId), scheduleId)).paused).toBe(true);
+    expect((await get(`${base}?done=schedule-pause`)).body).toContain('Schedule paused');
+    expect((await post(`${base}/${scheduleId}/resume`)).statusCode).toBe(303);
+    expect((await post(`${base}/${scheduleId}/trigger`)).statusCode).toBe(303);
+    const jobs = (await t.api(p.key, { method: 'GET', url: '/api/jobs?limit=100' })).json().jobs as { jobId: string; scheduleId?: string }[];
+    const triggered = jobs.find((job) => job.scheduleId === scheduleId)!;
+    expect(triggered).toBeDefined();
+    expect((await get(`/projects/${p.projectId}/jobs/${triggered.jobId}`)).body).toContain(`href="${base}#${scheduleId}"`);
+    expect((await post(`${base}/${scheduleId}/delete`)).statusCode).toBe(303);
+    expect((await get(base)).body).not.toContain('nightly report');
+    expect((await t.store.jobGet({ projectId: p.projectId, jobId: triggered.jobId }))!.status).toBe('CANCELLED');
+  });
+
   it("saves the project's retention, shows the server's default when it is empty, and refuses one out of range", async () => {
     const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
     const url = `/projects/${p.projectId}/settings`;
@@ -249,6 +278,25 @@ describe('dashboard pages over real deliveries', () => {
   afterAll(async () => {
     await t?.close();
     await receiver?.close();
+  });
+
+  it("refuses another team's user every schedule action with the page of an unknown schedule, changing nothing", async () => {
+    const created = await t.api(victim.key, { method: 'POST', url: '/api/schedules', payload: { cron: '0 0 1 1 *', payload: { yearly: true } } });
+    const { scheduleId } = created.json() as { scheduleId: string };
+    const before = await t.store.scheduleGet({ projectId: victim.projectId, scheduleId });
+    const post = (url: string, who: { cookie: string; csrf: string }) =>
+      t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie: who.cookie }, payload: new URLSearchParams({ _csrf: who.csrf }).toString() });
+    for (const action of ['pause', 'resume', 'trigger', 'delete']) {
+      const refused = await post(`/projects/${victim.projectId}/schedules/${scheduleId}/${action}`, intruder);
+      const absent = await post(`/projects/prj_doesnotexist0000/schedules/${scheduleId}/${action}`, intruder);
+      expect(refused.statusCode, action).toBe(404);
+      expect(refused.body).toBe(absent.body);
+      // Their own project, the victim's schedule: not found either.
+      expect((await post(`/projects/${intruderProject.projectId}/schedules/${scheduleId}/${action}`, intruder)).statusCode).toBe(404);
+    }
+    const page = await t.app.inject({ method: 'GET', url: `/projects/${victim.projectId}/schedules`, headers: { cookie: intruder.cookie } });
+    expect(page.statusCode).toBe(404);
+    expect(await t.store.scheduleGet({ projectId: victim.projectId, scheduleId })).toEqual(before);
   });
 
   it('shows a payload and a response body holding <script> as text on the job page', async () => {

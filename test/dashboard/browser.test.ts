@@ -186,6 +186,43 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await shot('jobs-cancelled');
   });
 
+  it('shows a schedule with its next five runs, pauses, resumes, runs it now and deletes it', async () => {
+    const response = await fetch(`${base}/api/schedules`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'nightly report', cron: '30 2 * * *', timezone: 'Europe/Paris', payload: { report: 'nightly' } }),
+    });
+    expect(response.status).toBe(201);
+    const { scheduleId } = (await response.json()) as { scheduleId: string };
+    await page.goto(`${base}/projects/${projectId}`);
+    await page.getByRole('link', { name: 'Schedules' }).click();
+    const row = page.locator(`tr#${scheduleId}`);
+    expect(await row.locator('.runs li').count()).toBe(5);
+    expect(await row.innerText()).toContain('Europe/Paris');
+    await shot('schedules');
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await page.waitForURL('**/schedules?done=schedule-pause');
+    expect(await page.locator(`tr#${scheduleId}`).innerText()).toContain('paused');
+    await page.locator(`tr#${scheduleId}`).getByRole('button', { name: 'Resume' }).click();
+    await page.waitForURL('**/schedules?done=schedule-resume');
+    await page.locator(`tr#${scheduleId}`).getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL('**/schedules?done=schedule-trigger');
+    // A schedule's job counts toward the month's usage like a dispatch.
+    dispatched += 1;
+    // The extra job is delivered; the job page links back to its schedule.
+    const lastJob = page.locator(`tr#${scheduleId} td[data-label="Last job"]`);
+    expect(await lastJob.innerText()).toContain('none yet');
+    await page.goto(`${base}/projects/${projectId}/jobs`);
+    await page.locator('tbody tr').first().getByRole('link').first().click();
+    await page.getByRole('link', { name: `schedule ${scheduleId}` }).click();
+    await page.waitForURL(`**/schedules#${scheduleId}`);
+    await page.locator(`tr#${scheduleId}`).getByText('Delete…').click();
+    await page.getByRole('button', { name: 'Delete schedule' }).click();
+    await page.waitForURL('**/schedules?done=schedule-delete');
+    expect(await page.locator(`tr#${scheduleId}`).count()).toBe(0);
+    await shot('schedules-deleted');
+  });
+
   it('shows every failed attempt when the receiver answers 500, and retries the FAILED job', async () => {
     await page.goto(`${base}/projects/${projectId}/settings`);
     await page.getByLabel('First retry after (ms)').fill('50');
@@ -299,6 +336,9 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await phone.goto(`${base}/projects/${projectId}`);
     expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot('project-phone', phone);
+    await phone.goto(`${base}/projects/${projectId}/schedules`);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('schedules-phone', phone);
     await phone.close();
   });
 

@@ -17,6 +17,8 @@ export interface JobView {
   failedAt?: string;
   cancelledAt?: string;
   lastError: string | null;
+  /** Set on a job a schedule created. */
+  scheduleId?: string;
   payload: unknown;
 }
 
@@ -159,6 +161,7 @@ export function jobPage(
           <dl class="facts">
             <dt>Created</dt><dd>${time(job.createdAt)}</dd>
             <dt>Scheduled for</dt><dd>${job.scheduledFor ? time(job.scheduledFor) : 'at once'}</dd>
+            ${job.scheduleId ? html`<dt>Created by</dt><dd><a href="/projects/${project.id}/schedules#${job.scheduleId}">schedule <code>${job.scheduleId}</code></a></dd>` : ''}
             <dt>Next attempt</dt><dd>${job.nextAttemptAt ? time(job.nextAttemptAt) : html`<span class="muted">none</span>`}</dd>
             <dt>Attempts</dt><dd>${job.attemptCount} (at most ${job.maxRetries} ${job.maxRetries === 1 ? 'retry' : 'retries'} after the first)</dd>
             ${job.completedAt ? html`<dt>Completed</dt><dd>${time(job.completedAt)}</dd>` : ''}

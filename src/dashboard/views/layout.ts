@@ -9,7 +9,7 @@ interface LayoutOptions {
   /** The project whose tabs are shown. */
   project?: ProjectRow | null;
   /** Which tab is current, for aria-current. */
-  tab?: 'projects' | 'usage' | 'account' | 'overview' | 'webhook' | 'settings' | 'jobs';
+  tab?: 'projects' | 'usage' | 'account' | 'overview' | 'webhook' | 'settings' | 'jobs' | 'schedules';
   body: Renderable;
 }
 
@@ -33,6 +33,7 @@ function projectNav(project: ProjectRow, tab: LayoutOptions['tab']): SafeHtml {
     ${link(`${base}/webhook`, 'Webhook', tab === 'webhook')}
     ${link(`${base}/settings`, 'Delivery settings', tab === 'settings')}
     ${link(`${base}/jobs`, 'Jobs', tab === 'jobs')}
+    ${link(`${base}/schedules`, 'Schedules', tab === 'schedules')}
   </nav>`;
 }
 
