@@ -12,8 +12,8 @@ import type { SchedulesService } from './schedules-service.js';
 
 /** Fires are created this far ahead of their instant, due at it. */
 export const FIRE_LEAD_MS = 2_000;
-/** How long a claim holds a schedule if its instance dies mid-fire. */
-const LEASE_MS = 30_000;
+/** How long a claim holds a schedule if its instance dies mid-fire: its fires wait that long, then are caught up. */
+const LEASE_MS = 10_000;
 const CLAIM_LIMIT = 100;
 const MAX_SLEEP_MS = 1_000;
 /** Between two looks when the next fire is already due but held by another instance. */

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 /**
  * A webhook receiver in a process of its own, for load tests: arrival times are stamped by an
  * event loop that does nothing else, not by the busy test worker. It answers 200 and records
- * (jobId, arrival) pairs, served at GET /arrivals.
+ * (jobId, arrival, scheduleId, scheduledFor) rows, served at GET /arrivals.
  */
 const SOURCE = `
 const http = require('node:http');
@@ -13,7 +13,7 @@ const server = http.createServer((req, res) => {
   const at = Date.now();
   let body = '';
   req.on('data', (c) => (body += c));
-  req.on('end', () => { try { arrivals.push([JSON.parse(body).jobId, at]); } catch {} res.end('ok'); });
+  req.on('end', () => { try { const b = JSON.parse(body); arrivals.push([b.jobId, at, b.scheduleId ?? null, b.scheduledFor ?? null]); } catch {} res.end('ok'); });
 });
 server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: server.address().port }) + '\\n'));
 `;
@@ -35,9 +35,10 @@ export class ReceiverProcess {
     return this;
   }
 
-  async arrivals(): Promise<{ jobId: string; arrivedAt: number }[]> {
-    const pairs = (await (await fetch(`${this.base}/arrivals`)).json()) as [string, number][];
-    return pairs.map(([jobId, arrivedAt]) => ({ jobId, arrivedAt }));
+  /** Each delivery's job, arrival, and for a schedule's job its schedule and fire instant. */
+  async arrivals(): Promise<{ jobId: string; arrivedAt: number; scheduleId: string | null; scheduledFor: string | null }[]> {
+    const rows = (await (await fetch(`${this.base}/arrivals`)).json()) as [string, number, string | null, string | null][];
+    return rows.map(([jobId, arrivedAt, scheduleId, scheduledFor]) => ({ jobId, arrivedAt, scheduleId, scheduledFor }));
   }
 
   async stop(): Promise<void> {
