@@ -82,15 +82,21 @@ function phaseOf(name: string): Phase {
 }
 
 function record(arrival: number, text: string): void {
-  let body: { jobId?: unknown; payload?: { k?: unknown; ref?: unknown } };
+  let body: { jobId?: unknown; scheduledFor?: unknown; payload?: { k?: unknown; ref?: unknown } };
   try {
     body = JSON.parse(text) as typeof body;
   } catch {
     malformed += 1;
     return;
   }
-  const key = body.payload?.k;
-  const ref = body.payload?.ref;
+  let key = body.payload?.k;
+  let ref = body.payload?.ref;
+  // A schedule's job (bench:schedules): one payload for every fire; each fire is its own key, and
+  // its instant (scheduledFor in the body) the reference.
+  if (typeof body.scheduledFor === 'string' && typeof key === 'string') {
+    key = `${key}@${body.scheduledFor}`;
+    ref = Date.parse(body.scheduledFor);
+  }
   if (typeof key !== 'string' || typeof ref !== 'number' || typeof body.jobId !== 'string') {
     malformed += 1;
     return;
