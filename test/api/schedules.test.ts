@@ -106,6 +106,13 @@ describe('recurring schedules: /api/schedules', () => {
     expect((await get(`/api/schedules/${theirs.scheduleId}`)).json().name).toBeNull();
   });
 
+  it('documents every schedule route in /openapi.json', async () => {
+    const paths = Object.keys((await t.app.inject({ method: 'GET', url: '/openapi.json' })).json().paths as Record<string, unknown>);
+    expect(paths).toEqual(
+      expect.arrayContaining(['/api/schedules', '/api/schedules/preview', '/api/schedules/{scheduleId}', '/api/schedules/{scheduleId}/trigger']),
+    );
+  });
+
   it('previews fire instants with the daylight-saving rules', async () => {
     const res = await get(`/api/schedules/preview?cron=${encodeURIComponent('30 2 * * *')}&timezone=Europe/Paris&from=2027-03-27T12:00:00Z&count=2`);
     expect(res.statusCode).toBe(200);
