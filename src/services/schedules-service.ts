@@ -32,6 +32,22 @@ export const MISSED_AFTER_MS = 5_000;
 /** Fires created in one go for one schedule, at most (an every-second schedule within the lead). */
 const FIRES_PER_CLAIM = 100;
 
+/** Windows looked back through for the latest missed fire, shortest first. */
+const LOOK_BACK_MS = [3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000, Number.POSITIVE_INFINITY];
+
+/** The last fire in [from, before) (from is a fire), walking only as far back from `before` as it takes. */
+function lastFireBefore(cron: CronInZone, from: number, before: number): number | null {
+  for (const window of LOOK_BACK_MS) {
+    const start = Math.max(from, before - window);
+    let last: number | null = null;
+    for (let fire: number | null = start === from ? from : nextFireAfter(cron.expr, cron.zone, start - 1); fire !== null && fire < before; fire = nextFireAfter(cron.expr, cron.zone, fire)) {
+      last = fire;
+    }
+    if (last !== null || start === from) return last;
+  }
+  return null;
+}
+
 export function scheduleView(schedule: ScheduleRow): Record<string, unknown> {
   return {
     scheduleId: schedule.id,
@@ -193,12 +209,15 @@ export class SchedulesService {
     const missed: number[] = [];
     const onTime: number[] = [];
     let next: number | null = expectedNextRunAt;
-    // Missed fires: keep the oldest CATCH_UP_MAX (catchUp "all") and the latest one ("latest").
+    // Missed fires: the oldest CATCH_UP_MAX (catchUp "all") and the latest one ("latest"), found
+    // without walking every fire of a long outage (a week of an every-second schedule is 604,800).
     let latestMissed: number | null = null;
-    while (next !== null && next < missedBefore) {
-      latestMissed = next;
-      if (missed.length < CATCH_UP_MAX) missed.push(next);
-      next = nextFireAfter(cron.expr, cron.zone, next);
+    if (next < missedBefore) {
+      for (let fire: number | null = next; fire !== null && fire < missedBefore && missed.length < CATCH_UP_MAX; fire = nextFireAfter(cron.expr, cron.zone, fire)) {
+        missed.push(fire);
+      }
+      latestMissed = lastFireBefore(cron, expectedNextRunAt, missedBefore);
+      next = nextFireAfter(cron.expr, cron.zone, missedBefore - 1);
     }
     while (next !== null && next <= fireBy && onTime.length < FIRES_PER_CLAIM) {
       onTime.push(next);

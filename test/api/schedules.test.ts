@@ -163,6 +163,20 @@ describe('recurring schedules: /api/schedules', () => {
     expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([iso(T0 + 5 * MINUTE)]);
   });
 
+  it('after a week paused, an every-second schedule catches up its latest second only, and goes on from now', async () => {
+    const schedule = await create({ cron: '* * * * * *' });
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+    const weekLater = T0 + 7 * 86_400_000 + 500;
+    t.clock.set(weekLater);
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false });
+    await fire();
+    const jobs = await jobsOf(schedule.scheduleId);
+    // The latest missed second (more than 5 s late), then the fires within the lead, due at their instants.
+    const second = weekLater - 500;
+    expect(jobs[0]!.scheduledFor).toBe(iso(second - 5 * SECOND));
+    expect(jobs.slice(1).map((job) => job.scheduledFor)).toEqual([-4, -3, -2, -1, 0, 1, 2].map((n) => iso(second + n * SECOND)));
+  });
+
   it('overlap "skip": a fire while the previous job is not final creates nothing and is counted', async () => {
     const schedule = await create({ cron: '* * * * *', overlap: 'skip' });
     // Decided at the instant, not ahead of it.
