@@ -19,7 +19,7 @@ import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../t
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
-import { decodeSeqCursor, encodeSeqCursor } from './seq-cursor.js';
+import { encodeSeqCursor, readListLimit, readSeqCursor, singleValues } from './list-query.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
 export interface JobRequestContext {
@@ -37,8 +37,6 @@ export interface RenderedAnswer {
 }
 
 const BATCH_MAX_JOBS = 100;
-const LIST_DEFAULT_LIMIT = 50;
-const LIST_MAX_LIMIT = 100;
 
 /** Sorted keys at every depth: two JSON-equal bodies hash the same whatever their key order. */
 function canonicalJson(value: unknown): string {
@@ -108,7 +106,8 @@ export class JobsService {
     return { limit: ctx.plan.jobsPerMonth, monthStartDay: utcDay(month.start), monthEndDay: utcDay(month.end) };
   }
 
-  private quotaError(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
+  /** The quota's refusal (SPEC section 6), as a dispatch or a schedule's trigger gets it. */
+  quotaError(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
     const resetsAt = utcMonth(now).end;
     return new QuotaExceededError(
       `This team's plan allows ${ctx.plan.jobsPerMonth} jobs per month; the quota resets at ${formatTimestamp(resetsAt)}`,
@@ -234,11 +233,6 @@ export class JobsService {
     return { jobs, created: result.created, usedBefore: result.usedBefore };
   }
 
-  /** The quota's refusal for a schedule's trigger, as a dispatch gets it. */
-  quotaRefusal(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
-    return this.quotaError(ctx, used, now);
-  }
-
   async get(ctx: JobRequestContext, jobId: string): Promise<Record<string, unknown>> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
@@ -246,21 +240,11 @@ export class JobsService {
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
-    const { status, limit: limitText, cursor } = query;
-    for (const [name, value] of Object.entries({ status, limit: limitText, cursor })) {
-      if (value !== undefined && typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
-    }
+    const { status, limit, cursor } = singleValues(query, ['status', 'limit', 'cursor']);
     if (status !== undefined && !JOB_STATUSES.includes(status as JobStatus)) {
       throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
     }
-    let limit = LIST_DEFAULT_LIMIT;
-    if (limitText !== undefined) {
-      limit = /^\d{1,3}$/.test(limitText as string) ? Number(limitText) : NaN;
-      if (!(limit >= 1 && limit <= LIST_MAX_LIMIT)) {
-        throw new InvalidRequestError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, { field: 'limit' });
-      }
-    }
-    return this.listPage(ctx, { status: (status as JobStatus | undefined) ?? null, limit, cursor: (cursor as string | undefined) ?? null });
+    return this.listPage(ctx, { status: (status as JobStatus | undefined) ?? null, limit: readListLimit(limit), cursor: cursor ?? null });
   }
 
   /** One page of the project's jobs, newest first; the dashboard adds a creation time range. */
@@ -268,11 +252,7 @@ export class JobsService {
     ctx: JobRequestContext,
     filter: { status: JobStatus | null; limit: number; cursor: string | null; createdFrom?: number | null; createdBefore?: number | null },
   ): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
-    let beforeSeq: number | null = null;
-    if (filter.cursor !== null) {
-      beforeSeq = decodeSeqCursor(filter.cursor);
-      if (beforeSeq === null) throw new InvalidRequestError('cursor is not one this API returned', { field: 'cursor' });
-    }
+    const beforeSeq = filter.cursor === null ? null : readSeqCursor(filter.cursor);
     const rows = await this.deps.store.jobList({
       projectId: ctx.project.id,
       status: filter.status,

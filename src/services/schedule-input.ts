@@ -18,16 +18,20 @@ export interface CronInZone {
   zone: TimeZone;
 }
 
-/** Parses both, or INVALID_CRON / INVALID_TIMEZONE; an expression with no fire after `now` is INVALID_CRON. */
-export function readCronInZone(cron: unknown, timezone: unknown, now: number): CronInZone {
+/**
+ * Parses both, or INVALID_CRON / INVALID_TIMEZONE; an expression with no fire after `now` is
+ * INVALID_CRON. With the first fire after `now`.
+ */
+export function readCronInZone(cron: unknown, timezone: unknown, now: number): CronInZone & { firstFire: number } {
   if (typeof cron !== 'string' || cron.length > CRON_MAX) {
     throw new InvalidCronError(`cron must be a string of at most ${CRON_MAX} characters`, { field: 'cron' });
   }
   const expr = parseCron(cron);
   if (timezone !== undefined && typeof timezone !== 'string') throw timezoneNotString();
   const zone = TimeZone.named((timezone as string | undefined) ?? 'UTC');
-  if (nextFireAfter(expr, zone, now) === null) throw new InvalidCronError(`cron "${cron}" never fires`, { field: 'cron' });
-  return { expr, zone };
+  const firstFire = nextFireAfter(expr, zone, now);
+  if (firstFire === null) throw new InvalidCronError(`cron "${cron}" never fires`, { field: 'cron' });
+  return { expr, zone, firstFire };
 }
 
 function timezoneNotString() {
@@ -66,7 +70,7 @@ function readScheduleMaxRetries(body: Record<string, unknown>): number | null | 
 }
 
 /** POST /api/schedules: every field, with the defaults of the contract. */
-export function readNewSchedule(body: unknown, now: number): { settings: ScheduleSettings; cron: CronInZone } {
+export function readNewSchedule(body: unknown, now: number): { settings: ScheduleSettings; firstFire: number } {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
   const cron = readCronInZone(body.cron, body.timezone, now);
   const settings: ScheduleSettings = {
@@ -79,11 +83,11 @@ export function readNewSchedule(body: unknown, now: number): { settings: Schedul
     overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? 'allow',
     paused: false,
   };
-  return { settings, cron };
+  return { settings, firstFire: cron.firstFire };
 }
 
 /** PATCH /api/schedules/:id: the fields given, over the schedule's. */
-export function readSchedulePatch(body: unknown, current: ScheduleSettings, now: number): { settings: ScheduleSettings; cron: CronInZone } {
+export function readSchedulePatch(body: unknown, current: ScheduleSettings, now: number): { settings: ScheduleSettings; firstFire: number } {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
   const cronText = 'cron' in body ? body.cron : current.cron;
   const timezone = 'timezone' in body ? body.timezone : current.timezone;
@@ -98,5 +102,5 @@ export function readSchedulePatch(body: unknown, current: ScheduleSettings, now:
     overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? current.overlap,
     paused: readPaused(body) ?? current.paused,
   };
-  return { settings, cron };
+  return { settings, firstFire: cron.firstFire };
 }

@@ -1,6 +1,6 @@
 /**
  * Recurring schedules (SPEC section 9): the API's operations, and firing a schedule the firing
- * loop (engine/schedule-firer.ts) claimed.
+ * loop (schedule-firing.ts) claimed.
  */
 import type { Clock } from '../clock.js';
 import { parseCron } from '../cron/cron-expression.js';
@@ -10,15 +10,13 @@ import { newScheduleId } from '../crypto/random-ids.js';
 import { InvalidRequestError, NotFoundError, ScheduleNotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import type { Plan } from '../plans.js';
 import type { ScheduleRow } from '../store/schedule-store.js';
-import type { Store, TeamRow } from '../store/store.js';
+import { FINAL_JOB_STATUSES, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../timestamp.js';
 import type { JobRequestContext, JobsService } from './jobs-service.js';
 import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './schedule-input.js';
-import { decodeSeqCursor, encodeSeqCursor } from './seq-cursor.js';
+import { encodeSeqCursor, readListLimit, readSeqCursor, singleValues } from './list-query.js';
 
 export const MAX_SCHEDULES_PER_PROJECT = 1_000;
-const LIST_DEFAULT_LIMIT = 50;
-const LIST_MAX_LIMIT = 100;
 const PREVIEW_DEFAULT_COUNT = 5;
 const PREVIEW_MAX_COUNT = 100;
 /** catchUp "all" creates at most this many jobs for missed fires. */
@@ -90,13 +88,13 @@ export class SchedulesService {
 
   async create(ctx: JobRequestContext, body: unknown): Promise<Record<string, unknown>> {
     const now = this.deps.clock.now();
-    const { settings, cron } = readNewSchedule(body, now);
+    const { settings, firstFire } = readNewSchedule(body, now);
     if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL: set one before creating schedules');
     const schedule = {
       ...settings,
       id: newScheduleId(),
       projectId: ctx.project.id,
-      nextRunAt: nextFireAfter(cron.expr, cron.zone, now),
+      nextRunAt: firstFire,
       lastRunAt: null,
       lastJobId: null,
       skippedCount: 0,
@@ -111,22 +109,9 @@ export class SchedulesService {
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ schedules: Record<string, unknown>[]; nextCursor: string | null }> {
-    const { limit: limitText, cursor } = query;
-    for (const [name, value] of Object.entries({ limit: limitText, cursor })) {
-      if (value !== undefined && typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
-    }
-    let limit = LIST_DEFAULT_LIMIT;
-    if (limitText !== undefined) {
-      limit = Number(limitText);
-      if (!/^\d+$/.test(limitText as string) || limit < 1 || limit > LIST_MAX_LIMIT) {
-        throw new InvalidRequestError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, { field: 'limit' });
-      }
-    }
-    let beforeSeq: number | null = null;
-    if (cursor !== undefined) {
-      beforeSeq = decodeSeqCursor(cursor as string);
-      if (beforeSeq === null) throw new InvalidRequestError('cursor is not one this server gave', { field: 'cursor' });
-    }
+    const { limit: limitText, cursor } = singleValues(query, ['limit', 'cursor']);
+    const limit = readListLimit(limitText);
+    const beforeSeq = cursor === undefined ? null : readSeqCursor(cursor);
     const rows = await this.deps.store.scheduleList({ projectId: ctx.project.id, beforeSeq, limit: limit + 1 });
     const page = rows.slice(0, limit);
     return { schedules: page.map(scheduleView), nextCursor: rows.length > limit ? encodeSeqCursor(page[page.length - 1]!.seq) : null };
@@ -144,9 +129,9 @@ export class SchedulesService {
   async update(ctx: JobRequestContext, scheduleId: string, body: unknown): Promise<Record<string, unknown>> {
     const current = await this.mustGet(ctx, scheduleId);
     const now = this.deps.clock.now();
-    const { settings, cron } = readSchedulePatch(body, current, now);
+    const { settings, firstFire } = readSchedulePatch(body, current, now);
     const resumedOnly = current.paused && !settings.paused && settings.cron === current.cron && settings.timezone === current.timezone;
-    const nextRunAt = resumedOnly ? current.nextRunAt : nextFireAfter(cron.expr, cron.zone, now);
+    const nextRunAt = resumedOnly ? current.nextRunAt : firstFire;
     const updated = await this.deps.store.scheduleUpdate({ projectId: ctx.project.id, scheduleId, settings, nextRunAt, now });
     if (!updated) throw notFound(scheduleId);
     this.deps.onScheduleChanged();
@@ -165,27 +150,23 @@ export class SchedulesService {
     if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL');
     const now = this.deps.clock.now();
     const { jobs, created, usedBefore } = await this.deps.jobs.createForSchedule(ctx, schedule, [{ fireAt: null, runAt: now }], now);
-    if (!created[0]) throw this.deps.jobs.quotaRefusal(ctx, usedBefore, now);
+    if (!created[0]) throw this.deps.jobs.quotaError(ctx, usedBefore, now);
     const job = jobs[0]!;
     return { jobId: job.id, status: 'QUEUED', scheduledFor: null, maxRetries: job.maxRetries };
   }
 
   preview(query: Record<string, unknown>): { runs: string[] } {
-    const { cron, timezone, from, count } = query;
-    for (const [name, value] of Object.entries({ cron, timezone, from, count })) {
-      if (value !== undefined && typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
-    }
-    const now = this.deps.clock.now();
-    let after = now;
+    const { cron, timezone, from, count } = singleValues(query, ['cron', 'timezone', 'from', 'count']);
+    let after = this.deps.clock.now();
     if (from !== undefined) {
-      const parsed = parseTimestamp(from as string);
+      const parsed = parseTimestamp(from);
       if (parsed === null) throw new InvalidRequestError('from must be an RFC 3339 timestamp with a zone', { field: 'from' });
       after = parsed;
     }
     let n = PREVIEW_DEFAULT_COUNT;
     if (count !== undefined) {
       n = Number(count);
-      if (!/^\d+$/.test(count as string) || n < 1 || n > PREVIEW_MAX_COUNT) {
+      if (!/^\d+$/.test(count) || n < 1 || n > PREVIEW_MAX_COUNT) {
         throw new InvalidRequestError(`count must be an integer from 1 to ${PREVIEW_MAX_COUNT}`, { field: 'count' });
       }
     }
@@ -228,7 +209,7 @@ export class SchedulesService {
     let skipped = 0;
     if (schedule.overlap === 'skip' && fires.length > 0 && schedule.lastJobId !== null) {
       const previous = await store.jobGet({ projectId: schedule.projectId, jobId: schedule.lastJobId });
-      if (previous && !['COMPLETED', 'FAILED', 'CANCELLED'].includes(previous.status)) {
+      if (previous && !FINAL_JOB_STATUSES.includes(previous.status)) {
         skipped = fires.length;
         fires = [];
       }

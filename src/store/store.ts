@@ -10,6 +10,8 @@ import type { ScheduleStore } from './schedule-store.js';
 
 export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
+/** A job in one of these changes no more (SPEC section 3), except FAILED through a retry. */
+export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED'];
 
 export interface TeamRow {
   id: string;

@@ -1,0 +1,45 @@
+/**
+ * The query of a cursor-paginated list (`GET /api/jobs`, `GET /api/schedules`): each parameter
+ * given at most once, `limit` 1..max, and an opaque cursor, base64url of the last row's insertion
+ * sequence.
+ */
+import { InvalidRequestError } from '../errors.js';
+
+export const LIST_DEFAULT_LIMIT = 50;
+export const LIST_MAX_LIMIT = 100;
+
+export const encodeSeqCursor = (seq: number): string => Buffer.from(`s${seq}`).toString('base64url');
+
+/** The sequence a cursor this server gave stands for, else null. */
+export function decodeSeqCursor(cursor: string): number | null {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^s[1-9]\d{0,15}$/.test(text) || encodeSeqCursor(Number(text.slice(1))) !== cursor) return null;
+  return Number(text.slice(1));
+}
+
+/** The cursor's sequence, or INVALID_REQUEST on the cursor field. */
+export function readSeqCursor(cursor: string): number {
+  const seq = decodeSeqCursor(cursor);
+  if (seq === null) throw new InvalidRequestError('cursor is not one this API returned', { field: 'cursor' });
+  return seq;
+}
+
+/** These query parameters as strings; one given twice (an array) is INVALID_REQUEST. */
+export function singleValues<K extends string>(query: Record<string, unknown>, names: readonly K[]): Partial<Record<K, string>> {
+  const values: Partial<Record<K, string>> = {};
+  for (const name of names) {
+    const value = query[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') throw new InvalidRequestError(`${name} may be given once`, { field: name });
+    values[name] = value;
+  }
+  return values;
+}
+
+/** `limit` as given, else the default; outside 1..LIST_MAX_LIMIT is INVALID_REQUEST. */
+export function readListLimit(text: string | undefined): number {
+  if (text === undefined) return LIST_DEFAULT_LIMIT;
+  const limit = /^\d{1,3}$/.test(text) ? Number(text) : NaN;
+  if (!(limit >= 1 && limit <= LIST_MAX_LIMIT)) throw new InvalidRequestError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, { field: 'limit' });
+  return limit;
+}
