@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDatabase, TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
-import { freePort, runCli, startServer, type RunningServer } from '../support/spawn-punctual.js';
+import { projectByCli, startReadyServer, type RunningServer } from '../support/spawn-punctual.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 const INSTANCES = Number(process.env.SCALE_INSTANCES ?? 3);
@@ -34,28 +34,12 @@ describe.runIf(TEST_STORE === 'postgres')('several instances on one database', (
 
   it(`delivers ${JOBS} jobs spread over ${SPREAD_MS / 1000} s exactly once across ${INSTANCES} instances`, { timeout: 120_000 }, async () => {
     const env = { DATABASE_URL: database.url, PUNCTUAL_SECRET_KEY: 'scale-out-test-secret-key-0123456789', PUNCTUAL_ADMIN_TOKEN: 'scale-out-admin-token-0123', LOG_LEVEL: 'warn' };
-    const json = (args: string[]) => {
-      const result = runCli(args, env);
-      expect(result.status, result.stderr).toBe(0);
-      return JSON.parse(result.stdout);
-    };
-    const team = json(['teams', 'create', '--name', 'scale']);
-    const project = json(['projects', 'create', '--team', team.teamId, '--name', 'p', '--webhook-url', receiver.url]);
-    json(['projects', 'update', project.projectId, '--json', '{"deliveryConcurrency": 1000}']);
-    const { key } = json(['keys', 'create', '--project', project.projectId, '--name', 'k']);
-
+    const { key } = projectByCli(env, receiver.url);
     const bases: string[] = [];
     for (let i = 0; i < INSTANCES; i++) {
-      const port = await freePort();
-      servers.push(startServer({ ...env, PORT: String(port), HOST: '127.0.0.1' }));
-      bases.push(`http://127.0.0.1:${port}`);
-    }
-    for (const base of bases) {
-      const deadline = Date.now() + 20_000;
-      while ((await fetch(`${base}/readyz`).then((r) => r.status, () => 0)) !== 200) {
-        if (Date.now() > deadline) throw new Error(`${base} never became ready`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const { server, base } = await startReadyServer(env);
+      servers.push(server);
+      bases.push(base);
     }
 
     const start = Date.now() + 2_000;

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDatabase, TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
-import { freePort, runCli, startServer, waitUntilReady, type RunningServer } from '../support/spawn-punctual.js';
+import { projectByCli, startReadyServer, type RunningServer } from '../support/spawn-punctual.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 const INSTANCES = 3;
@@ -34,22 +34,11 @@ describe.runIf(TEST_STORE === 'postgres')('schedules on three instances, one kil
 
   it(`fires ${SCHEDULES} every-second schedules once per second each, through a kill -9`, { timeout: RUN_MS + 90_000 }, async () => {
     const env = { DATABASE_URL: database.url, PUNCTUAL_SECRET_KEY: 'schedule-fault-secret-key-0123456789', PUNCTUAL_ADMIN_TOKEN: 'schedule-fault-admin-0123', LOG_LEVEL: 'warn' };
-    const json = (args: string[]) => {
-      const result = runCli(args, env);
-      expect(result.status, result.stderr).toBe(0);
-      return JSON.parse(result.stdout);
-    };
-    const team = json(['teams', 'create', '--name', 'cron']);
-    const project = json(['projects', 'create', '--team', team.teamId, '--name', 'p', '--webhook-url', receiver.url]);
-    json(['projects', 'update', project.projectId, '--json', '{"deliveryConcurrency": 1000}']);
-    const { key } = json(['keys', 'create', '--project', project.projectId, '--name', 'k']);
+    const { key } = projectByCli(env, receiver.url);
     const start = async () => {
-      const port = await freePort();
-      const server = startServer({ ...env, PORT: String(port), HOST: '127.0.0.1' });
-      servers.push(server);
-      const base = `http://127.0.0.1:${port}`;
-      await waitUntilReady(base);
-      return { server, base };
+      const started = await startReadyServer(env);
+      servers.push(started.server);
+      return started;
     };
     const instances = [];
     for (let i = 0; i < INSTANCES; i++) instances.push(await start());

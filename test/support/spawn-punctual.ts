@@ -92,3 +92,30 @@ export async function startFirstServer(env: Record<string, string>, projectSetti
 export async function waitUntilReady(base: string, timeoutMs = 20_000): Promise<void> {
   await eventually(() => fetch(`${base}/readyz`).then((r) => r.status, () => 0), { what: `${base} ready`, until: (status) => status === 200, withinMs: timeoutMs, everyMs: 25 });
 }
+
+/** A team, a project pointed at `webhookUrl` with deliveryConcurrency 1000, and a key, made with the CLI on env's database. */
+export function projectByCli(env: Record<string, string>, webhookUrl: string): { projectId: string; key: string } {
+  const json = (args: string[]) => {
+    const result = runCli(args, env);
+    if (result.status !== 0) throw new Error(`punctual ${args.join(' ')} failed: ${result.stderr}`);
+    return JSON.parse(result.stdout) as Record<string, string>;
+  };
+  const team = json(['teams', 'create', '--name', 'instances']);
+  const project = json(['projects', 'create', '--team', team.teamId!, '--name', 'p', '--webhook-url', webhookUrl]);
+  json(['projects', 'update', project.projectId!, '--json', '{"deliveryConcurrency": 1000}']);
+  return { projectId: project.projectId!, key: json(['keys', 'create', '--project', project.projectId!, '--name', 'k']).key! };
+}
+
+/** `punctual serve` on a free port of 127.0.0.1 with env, once it is ready. */
+export async function startReadyServer(env: Record<string, string>): Promise<{ server: RunningServer; base: string }> {
+  const port = await freePort();
+  const server = startServer({ ...env, PORT: String(port), HOST: '127.0.0.1' });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilReady(base);
+  } catch (error) {
+    await server.stop('SIGKILL');
+    throw error;
+  }
+  return { server, base };
+}
