@@ -68,7 +68,8 @@ export class DeliveryEngine {
   immediateDelivery(): ImmediateDelivery {
     return {
       reserve: (project, wanted) => {
-        if (!this.running) return null;
+        // A paused project's jobs wait QUEUED (SPEC section 10).
+        if (!this.running || project.paused) return null;
         const limit = Math.min(wanted, this.dispatcher.freeSlots(), this.dispatcher.projectRoom(project));
         if (limit <= 0) return null;
         return { workerId: this.workerId, leaseExpiresAt: this.options.clock.now() + project.deliveryTimeoutMs + LEASE_MARGIN_MS, limit };

@@ -14,12 +14,12 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
-import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
-import { encodeSeqCursor, readListLimit, readSeqCursor, singleValues } from './list-query.js';
+import { encodeSeqCursor, readListLimit, readSeqCursor, readTimestampParam, singleValues } from './list-query.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
 export interface JobRequestContext {
@@ -240,18 +240,23 @@ export class JobsService {
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
-    const { status, limit, cursor } = singleValues(query, ['status', 'limit', 'cursor']);
+    const params = singleValues(query, ['status', 'scheduleId', 'createdAfter', 'createdBefore', 'limit', 'cursor']);
+    const { status } = params;
     if (status !== undefined && !JOB_STATUSES.includes(status as JobStatus)) {
       throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
     }
-    return this.listPage(ctx, { status: (status as JobStatus | undefined) ?? null, limit: readListLimit(limit), cursor: cursor ?? null });
+    return this.listPage(ctx, {
+      status: (status as JobStatus | undefined) ?? null,
+      scheduleId: params.scheduleId ?? null,
+      createdFrom: readTimestampParam(params.createdAfter, 'createdAfter'),
+      createdBefore: readTimestampParam(params.createdBefore, 'createdBefore'),
+      limit: readListLimit(params.limit),
+      cursor: params.cursor ?? null,
+    });
   }
 
-  /** One page of the project's jobs, newest first; the dashboard adds a creation time range. */
-  async listPage(
-    ctx: JobRequestContext,
-    filter: { status: JobStatus | null; limit: number; cursor: string | null; createdFrom?: number | null; createdBefore?: number | null },
-  ): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
+  /** One page of the project's jobs, newest first (`GET /api/jobs` and the dashboard's list). */
+  async listPage(ctx: JobRequestContext, filter: JobListFilter): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
     const beforeSeq = filter.cursor === null ? null : readSeqCursor(filter.cursor);
     const rows = await this.deps.store.jobList({
       projectId: ctx.project.id,
@@ -260,6 +265,7 @@ export class JobsService {
       limit: filter.limit + 1,
       createdFrom: filter.createdFrom ?? null,
       createdBefore: filter.createdBefore ?? null,
+      scheduleId: filter.scheduleId ?? null,
     });
     const page = rows.slice(0, filter.limit);
     const last = page[page.length - 1];
@@ -295,6 +301,42 @@ export class JobsService {
     return { jobId, status: 'QUEUED' };
   }
 
+  /**
+   * Bulk replay (`POST /api/jobs/retry`): the project's FAILED jobs in the failure window, oldest
+   * failure first, each queued again as `retry` does. Done in transactions of REPLAY_CHUNK jobs so
+   * that a replay of thousands never holds the store's writer for long; each chunk takes only jobs
+   * still FAILED, so none is queued twice.
+   */
+  async retryFailed(ctx: JobRequestContext, body: unknown): Promise<{ retried: number; hasMore: boolean }> {
+    if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"status": "FAILED", ...}');
+    if (body.status !== 'FAILED') throw new InvalidRequestError('status must be "FAILED": only failed jobs can be replayed', { field: 'status' });
+    const window = {
+      failedFrom: readTimestampParam(body.failedAfter, 'failedAfter') ?? 0,
+      failedBefore: readTimestampParam(body.failedBefore, 'failedBefore') ?? Number.MAX_SAFE_INTEGER,
+    };
+    const limit = body.limit === undefined ? REPLAY_DEFAULT_LIMIT : body.limit;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > REPLAY_MAX_LIMIT) {
+      throw new InvalidRequestError(`limit must be an integer from 1 to ${REPLAY_MAX_LIMIT}`, { field: 'limit' });
+    }
+    return this.replayFailed(ctx.project.id, { ...window, createdFrom: 0, createdBefore: Number.MAX_SAFE_INTEGER }, limit);
+  }
+
+  /** Replays up to `limit` FAILED jobs of the window (the API's bulk replay and the dashboard's "retry all failed"). */
+  async replayFailed(projectId: string, window: Omit<FailedJobsFilter, 'projectId'>, limit: number): Promise<{ retried: number; hasMore: boolean }> {
+    let retried = 0;
+    let hasMore = true;
+    while (hasMore && retried < limit) {
+      const now = this.deps.clock.now();
+      const chunk = await this.deps.store.jobRetryFailedMany({ projectId, ...window, limit: Math.min(REPLAY_CHUNK, limit - retried), now });
+      retried += chunk.retried;
+      hasMore = chunk.hasMore;
+      if (chunk.retried > 0) this.deps.onJobDue(now);
+      // Rows skipped because another writer held them (PostgreSQL) are reported, not waited for.
+      if (chunk.retried === 0) break;
+    }
+    return { retried, hasMore };
+  }
+
   async attempts(ctx: JobRequestContext, jobId: string): Promise<{ attempts: Record<string, unknown>[] }> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
@@ -302,6 +344,21 @@ export class JobsService {
     return { attempts: attempts.map(attemptView) };
   }
 }
+
+/** A page of the jobs list: by status, schedule and creation time ([createdFrom, createdBefore)), from a cursor. */
+export interface JobListFilter {
+  status: JobStatus | null;
+  scheduleId?: string | null;
+  createdFrom?: number | null;
+  createdBefore?: number | null;
+  limit: number;
+  cursor: string | null;
+}
+
+/** Bulk replay's limit (SPEC section 2), and how many jobs one transaction requeues. */
+export const REPLAY_DEFAULT_LIMIT = 1_000;
+export const REPLAY_MAX_LIMIT = 10_000;
+const REPLAY_CHUNK = 500;
 
 const jobNotFound = (jobId: string) => new NotFoundError(`No job ${jobId} in this project`);
 const notQueued = (status: JobStatus) =>

@@ -4,6 +4,7 @@
  * sequence.
  */
 import { InvalidRequestError } from '../errors.js';
+import { parseTimestamp } from '../timestamp.js';
 
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;
@@ -34,6 +35,14 @@ export function singleValues<K extends string>(query: Record<string, unknown>, n
     values[name] = value;
   }
   return values;
+}
+
+/** A timestamp (RFC 3339, SPEC section 2) of a query or a body as epoch ms, absent or null as null; anything else is INVALID_REQUEST. */
+export function readTimestampParam(value: unknown, field: string): number | null {
+  if (value === undefined || value === null) return null;
+  const ms = typeof value === 'string' ? parseTimestamp(value) : null;
+  if (ms === null) throw new InvalidRequestError(`${field} must be an RFC 3339 timestamp with a zone, e.g. 2027-01-05T09:30:00Z`, { field });
+  return ms;
 }
 
 /** `limit` as given, else the default; outside 1..LIST_MAX_LIMIT is INVALID_REQUEST. */

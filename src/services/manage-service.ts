@@ -25,6 +25,8 @@ export class ManageService {
       secretBox: SecretBox;
       allowPrivateWebhooks: boolean;
       webhookClient: WebhookSender;
+      /** Jobs became due at this instant (a project resumed); the server's scheduler wakes. */
+      onJobDue: (runAt: number) => void;
     },
   ) {}
 
@@ -56,11 +58,11 @@ export class ManageService {
     return plan;
   }
 
-  private async readWebhookUrl(value: unknown): Promise<string | null> {
+  private async readWebhookUrl(value: unknown, field = 'webhookUrl'): Promise<string | null> {
     if (value === null) return null;
-    if (typeof value !== 'string') throw new InvalidWebhookUrlError('webhookUrl must be an absolute http(s) URL or null', { field: 'webhookUrl' });
+    if (typeof value !== 'string') throw new InvalidWebhookUrlError(`${field} must be an absolute http(s) URL or null`, { field });
     const check = await checkWebhookUrl(value, this.deps.allowPrivateWebhooks);
-    if (!check.ok) throw new InvalidWebhookUrlError(`webhookUrl ${check.reason}`, { field: 'webhookUrl' });
+    if (!check.ok) throw new InvalidWebhookUrlError(`${field} ${check.reason}`, { field });
     return check.url.href;
   }
 
@@ -127,9 +129,11 @@ export class ManageService {
     const body = requireObject(input);
     const project = await this.requireProject(projectId);
     const plan = this.planOf(await this.requireTeam(project.teamId));
-    const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value) => this.readWebhookUrl(value) });
+    const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value, field) => this.readWebhookUrl(value, field) });
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
+    // Resumed: the jobs that waited are due now (the scheduler stepped over them while paused).
+    if (project.paused && !updated.paused) this.deps.onJobDue(this.deps.clock.now());
     return projectView(updated);
   }
 

@@ -21,6 +21,9 @@ export function projectView(project: ProjectRow) {
     deliveryTimeoutMs: project.deliveryTimeoutMs,
     deliveryConcurrency: project.deliveryConcurrency,
     acceptAny2xx: project.acceptAny2xx,
+    paused: project.paused,
+    eventsUrl: project.eventsUrl,
+    eventsFormat: project.eventsFormat,
     retentionDays: project.retentionDays,
     createdAt: formatTimestamp(project.createdAt),
   };

@@ -8,6 +8,9 @@ export const PROJECT_DEFAULTS = {
   deliveryConcurrency: 100,
   acceptAny2xx: false,
   retentionDays: null,
+  paused: false,
+  eventsUrl: null,
+  eventsFormat: 'json',
 } as const;
 export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
 export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;

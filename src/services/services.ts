@@ -58,6 +58,7 @@ export function createServices(deps: ServiceDeps): Services {
     secretBox: new SecretBox(deps.secretKey),
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
     webhookClient: deps.webhookClient,
+    onJobDue: (runAt) => deps.onJobDue(runAt),
   });
   const jobs = new JobsService({
     store: deps.store,

@@ -3,7 +3,7 @@
  * field. Route schemas check types first; these check what a schema cannot say.
  */
 import { InvalidRequestError } from '../errors.js';
-import type { ProjectPatch } from '../store/store.js';
+import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../store/store.js';
 import {
   DELIVERY_CONCURRENCY_RANGE,
   DELIVERY_TIMEOUT_RANGE,
@@ -47,7 +47,7 @@ function readInteger(value: unknown, field: string, [min, max]: readonly [number
 /** A PATCH of a project's delivery settings: only the fields present change. */
 export async function readProjectPatch(
   body: Record<string, unknown>,
-  options: { maxRetriesCap: number; readWebhookUrl: (value: unknown) => Promise<string | null> },
+  options: { maxRetriesCap: number; readWebhookUrl: (value: unknown, field?: string) => Promise<string | null> },
 ): Promise<ProjectPatch> {
   const patch: ProjectPatch = {};
   const name = readName(body, false);
@@ -82,6 +82,18 @@ export async function readProjectPatch(
   }
   if ('retentionDays' in body) {
     patch.retentionDays = body.retentionDays === null ? null : readInteger(body.retentionDays, 'retentionDays', RETENTION_DAYS_RANGE);
+  }
+  if ('paused' in body) {
+    if (typeof body.paused !== 'boolean') throw new InvalidRequestError('paused must be true or false', { field: 'paused' });
+    patch.paused = body.paused;
+  }
+  // Any URL a webhook URL may be (SPEC section 10), checked by the same reader.
+  if ('eventsUrl' in body) patch.eventsUrl = await options.readWebhookUrl(body.eventsUrl, 'eventsUrl');
+  if ('eventsFormat' in body) {
+    if (!EVENTS_FORMATS.includes(body.eventsFormat as EventsFormat)) {
+      throw new InvalidRequestError(`eventsFormat must be one of ${EVENTS_FORMATS.join(', ')}`, { field: 'eventsFormat' });
+    }
+    patch.eventsFormat = body.eventsFormat as EventsFormat;
   }
   return patch;
 }

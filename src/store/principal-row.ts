@@ -1,8 +1,8 @@
-import type { ApiKeyPrincipal } from './store.js';
+import type { ApiKeyPrincipal, EventsFormat } from './store.js';
 
 /**
  * The flat row of ApiKeyFindByHash (the same column aliases in both dialects) as a principal.
- * acceptAny2xx comes back as 0/1 from SQLite and as a boolean from PostgreSQL.
+ * acceptAny2xx and paused come back as 0/1 from SQLite and as a boolean from PostgreSQL.
  */
 export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal {
   return {
@@ -29,6 +29,9 @@ export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal 
       deliveryConcurrency: row.deliveryConcurrency as number,
       acceptAny2xx: row.acceptAny2xx === true || row.acceptAny2xx === 1,
       retentionDays: row.retentionDays as number | null,
+      paused: row.paused === true || row.paused === 1,
+      eventsUrl: row.eventsUrl as string | null,
+      eventsFormat: row.eventsFormat as EventsFormat,
       createdAt: row.createdAt as number,
     },
     team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },

@@ -33,7 +33,15 @@ interface ProjectSettings {
   acceptAny2xx: boolean;
   /** Days a final job is kept (SPEC section 12); null means "the server's default" (PUNCTUAL_RETENTION_DAYS). */
   retentionDays: number | null;
+  /** Nothing is delivered while true (SPEC section 10); jobs wait QUEUED. */
+  paused: boolean;
+  /** Where events are POSTed (SPEC section 10); null: none are recorded. */
+  eventsUrl: string | null;
+  eventsFormat: EventsFormat;
 }
+
+export const EVENTS_FORMATS = ['json', 'slack'] as const;
+export type EventsFormat = (typeof EVENTS_FORMATS)[number];
 
 export interface ProjectRow extends ProjectSettings {
   id: string;
@@ -172,9 +180,20 @@ export interface JobListParams {
   /** Only jobs created in [createdFrom, createdBefore) when given (the dashboard's time range). */
   createdFrom?: number | null;
   createdBefore?: number | null;
+  /** Only the jobs this schedule created. */
+  scheduleId?: string | null;
   /** Only jobs with seq below this (the cursor); null from the newest. */
   beforeSeq: number | null;
   limit: number;
+}
+
+/** A project's FAILED jobs that failed in [failedFrom, failedBefore) and were created in [createdFrom, createdBefore). */
+export interface FailedJobsFilter {
+  projectId: string;
+  failedFrom: number;
+  failedBefore: number;
+  createdFrom: number;
+  createdBefore: number;
 }
 
 export type ProjectPatch = Partial<ProjectSettings>;
@@ -353,6 +372,13 @@ export interface Store extends ScheduleStore {
   jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult>;
   /** FAILED → QUEUED, due at once, with a fresh retry budget. */
   jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
+  /**
+   * Bulk replay: up to `limit` of the project's FAILED jobs in the window, oldest failure first,
+   * each queued again as jobRetryIfFailed does; hasMore when matching FAILED jobs remain.
+   */
+  jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }>;
+  /** How many of the project's FAILED jobs are in the window (the dashboard's confirmation). */
+  jobCountFailed(params: FailedJobsFilter): Promise<number>;
 
   attemptListByJob(jobId: string): Promise<AttemptRow[]>;
 

@@ -58,3 +58,23 @@ export async function queryRows<R>(databaseUrl: string, sql: string, params: unk
     await client.end();
   }
 }
+
+/** Runs one write on the app's database through a second connection (SQL written to run on both): a fixture for states at scale. */
+export async function execSql(databaseUrl: string, sql: string, params: unknown[] = []): Promise<number> {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const db = new Database(databaseUrl.slice('sqlite:'.length));
+    try {
+      db.pragma('busy_timeout = 5000');
+      return db.prepare(sql.replace(/\$(\d+)/g, '@p$1')).run(named(params)).changes;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services/services.js';
-import type { JobRequestContext, RenderedAnswer } from '../../services/jobs-service.js';
+import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type JobRequestContext, type RenderedAnswer } from '../../services/jobs-service.js';
 import { rateLimitHeaders } from '../../services/rate-limit-service.js';
 import { validateIdempotencyKey } from '../../services/validate-job-input.js';
 import { BATCH_BODY_LIMIT } from '../body-limits.js';
@@ -80,12 +80,41 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app,
         security,
         querystring: {
           type: 'object',
-          properties: { status: { type: 'string' }, limit: { type: 'string', description: '1..100, default 50' }, cursor: { type: 'string' } },
+          properties: {
+            status: { type: 'string' },
+            scheduleId: { type: 'string' },
+            createdAfter: { type: 'string', description: 'timestamp, inclusive' },
+            createdBefore: { type: 'string', description: 'timestamp, exclusive' },
+            limit: { type: 'string', description: '1..100, default 50' },
+            cursor: { type: 'string' },
+          },
         },
         response: { 200: { type: 'object', properties: { jobs: { type: 'array', items: s.jobStatus }, nextCursor: { type: ['string', 'null'] } } }, ...s.errors(400, 401) },
       },
     },
     async (request) => jobs.list(context(request), request.query as Record<string, unknown>),
+  );
+
+  app.post(
+    '/api/jobs/retry',
+    {
+      schema: {
+        summary: 'Bulk replay: queue FAILED jobs again, oldest failure first',
+        tags,
+        security,
+        body: {
+          type: 'object',
+          properties: {
+            status: { type: 'string', enum: ['FAILED'] },
+            failedAfter: { type: ['string', 'null'], description: 'timestamp, inclusive' },
+            failedBefore: { type: ['string', 'null'], description: 'timestamp, exclusive' },
+            limit: { type: 'integer', minimum: 1, maximum: REPLAY_MAX_LIMIT, description: `default ${REPLAY_DEFAULT_LIMIT}` },
+          },
+        },
+        response: { 200: { type: 'object', properties: { retried: { type: 'integer' }, hasMore: { type: 'boolean' } } }, ...s.errors(400, 401) },
+      },
+    },
+    async (request) => jobs.retryFailed(context(request), request.body),
   );
 
   app.get<JobParams>(

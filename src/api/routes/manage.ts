@@ -144,7 +144,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   );
   app.patch<ProjectParams>(
     '/manage/v1/projects/:projectId',
-    opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses or retention", {
+    opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses, retention, pause or events", {
       params: idParams('projectId'),
       body: {
         type: 'object',
@@ -156,6 +156,9 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
           deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
           acceptAny2xx: { type: 'boolean' },
           retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
+          paused: { type: 'boolean' },
+          eventsUrl: { type: ['string', 'null'] },
+          eventsFormat: { type: 'string' },
         },
       },
       response: { 200: s.project, ...s.errors(400, 401, 404) },

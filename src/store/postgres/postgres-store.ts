@@ -28,6 +28,7 @@ import type {
   AttemptStartParams,
   ClaimedJob,
   ExpiredLease,
+  FailedJobsFilter,
   JobClaimParams,
   JobCreateParams,
   JobCreateResult,
@@ -167,7 +168,7 @@ export class PostgresStore implements Store {
   }
 
   private static projectValues(p: ProjectRow): unknown[] {
-    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays];
+    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat];
   }
 
   async projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
@@ -175,7 +176,7 @@ export class PostgresStore implements Store {
     await this.db.transaction(async (client) => {
       await this.db.query(
         q.ProjectInsert,
-        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.createdAt],
+        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.createdAt],
         client,
       );
       await this.db.query(q.WebhookSecretInsert, [s.id, s.projectId, s.ciphertext, s.createdAt, s.expiresAt], client);
@@ -201,6 +202,8 @@ export class PostgresStore implements Store {
       if (!current) return null;
       const updated: ProjectRow = { ...current, ...params.patch };
       await this.db.query(q.ProjectUpdate, PostgresStore.projectValues(updated), client);
+      // Resumed: every instance's scheduler looks for the jobs that waited (due at once: "run at" 0).
+      if (current.paused && !updated.paused) await this.db.notifyDue(0, 0, client);
       return updated;
     });
   }
@@ -256,8 +259,12 @@ export class PostgresStore implements Store {
 
   async jobList(params: JobListParams): Promise<JobRow[]> {
     const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
+    const range = [...args, params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
+    if (params.scheduleId != null) {
+      if (params.status === null) return this.db.rows<JobRow>(q.JobListBySchedule, [...range, params.scheduleId]);
+      return this.db.rows<JobRow>(q.JobListByScheduleStatus, [...range, params.scheduleId, params.status]);
+    }
     if (params.createdFrom != null || params.createdBefore != null) {
-      const range = [...args, params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
       if (params.status === null) return this.db.rows<JobRow>(q.JobListCreatedBetween, range);
       return this.db.rows<JobRow>(q.JobListByStatusCreatedBetween, [...range, params.status]);
     }
@@ -287,6 +294,22 @@ export class PostgresStore implements Store {
     const result = await this.transition(q.JobRetryIfFailed, params, [params.now]);
     if (result.ok) await this.db.notifyDue(result.job.runAt, params.now);
     return result;
+  }
+
+  async jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
+    const window = PostgresStore.failedWindow(params);
+    const retried = (await this.db.query(q.JobRetryFailedMany, [...window, params.limit, params.now])).rowCount ?? 0;
+    if (retried > 0) await this.db.notifyDue(params.now, params.now);
+    const hasMore = (await this.db.rows<{ found: boolean }>(q.JobFailedExists, window))[0]!.found;
+    return { retried, hasMore };
+  }
+
+  async jobCountFailed(params: FailedJobsFilter): Promise<number> {
+    return (await this.db.rows<{ n: number }>(q.JobCountFailed, PostgresStore.failedWindow(params)))[0]!.n;
+  }
+
+  private static failedWindow(p: FailedJobsFilter): unknown[] {
+    return [p.projectId, p.failedFrom, p.failedBefore, p.createdFrom, p.createdBefore];
   }
 
   async jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {

@@ -8,7 +8,8 @@ const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
 const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
   retry_initial_delay_ms AS "retryInitialDelayMs", retry_factor AS "retryFactor", retry_max_delay_ms AS "retryMaxDelayMs",
   delivery_timeout_ms AS "deliveryTimeoutMs", delivery_concurrency AS "deliveryConcurrency", accept_any_2xx AS "acceptAny2xx",
-  retention_days AS "retentionDays", created_at AS "createdAt"`;
+  retention_days AS "retentionDays", paused, events_url AS "eventsUrl", events_format AS "eventsFormat",
+  created_at AS "createdAt"`;
 const API_KEY_COLUMNS = `id, project_id AS "projectId", name, prefix, created_at AS "createdAt", last_used_at AS "lastUsedAt",
   revoked_at AS "revokedAt"`;
 const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
@@ -31,15 +32,16 @@ export const TeamUpdate = `UPDATE teams SET name = COALESCE($2, name), plan = CO
 export const TeamCount = 'SELECT count(*)::int AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
-  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`;
+  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
+  events_url, events_format, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1`;
 export const ProjectGetForUpdate = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1 FOR UPDATE`;
 export const ProjectGetMany = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ANY($1::text[])`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = $1 ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = $2, webhook_url = $3, retry_max_retries = $4, retry_initial_delay_ms = $5,
   retry_factor = $6, retry_max_delay_ms = $7, delivery_timeout_ms = $8, delivery_concurrency = $9, accept_any_2xx = $10,
-  retention_days = $11 WHERE id = $1`;
+  retention_days = $11, paused = $12, events_url = $13, events_format = $14 WHERE id = $1`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
@@ -50,7 +52,8 @@ export const ApiKeyFindByHash = `SELECT k.id AS "keyId", k.project_id AS "keyPro
   p.id, p.team_id AS "teamId", p.name, p.webhook_url AS "webhookUrl", p.retry_max_retries AS "retryMaxRetries",
   p.retry_initial_delay_ms AS "retryInitialDelayMs", p.retry_factor AS "retryFactor", p.retry_max_delay_ms AS "retryMaxDelayMs",
   p.delivery_timeout_ms AS "deliveryTimeoutMs", p.delivery_concurrency AS "deliveryConcurrency",
-  p.accept_any_2xx AS "acceptAny2xx", p.retention_days AS "retentionDays", p.created_at AS "createdAt"
+  p.accept_any_2xx AS "acceptAny2xx", p.retention_days AS "retentionDays", p.paused, p.events_url AS "eventsUrl",
+  p.events_format AS "eventsFormat", p.created_at AS "createdAt"
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = $1`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`;
@@ -131,12 +134,29 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3,
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 
+/** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
+const FAILED_IN_WINDOW = `FROM jobs WHERE project_id = $1 AND status = 'FAILED'
+  AND failed_at >= $2 AND failed_at < $3 AND created_at >= $4 AND created_at < $5`;
+/** Rows another transaction holds (a single retry, the pruner) are skipped, not waited for. */
+export const JobRetryFailedMany = `WITH picked AS (
+    SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT $6 FOR UPDATE SKIP LOCKED
+  )
+  UPDATE jobs SET status = 'QUEUED', run_at = $7, queued_at = $7, round_start_attempt_count = attempt_count,
+    failed_at = NULL, updated_at = $7
+  FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'FAILED'`;
+export const JobFailedExists = `SELECT EXISTS (SELECT 1 ${FAILED_IN_WINDOW}) AS found`;
+export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
+
+/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
+const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused';
 /**
  * One statement: pick due jobs through the partial index, skipping rows another instance is
- * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it.
+ * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it. A paused project's
+ * due jobs are stepped over: they wait, QUEUED, for its resume.
  */
 export const JobClaimDue = `WITH due AS (
     SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
+      AND project_id NOT IN (${PAUSED_PROJECTS})
     ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
   )
   UPDATE jobs SET status = 'DISPATCHED', lease_owner = $4, lease_expires_at = $1::bigint + $5::bigint + p.delivery_timeout_ms,
@@ -144,9 +164,17 @@ export const JobClaimDue = `WITH due AS (
   FROM due, projects p WHERE jobs.seq = due.seq AND p.id = jobs.project_id
   RETURNING ${JOB_COLUMNS}, jobs.lease_expires_at AS "leaseExpiresAt"`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED' AND run_at > $1::bigint`;
-/** Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. */
+/**
+ * Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. A job
+ * of a paused project is not started: claimed before the pause and not yet sent, it is QUEUED again
+ * as it was, due when it was.
+ */
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
+  ), paused AS (${PAUSED_PROJECTS}), released AS (
+    UPDATE jobs SET status = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, updated_at = i.now
+    FROM input i WHERE jobs.id = i.job_id AND jobs.lease_owner = i.worker_id AND jobs.status = 'DISPATCHED'
+      AND jobs.project_id IN (SELECT id FROM paused)
   ), again AS (
     -- Asked again for an attempt already started (its first answer was lost): read before the update below.
     SELECT jobs.id FROM jobs JOIN input i ON jobs.id = i.job_id
@@ -156,6 +184,8 @@ export const AttemptStartMany = `WITH input AS (
       lease_attempt_id = i.attempt_id, lease_expires_at = i.lease_expires_at, updated_at = i.now
     FROM input i WHERE jobs.id = i.job_id AND jobs.lease_owner = i.worker_id
       AND (jobs.status = 'DISPATCHED' OR (jobs.status = 'STARTED' AND jobs.lease_attempt_id = i.attempt_id))
+      -- Asked again for a started attempt, the answer stays the same, paused or not.
+      AND (jobs.status = 'STARTED' OR jobs.project_id NOT IN (SELECT id FROM paused))
     RETURNING jobs.id AS job_id, i.attempt_id, i.now, jobs.attempt_count - jobs.round_start_attempt_count AS n
   ), recorded AS (
     INSERT INTO attempts (id, job_id, attempt_number, started_at)
@@ -258,6 +288,11 @@ const CREATED_BETWEEN = ' AND created_at >= $4 AND created_at < $5';
 export const JobListCreatedBetween = everyStatusNewestFirst(CREATED_BETWEEN);
 export const JobListByStatusCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = $6 AND seq < $2${CREATED_BETWEEN}
   ORDER BY seq DESC LIMIT $3`;
+/** One schedule's jobs (`?scheduleId=`), by jobs_schedule (schedule_id, status, seq): one range per status, merged. */
+const OF_SCHEDULE = ' AND schedule_id = $6';
+export const JobListBySchedule = everyStatusNewestFirst(`${OF_SCHEDULE}${CREATED_BETWEEN}`);
+export const JobListByScheduleStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE schedule_id = $6 AND status = $7 AND project_id = $1
+  AND seq < $2${CREATED_BETWEEN} ORDER BY seq DESC LIMIT $3`;
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS "createdAt" FROM teams t

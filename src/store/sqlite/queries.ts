@@ -8,7 +8,7 @@ const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
   retry_initial_delay_ms AS retryInitialDelayMs, retry_factor AS retryFactor, retry_max_delay_ms AS retryMaxDelayMs,
   delivery_timeout_ms AS deliveryTimeoutMs, delivery_concurrency AS deliveryConcurrency, accept_any_2xx AS acceptAny2xx,
-  retention_days AS retentionDays, created_at AS createdAt`;
+  retention_days AS retentionDays, paused, events_url AS eventsUrl, events_format AS eventsFormat, created_at AS createdAt`;
 const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at AS createdAt, last_used_at AS lastUsedAt,
   revoked_at AS revokedAt`;
 const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
@@ -37,15 +37,16 @@ export const TeamUpdate = `UPDATE teams SET name = COALESCE(@name, name), plan =
 export const TeamCount = 'SELECT count(*) AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
-  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, created_at)
+  retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
+  events_url, events_format, created_at)
   VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
-  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @createdAt)`;
+  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @paused, @eventsUrl, @eventsFormat, @createdAt)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ?`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = ? ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @webhookUrl, retry_max_retries = @retryMaxRetries,
   retry_initial_delay_ms = @retryInitialDelayMs, retry_factor = @retryFactor, retry_max_delay_ms = @retryMaxDelayMs,
   delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx,
-  retention_days = @retentionDays WHERE id = @id`;
+  retention_days = @retentionDays, paused = @paused, events_url = @eventsUrl, events_format = @eventsFormat WHERE id = @id`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES (@id, @projectId, @name, @hash, @prefix, @createdAt, @lastUsedAt, @revokedAt)`;
@@ -56,7 +57,8 @@ export const ApiKeyFindByHash = `SELECT k.id AS keyId, k.project_id AS keyProjec
   p.id, p.team_id AS teamId, p.name, p.webhook_url AS webhookUrl, p.retry_max_retries AS retryMaxRetries,
   p.retry_initial_delay_ms AS retryInitialDelayMs, p.retry_factor AS retryFactor, p.retry_max_delay_ms AS retryMaxDelayMs,
   p.delivery_timeout_ms AS deliveryTimeoutMs, p.delivery_concurrency AS deliveryConcurrency,
-  p.accept_any_2xx AS acceptAny2xx, p.retention_days AS retentionDays, p.created_at AS createdAt
+  p.accept_any_2xx AS acceptAny2xx, p.retention_days AS retentionDays, p.paused, p.events_url AS eventsUrl,
+  p.events_format AS eventsFormat, p.created_at AS createdAt
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = ?`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`;
@@ -90,10 +92,10 @@ export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id
  * commit). INDEXED BY because, with statistics saying a status is empty, the planner may pick a
  * walk of the whole table for its arm.
  */
-const everyStatusNewestFirst = (filter: string) =>
+const everyStatusNewestFirst = (filter: string, index = 'jobs_project_status') =>
   `${JOB_STATUSES.map(
     (status) =>
-      `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_project_status WHERE project_id = @projectId AND status = '${status}' AND seq < @beforeSeq${filter}`,
+      `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY ${index} WHERE project_id = @projectId AND status = '${status}' AND seq < @beforeSeq${filter}`,
   ).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT @limit`;
 export const JobList = everyStatusNewestFirst('');
 export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
@@ -107,19 +109,42 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 
-/** The subquery reads only the partial index jobs_due, so jobs waiting far ahead cost the claim nothing. */
+/** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
+const FAILED_IN_WINDOW = `FROM jobs INDEXED BY jobs_failed WHERE project_id = @projectId AND status = 'FAILED'
+  AND failed_at >= @failedFrom AND failed_at < @failedBefore AND created_at >= @createdFrom AND created_at < @createdBefore`;
+export const JobRetryFailedMany = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now,
+  round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
+  WHERE seq IN (SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT @limit)`;
+export const JobFailedExists = `SELECT 1 AS found ${FAILED_IN_WINDOW} LIMIT 1`;
+export const JobCountFailed = `SELECT count(*) AS n ${FAILED_IN_WINDOW}`;
+
+/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
+const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
+/**
+ * The subquery reads only the partial index jobs_due, so jobs waiting far ahead cost the claim
+ * nothing. A paused project's due jobs are stepped over: they wait, QUEUED, for its resume.
+ */
 export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
   lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
   updated_at = @now
   WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @dueBy
-    AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) ORDER BY run_at LIMIT @limit)
+    AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
+    ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND run_at > @after`;
-/** Idempotent for one attempt: started again with the same attempt id, it counts nothing twice. */
+/**
+ * Idempotent for one attempt: started again with the same attempt id, it counts nothing twice.
+ * A job of a paused project is not started (JobReleasePaused gives it back).
+ */
 export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + (status = 'DISPATCHED'),
   lease_attempt_id = @attemptId, lease_expires_at = @leaseExpiresAt, updated_at = @now
   WHERE id = @jobId AND lease_owner = @workerId AND (status = 'DISPATCHED' OR (status = 'STARTED' AND lease_attempt_id = @attemptId))
+    -- Asked again for a started attempt, the answer stays the same, paused or not.
+    AND (status = 'STARTED' OR project_id NOT IN (${PAUSED_PROJECTS}))
   RETURNING attempt_count - round_start_attempt_count AS attemptNumber`;
+/** A job claimed before its project was paused and not yet sent: QUEUED again as it was, due when it was. */
+export const JobReleasePaused = `UPDATE jobs SET status = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+  WHERE id = @jobId AND lease_owner = @workerId AND status = 'DISPATCHED' AND project_id IN (${PAUSED_PROJECTS})`;
 export const AttemptInsert = `INSERT INTO attempts (id, job_id, attempt_number, started_at) VALUES (@attemptId, @jobId, @attemptNumber, @now)`;
 export const AttemptJobGet = 'SELECT job_id AS jobId FROM attempts WHERE id = ?';
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
@@ -171,6 +196,11 @@ const CREATED_BETWEEN = ' AND created_at >= @createdFrom AND created_at < @creat
 export const JobListCreatedBetween = everyStatusNewestFirst(CREATED_BETWEEN);
 export const JobListByStatusCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
   AND seq < @beforeSeq${CREATED_BETWEEN} ORDER BY seq DESC LIMIT @limit`;
+/** One schedule's jobs (`?scheduleId=`), by jobs_schedule (schedule_id, status, seq): one range per status, merged. */
+const OF_SCHEDULE = ' AND schedule_id = @scheduleId';
+export const JobListBySchedule = everyStatusNewestFirst(`${OF_SCHEDULE}${CREATED_BETWEEN}`, 'jobs_schedule');
+export const JobListByScheduleStatus = `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_schedule WHERE schedule_id = @scheduleId
+  AND status = @status AND project_id = @projectId AND seq < @beforeSeq${CREATED_BETWEEN} ORDER BY seq DESC LIMIT @limit`;
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS createdAt FROM teams t

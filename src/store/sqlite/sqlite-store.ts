@@ -21,6 +21,7 @@ import type {
   AttemptRow,
   AttemptStartParams,
   ClaimedJob,
+  FailedJobsFilter,
   ExpiredLease,
   JobClaimParams,
   JobCreateParams,
@@ -242,8 +243,13 @@ export class SqliteStore implements Store {
       beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit: params.limit,
     };
+    const range = { ...args, createdFrom: params.createdFrom ?? 0, createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER };
+    if (params.scheduleId != null) {
+      const bySchedule = { ...range, scheduleId: params.scheduleId };
+      if (params.status === null) return this.sql(q.JobListBySchedule).all(bySchedule) as JobRow[];
+      return this.sql(q.JobListByScheduleStatus).all({ ...bySchedule, status: params.status }) as JobRow[];
+    }
     if (params.createdFrom != null || params.createdBefore != null) {
-      const range = { ...args, createdFrom: params.createdFrom ?? 0, createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER };
       if (params.status === null) return this.sql(q.JobListCreatedBetween).all(range) as JobRow[];
       return this.sql(q.JobListByStatusCreatedBetween).all({ ...range, status: params.status }) as JobRow[];
     }
@@ -261,6 +267,14 @@ export class SqliteStore implements Store {
 
   jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
     return this.writer.run('jobRetryIfFailed', params);
+  }
+
+  jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
+    return this.writer.run('jobRetryFailedMany', params);
+  }
+
+  async jobCountFailed(params: FailedJobsFilter): Promise<number> {
+    return (this.sql(q.JobCountFailed).get(params) as { n: number }).n;
   }
 
   async attemptListByJob(jobId: string): Promise<AttemptRow[]> {

@@ -9,6 +9,7 @@ import type {
   AttemptFinishParams,
   AttemptStartParams,
   ClaimedJob,
+  FailedJobsFilter,
   JobClaimParams,
   JobCreateResult,
   JobRow,
@@ -35,11 +36,11 @@ export type Sql = (text: string) => Statement;
 
 /** SQLite has no boolean: acceptAny2xx comes back as 0/1. */
 export function toProject(row: unknown): ProjectRow {
-  const project = row as Omit<ProjectRow, 'acceptAny2xx'> & { acceptAny2xx: number };
-  return { ...project, acceptAny2xx: project.acceptAny2xx === 1 };
+  const project = row as Omit<ProjectRow, 'acceptAny2xx' | 'paused'> & { acceptAny2xx: number; paused: number };
+  return { ...project, acceptAny2xx: project.acceptAny2xx === 1, paused: project.paused === 1 };
 }
 
-const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0 });
+const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0, paused: project.paused ? 1 : 0 });
 
 /**
  * Tells the server's read cache, and that of any other process on this file (the CLI beside a
@@ -234,6 +235,12 @@ export const WRITES = {
     return transition(sql, q.JobRetryIfFailed, p);
   },
 
+  jobRetryFailedMany(sql: Sql, p: FailedJobsFilter & { limit: number; now: number }): { retried: number; hasMore: boolean } {
+    const retried = sql(q.JobRetryFailedMany).run(p).changes;
+    const { now: _now, limit: _limit, ...window } = p;
+    return { retried, hasMore: sql(q.JobFailedExists).get(window) !== undefined };
+  },
+
   jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
     const claimed = sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
     // RETURNING gives no order; deliveries start earliest-due first.
@@ -242,7 +249,10 @@ export const WRITES = {
 
   attemptStart(sql: Sql, params: AttemptStartParams): { attemptNumber: number } | null {
     const started = sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
-    if (!started) return null;
+    if (!started) {
+      sql(q.JobReleasePaused).run({ jobId: params.jobId, workerId: params.workerId, now: params.now });
+      return null;
+    }
     // Asked again for an attempt already recorded: nothing more to record.
     const recorded = sql(q.AttemptJobGet).get(params.attemptId) as { jobId: string } | undefined;
     if (recorded?.jobId === params.jobId) return started;
