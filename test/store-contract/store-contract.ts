@@ -269,6 +269,40 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect((await claim(T0 + 5)).map((j) => j.id)).toEqual(['job_busy']);
       });
 
+      it('steps over a paused project\'s due jobs, and claims them earliest first once it resumes', async () => {
+        const paused = await makeProject();
+        const running = await makeProject();
+        await create(paused, [job('job_p2', { runAt: T0 + 2 }), job('job_p1', { runAt: T0 + 1 })]);
+        await create(running, [job('job_r', { runAt: T0 + 3 })]);
+        expect(await store.projectUpdate({ projectId: paused.id, patch: { paused: true } })).toMatchObject({ paused: true });
+        expect((await claim(T0 + 5)).map((j) => j.id)).toEqual(['job_r']);
+        expect(await claim(T0 + 5)).toEqual([]);
+        expect(await store.jobGet({ projectId: paused.id, jobId: 'job_p1' })).toMatchObject({ status: 'QUEUED' });
+        await store.projectUpdate({ projectId: paused.id, patch: { paused: false } });
+        expect((await claim(T0 + 6)).map((j) => j.id)).toEqual(['job_p1', 'job_p2']);
+      });
+
+      it('a job claimed before its project was paused is not started but QUEUED again as it was; a started one is answered as before', async () => {
+        const project = await makeProject();
+        await create(project, [job('job_held', { runAt: T0 + 1 }), job('job_sent', { runAt: T0 })]);
+        await claim(T0 + 5);
+        expect(await store.attemptStart({ jobId: 'job_sent', attemptId: 'att_sent', workerId: 'wrk_a', now: T0 + 5, leaseExpiresAt: T0 + 1000 })).toEqual({
+          attemptNumber: 1,
+        });
+        await store.projectUpdate({ projectId: project.id, patch: { paused: true } });
+        expect(await store.attemptStart({ jobId: 'job_held', attemptId: 'att_held', workerId: 'wrk_a', now: T0 + 6, leaseExpiresAt: T0 + 1000 })).toBeNull();
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_held' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 1, attemptCount: 0 });
+        expect(await store.attemptListByJob('job_held')).toEqual([]);
+        // The attempt that had started (its request may be out) keeps its answer and its lease.
+        expect(await store.attemptStart({ jobId: 'job_sent', attemptId: 'att_sent', workerId: 'wrk_a', now: T0 + 6, leaseExpiresAt: T0 + 1000 })).toEqual({
+          attemptNumber: 1,
+        });
+        expect(await store.attemptFinish({ jobId: 'job_sent', attemptId: 'att_sent', workerId: 'wrk_a', now: T0 + 7, result: success, next: { kind: 'complete' } })).toBe(true);
+        expect(await store.jobListDispatchedTo({ workerId: 'wrk_a' })).toEqual([]);
+        await store.projectUpdate({ projectId: project.id, patch: { paused: false } });
+        expect((await claim(T0 + 8)).map((j) => j.id)).toEqual(['job_held']);
+      });
+
       it('lists the jobs claimed by a worker and not yet started', async () => {
         const project = await makeProject();
         await create(project, [job('job_mine1'), job('job_mine2'), job('job_theirs')]);
