@@ -15,8 +15,10 @@ export const MIN_SERVER_RETENTION_DAYS = 0.001;
 export const IDEMPOTENCY_KEY_TTL_MS = DAY_MS;
 /** Daily usage rows (the quota and the usage chart) are kept this many days. */
 export const USAGE_KEEP_DAYS = 400;
+/** Events (SPEC section 10) are kept this long after they occurred, delivered or not. */
+export const EVENTS_KEEP_MS = 30 * DAY_MS;
 
-/** What retention deletes at `now`: final jobs per project, idempotency keys, usage days. */
+/** What retention deletes at `now`: final jobs per project, idempotency keys, usage days, events. */
 export interface PruneCutoffs {
   /** Per project: its jobs that became final at or before `finalBy` go, with their attempts. */
   projects: { projectId: string; finalBy: number }[];
@@ -24,6 +26,8 @@ export interface PruneCutoffs {
   idempotencyCreatedBy: number;
   /** Usage days before this one (YYYY-MM-DD, UTC). */
   usageBeforeDay: string;
+  /** Events that occurred at or before this. */
+  eventsOccurredBy: number;
 }
 
 export function pruneCutoffs(params: { now: number; defaultRetentionDays: number; projects: { projectId: string; retentionDays: number | null }[] }): PruneCutoffs {
@@ -33,5 +37,6 @@ export function pruneCutoffs(params: { now: number; defaultRetentionDays: number
     projects: params.projects.map(({ projectId, retentionDays }) => ({ projectId, finalBy: Math.floor(now - (retentionDays ?? defaultRetentionDays) * DAY_MS) })),
     idempotencyCreatedBy: now - IDEMPOTENCY_KEY_TTL_MS,
     usageBeforeDay: utcDay(now - USAGE_KEEP_DAYS * DAY_MS),
+    eventsOccurredBy: now - EVENTS_KEEP_MS,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Retention (SPEC section 12): deletes final jobs with their attempts `retentionDays` after they
- * became final, idempotency keys after 24 hours and daily usage after 400 days.
+ * became final, idempotency keys after 24 hours, events after 30 days and daily usage after 400 days.
  *
  * In the background, in small batches: each batch is one short transaction, and the next waits a
  * pause nine times as long, so the API's writes and the deliveries' never queue behind a long
@@ -39,7 +39,7 @@ interface RetentionDeps {
   batchSize?: number;
 }
 
-const NOTHING: PruneCounts = { jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0 };
+const NOTHING: PruneCounts = { jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0, events: 0 };
 
 export class RetentionService {
   private timer: NodeJS.Timeout | null = null;
@@ -127,6 +127,12 @@ export class RetentionService {
       const pruned = await store.usagePrune({ beforeDay: cutoffs.usageBeforeDay, limit });
       total.usageRows += pruned;
       metrics.rowsPruned.inc({ table: 'usage_daily' }, pruned);
+      return pruned;
+    });
+    await drain(async () => {
+      const pruned = await store.eventPrune({ occurredBy: cutoffs.eventsOccurredBy, limit });
+      total.events += pruned;
+      metrics.rowsPruned.inc({ table: 'events' }, pruned);
       return pruned;
     });
     return total;

@@ -115,16 +115,17 @@ export function countsByStatus(rows: { status: JobStatus; n: number }[]): Record
   return counts;
 }
 
-/** What a prune at these cut-offs would delete (`punctual prune --dry-run`), from a driver's three counts. */
+/** What a prune at these cut-offs would delete (`punctual prune --dry-run`), from a driver's counts. */
 export async function countPrunable(
   cutoffs: PruneCutoffs,
   count: {
     jobs: (project: { projectId: string; finalBy: number }) => Promise<PrunedJobs>;
     idempotencyKeys: (createdBy: number) => Promise<number>;
     usageRows: (beforeDay: string) => Promise<number>;
+    events: (occurredBy: number) => Promise<number>;
   },
 ): Promise<PruneCounts> {
-  const total: PruneCounts = { jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0 };
+  const total: PruneCounts = { jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0, events: 0 };
   for (const project of cutoffs.projects) {
     const counted = await count.jobs(project);
     total.jobs += counted.jobs;
@@ -132,5 +133,6 @@ export async function countPrunable(
   }
   total.idempotencyKeys = await count.idempotencyKeys(cutoffs.idempotencyCreatedBy);
   total.usageRows = await count.usageRows(cutoffs.usageBeforeDay);
+  total.events = await count.events(cutoffs.eventsOccurredBy);
   return total;
 }

@@ -4,6 +4,8 @@
  * instant: a unique key on the pair makes a fire create one job however many instances try, and
  * the firing lease (scheduleClaimDue) keeps them from trying at once.
  */
+import type { NewEvent } from './event-store.js';
+
 export const CATCH_UP_MODES = ['latest', 'none', 'all'] as const;
 export type CatchUp = (typeof CATCH_UP_MODES)[number];
 export const OVERLAP_MODES = ['allow', 'skip'] as const;
@@ -48,6 +50,8 @@ export interface ScheduleAdvanceParams {
   lastRun: { at: number; jobId: string } | null;
   skipped: number;
   now: number;
+  /** schedule.skipped events of the skipped fires (SPEC section 10), recorded with the advance, for a project with an eventsUrl. */
+  events?: NewEvent[];
 }
 
 export interface ScheduleStore {

@@ -7,6 +7,7 @@
  */
 import type { PruneCutoffs } from '../retention.js';
 import type { ScheduleStore } from './schedule-store.js';
+import type { EventStore } from './event-store.js';
 
 export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -285,7 +286,7 @@ export interface ExpiredLease {
   attemptNumber: number | null;
 }
 
-export interface Store extends ScheduleStore {
+export interface Store extends ScheduleStore, EventStore {
   /** Which driver, for messages (the CLI's `migrate` answer); what differs is said by the members below. */
   readonly kind: 'sqlite' | 'postgres';
   /**
@@ -450,4 +451,5 @@ export interface PruneCounts extends PrunedJobs {
   idempotencyKeys: number;
   /** Daily usage rows (PostgreSQL keeps a day in up to 16). */
   usageRows: number;
+  events: number;
 }

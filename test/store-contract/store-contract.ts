@@ -495,10 +495,10 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
       it('deletes final jobs with their attempts once they became final at or before the cut-off, never a job still to run', async () => {
         const project = await makeProject();
         await finalAndLiveJobs(project);
-        const cutoffs = (finalBy: number) => ({ projects: [{ projectId: project.id, finalBy }], idempotencyCreatedBy: 0, usageBeforeDay: '2000-01-01' });
-        expect(await store.pruneCount(cutoffs(T0 + 4))).toEqual({ jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0 });
+        const cutoffs = (finalBy: number) => ({ projects: [{ projectId: project.id, finalBy }], idempotencyCreatedBy: 0, usageBeforeDay: '2000-01-01', eventsOccurredBy: 0 });
+        expect(await store.pruneCount(cutoffs(T0 + 4))).toEqual({ jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0, events: 0 });
         expect(await store.jobPruneFinal({ projectId: project.id, finalBy: T0 + 4, limit: 100 })).toEqual({ jobs: 0, attempts: 0 });
-        expect(await store.pruneCount(cutoffs(T0 + 5))).toEqual({ jobs: 3, attempts: 2, idempotencyKeys: 0, usageRows: 0 });
+        expect(await store.pruneCount(cutoffs(T0 + 5))).toEqual({ jobs: 3, attempts: 2, idempotencyKeys: 0, usageRows: 0, events: 0 });
         expect(await store.jobPruneFinal({ projectId: project.id, finalBy: T0 + 5, limit: 100 })).toEqual({ jobs: 3, attempts: 2 });
         for (const gone of ['job_done', 'job_failed', 'job_cancelled']) expect(await exists(project, gone)).toBe(false);
         expect(await store.attemptListByJob('job_done')).toEqual([]);
@@ -568,7 +568,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         const day = new Date(T0).toISOString().slice(0, 10);
         const nextDay = new Date(T0 + DAY).toISOString().slice(0, 10);
         // PostgreSQL spreads a day's usage over up to 16 rows (0003_shard_usage_daily.sql): rows, not days, are counted.
-        const counted = await store.pruneCount({ projects: [], idempotencyCreatedBy: T0, usageBeforeDay: nextDay });
+        const counted = await store.pruneCount({ projects: [], idempotencyCreatedBy: T0, usageBeforeDay: nextDay, eventsOccurredBy: 0 });
         expect(counted.idempotencyKeys).toBe(1);
         expect(counted.usageRows).toBeGreaterThan(0);
         expect(await store.idempotencyKeyPrune({ createdBy: T0 - 1, limit: 10 })).toBe(0);
@@ -577,7 +577,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect((await create(project, [job('job_k3')], { idempotency: { ...idem, validAfter: 0 } })).kind).toBe('created');
         expect((await create(project, [job('job_k4')], { idempotency: { ...idem, key: 'k-new', validAfter: 0 } })).kind).toBe('replayed');
         expect(await store.usagePrune({ beforeDay: day, limit: 10 })).toBe(0);
-        const usageRows = (await store.pruneCount({ projects: [], idempotencyCreatedBy: 0, usageBeforeDay: nextDay })).usageRows;
+        const usageRows = (await store.pruneCount({ projects: [], idempotencyCreatedBy: 0, usageBeforeDay: nextDay, eventsOccurredBy: 0 })).usageRows;
         expect(await store.usagePrune({ beforeDay: nextDay, limit: 100 })).toBe(usageRows);
         expect(await store.usageDaily({ teamId: project.teamId, fromDay: '2027-01-01', toDay: '2028-01-01' })).toEqual([]);
       });
@@ -593,6 +593,116 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.projectUpdate({ projectId: project.id, patch: { retentionDays: null } })).toMatchObject({ retentionDays: null });
         const size = await store.storeSize();
         expect(size.databaseBytes).toBeGreaterThan(0);
+      });
+    });
+
+    describe('events (SPEC section 10)', () => {
+      const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 5, error: 'HTTP 500', responseBody: 'no' };
+      const event = (project: ProjectRow, id: string, occurredAt = T0) => ({ id, projectId: project.id, type: 'job.failed' as const, occurredAt, data: '{"n":1}' });
+      async function withEvents(): Promise<ProjectRow> {
+        const project = await makeProject();
+        return (await store.projectUpdate({ projectId: project.id, patch: { eventsUrl: 'http://127.0.0.1:1/events' } }))!;
+      }
+      const claim = (now: number, workerId = 'wrk_e') => store.eventClaimDue({ now, limit: 10, workerId, leaseExtraMs: 1_000 });
+
+      it('records events only for a project with an eventsUrl, and lists them newest first by cursor', async () => {
+        const quiet = await makeProject();
+        expect(await store.eventInsert(event(quiet, 'evt_q'))).toBe(false);
+        expect(await store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
+        const project = await withEvents();
+        for (const id of ['evt_1', 'evt_2', 'evt_3']) expect(await store.eventInsert(event(project, id))).toBe(true);
+        const page = await store.eventList({ projectId: project.id, beforeSeq: null, limit: 2 });
+        expect(page.map((e) => e.id)).toEqual(['evt_3', 'evt_2']);
+        expect(page[0]).toMatchObject({ projectId: project.id, type: 'job.failed', occurredAt: T0, data: '{"n":1}', status: 'PENDING', attemptCount: 0, nextAttemptAt: T0 });
+        expect((await store.eventList({ projectId: project.id, beforeSeq: page[1]!.seq, limit: 2 })).map((e) => e.id)).toEqual(['evt_1']);
+      });
+
+      it("records job.failed with the attempt that failed the job, for its project's eventsUrl only", async () => {
+        const project = await withEvents();
+        const quiet = await makeProject();
+        await create(project, [job('job_ef', { maxRetries: 0 })]);
+        await create(quiet, [job('job_qf', { maxRetries: 0, runAt: T0 + 1 })]);
+        await store.jobClaimDue({ now: T0 + 5, dueBy: T0 + 5, limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [] });
+        for (const jobId of ['job_ef', 'job_qf']) {
+          await store.attemptStart({ jobId, attemptId: `att_X${jobId}`, workerId: 'wrk_a', now: T0 + 5, leaseExpiresAt: T0 + 60_000 });
+          await store.attemptFinish({ jobId, attemptId: `att_X${jobId}`, workerId: 'wrk_a', now: T0 + 9, result: failure, next: { kind: 'fail' } });
+        }
+        const [recorded] = await store.eventList({ projectId: project.id, beforeSeq: null, limit: 10 });
+        expect(recorded).toMatchObject({ id: 'evt_Xjob_ef', type: 'job.failed', occurredAt: T0 + 9, status: 'PENDING' });
+        expect(JSON.parse(recorded!.data)).toEqual({ jobId: 'job_ef', attemptCount: 1, lastError: 'HTTP 500' });
+        expect(await store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
+      });
+
+      it('claims due events once, lets a lapsed claim be taken over, and records delivered, retry and failed only under the claim', async () => {
+        const project = await withEvents();
+        await store.eventInsert(event(project, 'evt_a', T0));
+        await store.eventInsert(event(project, 'evt_later', T0 + 45_000));
+        const [claimed, ...rest] = await claim(T0 + 1);
+        expect(rest).toEqual([]);
+        expect(claimed).toMatchObject({ id: 'evt_a', leaseUntil: T0 + 1 + 1_000 + 30_000 });
+        expect(await claim(T0 + 2, 'wrk_other')).toEqual([]);
+        // Lapsed: another worker takes it, and the first one's outcome no longer counts.
+        const [taken] = await claim(claimed!.leaseUntil, 'wrk_other');
+        expect(taken!.id).toBe('evt_a');
+        const retry = { kind: 'retry' as const, at: T0 + 50_000, error: 'HTTP 503' };
+        expect(await store.eventFinish({ eventId: 'evt_a', workerId: 'wrk_e', leaseUntil: claimed!.leaseUntil, now: T0 + 40_000, outcome: retry })).toBe(false);
+        expect(await store.eventFinish({ eventId: 'evt_a', workerId: 'wrk_other', leaseUntil: taken!.leaseUntil, now: T0 + 40_000, outcome: retry })).toBe(true);
+        const list = async () => Object.fromEntries((await store.eventList({ projectId: project.id, beforeSeq: null, limit: 10 })).map((e) => [e.id, e]));
+        expect((await list()).evt_a).toMatchObject({ status: 'PENDING', attemptCount: 1, nextAttemptAt: T0 + 50_000, lastError: 'HTTP 503' });
+        expect((await claim(T0 + 49_999)).map((e) => e.id)).toEqual(['evt_later']);
+        const [again] = await claim(T0 + 50_000);
+        expect(await store.eventFinish({ eventId: 'evt_a', workerId: 'wrk_e', leaseUntil: again!.leaseUntil, now: T0 + 50_001, outcome: { kind: 'failed', error: 'HTTP 500' } })).toBe(true);
+        expect((await list()).evt_a).toMatchObject({ status: 'FAILED', attemptCount: 2, nextAttemptAt: null, lastError: 'HTTP 500', deliveredAt: null });
+        await store.eventInsert(event(project, 'evt_ok', T0 + 60_000));
+        const [ok] = await claim(T0 + 60_000);
+        expect(await store.eventFinish({ eventId: 'evt_ok', workerId: 'wrk_e', leaseUntil: ok!.leaseUntil, now: T0 + 60_001, outcome: { kind: 'delivered' } })).toBe(true);
+        expect((await list()).evt_ok).toMatchObject({ status: 'DELIVERED', attemptCount: 1, deliveredAt: T0 + 60_001, nextAttemptAt: null });
+        expect(await store.eventFinish({ eventId: 'evt_ok', workerId: 'wrk_e', leaseUntil: ok!.leaseUntil, now: T0 + 60_002, outcome: { kind: 'delivered' } })).toBe(false);
+      });
+
+      it('records webhook.failing at the 10th failure in a row, again only after an hour, and webhook.recovered at the first success', async () => {
+        const project = await withEvents();
+        const fail = (at: number, n = 1) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 10}`, at: at + i, eventId: `evt_f${at + i}` }));
+        const succeed = (at: number) => ({ failed: false, error: null, at, eventId: `evt_s${at}` });
+        const types = async () => (await store.eventList({ projectId: project.id, beforeSeq: null, limit: 100 })).map((e) => [e.type, JSON.parse(e.data)]).reverse();
+        // A success breaks a run of 9: nothing.
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: [...fail(T0, 9), succeed(T0 + 100)] });
+        expect(await store.webhookHealthListFailing()).toEqual([]);
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 200, 9) });
+        expect(await store.webhookHealthListFailing()).toEqual([project.id]);
+        expect(await types()).toEqual([]);
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 300, 1) });
+        expect(await types()).toEqual([['webhook.failing', { consecutiveFailures: 10, lastError: 'HTTP 500', since: new Date(T0 + 200).toISOString() }]]);
+        // Still failing within the hour: no second event; at an hour, one more.
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 400, 50) });
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 300 + 3_600_000 - 1, 1) });
+        expect(await types()).toHaveLength(1);
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 300 + 3_600_000, 1) });
+        expect((await types())[1]).toEqual(['webhook.failing', { consecutiveFailures: 62, lastError: 'HTTP 500', since: new Date(T0 + 200).toISOString() }]);
+        await store.webhookHealthRecord({ projectId: project.id, outcomes: [succeed(T0 + 4_000_000), succeed(T0 + 4_000_001)] });
+        expect((await types()).slice(2)).toEqual([['webhook.recovered', { failingSince: new Date(T0 + 200).toISOString() }]]);
+        expect(await store.webhookHealthListFailing()).toEqual([]);
+      });
+
+      it('records schedule.skipped with the advance of its schedule only', async () => {
+        const project = await withEvents();
+        const schedule = { id: 'sch_ev', projectId: project.id, name: null, cron: '* * * * *', timezone: 'UTC', payload: '{}', maxRetries: null, catchUp: 'latest' as const, overlap: 'skip' as const, paused: false, nextRunAt: T0, lastRunAt: null, lastJobId: null, skippedCount: 0, createdAt: T0, updatedAt: T0 };
+        await store.scheduleInsert({ schedule, maxPerProject: 10 });
+        const skipped = { id: 'evt_sk', projectId: project.id, type: 'schedule.skipped' as const, occurredAt: T0, data: JSON.stringify({ scheduleId: 'sch_ev', fireAt: new Date(T0).toISOString() }) };
+        // A stale advance (the schedule moved on) records nothing.
+        expect(await store.scheduleAdvance({ scheduleId: 'sch_ev', expectedNextRunAt: T0 - 1, nextRunAt: T0 + 60_000, lastRun: null, skipped: 1, now: T0, events: [skipped] })).toBe(false);
+        expect(await store.eventList({ projectId: project.id, beforeSeq: null, limit: 10 })).toEqual([]);
+        expect(await store.scheduleAdvance({ scheduleId: 'sch_ev', expectedNextRunAt: T0, nextRunAt: T0 + 60_000, lastRun: null, skipped: 1, now: T0, events: [skipped] })).toBe(true);
+        expect((await store.eventList({ projectId: project.id, beforeSeq: null, limit: 10 })).map((e) => [e.id, e.type])).toEqual([['evt_sk', 'schedule.skipped']]);
+      });
+
+      it('prunes events that occurred at or before the cut-off', async () => {
+        const project = await withEvents();
+        await store.eventInsert(event(project, 'evt_old', T0));
+        await store.eventInsert(event(project, 'evt_new', T0 + 1));
+        expect((await store.pruneCount({ projects: [], idempotencyCreatedBy: 0, usageBeforeDay: '2000-01-01', eventsOccurredBy: T0 })).events).toBe(1);
+        expect(await store.eventPrune({ occurredBy: T0, limit: 10 })).toBe(1);
+        expect((await store.eventList({ projectId: project.id, beforeSeq: null, limit: 10 })).map((e) => e.id)).toEqual(['evt_new']);
       });
     });
 

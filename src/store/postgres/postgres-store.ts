@@ -55,6 +55,8 @@ import { PostgresListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import * as q from './queries.js';
 import { PostgresSchedules } from './schedules.js';
+import { PostgresEvents } from './events.js';
+import type { EventStore } from '../event-store.js';
 import type { ScheduleStore } from '../schedule-store.js';
 import { PostgresRetention } from './retention.js';
 import type { PruneCutoffs } from '../../retention.js';
@@ -84,11 +86,13 @@ export class PostgresStore implements Store {
   private readonly cached: CachedReads;
   private readonly retention: PostgresRetention;
   private readonly schedules: PostgresSchedules;
+  private readonly events: PostgresEvents;
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.db = new ConnectionPool(options);
     this.retention = new PostgresRetention(this.db);
-    this.schedules = new PostgresSchedules(this.db);
+    this.events = new PostgresEvents(this.db);
+    this.schedules = new PostgresSchedules(this.db, this.events);
     this.creator = new JobCreator(this.db);
     this.attempts = new AttemptRecorder(this.db);
     this.cached = new CachedReads(this.db);
@@ -429,6 +433,15 @@ export class PostgresStore implements Store {
   readonly usagePrune = (params: { beforeDay: string; limit: number }) => this.retention.usagePrune(params);
   readonly pruneCount = (cutoffs: PruneCutoffs) => this.retention.count(cutoffs);
   readonly storeSize = () => this.retention.size();
+
+  // Events (SPEC section 10), in events.ts.
+  readonly eventInsert: EventStore['eventInsert'] = (event) => this.events.insert(event);
+  readonly eventList: EventStore['eventList'] = (params) => this.events.list(params);
+  readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.events.claimDue(params);
+  readonly eventFinish: EventStore['eventFinish'] = (params) => this.events.finish(params);
+  readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.events.healthRecord(params);
+  readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = () => this.events.listFailing();
+  readonly eventPrune: EventStore['eventPrune'] = (params) => this.events.prune(params);
 
   // Recurring schedules (SPEC section 9), in schedules.ts.
   readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.schedules.insert(params);

@@ -192,6 +192,19 @@ export const AttemptStartMany = `WITH input AS (
     SELECT attempt_id, job_id, n, now FROM started WHERE job_id NOT IN (SELECT id FROM again)
   )
   SELECT job_id AS "jobId", n AS "attemptNumber" FROM started`;
+/**
+ * job.failed (SPEC section 10) for each job of the CTE `job` that the finish made FAILED, in the
+ * finish's own statement, for a project with an eventsUrl. Its id is the attempt's (event-store.ts,
+ * jobFailedEventId); its data is built as the embedded store builds it (EventInsertJobFailed).
+ */
+const JOB_FAILED_EVENT = `failed_event AS (
+    INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+    SELECT 'evt_' || substr(j.attempt_id, 5), j.project_id, 'job.failed', j.now,
+      CASE WHEN j.schedule_id IS NULL THEN json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error)
+        ELSE json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error, 'scheduleId', j.schedule_id) END::text,
+      'PENDING', j.now, j.now
+    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'FAILED' AND p.events_url IS NOT NULL
+  )`;
 /** Many attempts' results in one statement, each guarded by its lease and attempt. Returns the jobs it applied to. */
 export const AttemptFinishMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::int[], $8::text[],
@@ -207,12 +220,12 @@ export const AttemptFinishMany = `WITH input AS (
       failed_at = CASE WHEN i.status = 'FAILED' THEN i.now ELSE jobs.failed_at END
     FROM input i
     WHERE jobs.id = i.job_id AND jobs.status = 'STARTED' AND jobs.lease_owner = i.worker_id AND jobs.lease_attempt_id = i.attempt_id
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.project_id, jobs.status, jobs.attempt_count, jobs.last_error, jobs.schedule_id, i.attempt_id, i.now
   ), attempt AS (
     UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = i.status_code, duration_ms = i.duration_ms,
       error = i.error, response_body = i.response_body
     FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
-  )
+  ), ${JOB_FAILED_EVENT}
   SELECT id AS "jobId" FROM job`;
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const AttemptFinish = `WITH job AS (
@@ -224,11 +237,11 @@ export const AttemptFinish = `WITH job AS (
       completed_at = CASE WHEN $5::text = 'COMPLETED' THEN $4::bigint ELSE completed_at END,
       failed_at = CASE WHEN $5::text = 'FAILED' THEN $4::bigint ELSE failed_at END
     WHERE id = $1 AND status = 'STARTED' AND lease_owner = $3 AND lease_attempt_id = $2
-    RETURNING id
+    RETURNING id, project_id, status, attempt_count, last_error, schedule_id, $2::text AS attempt_id, $4::bigint AS now
   ), attempt AS (
     UPDATE attempts SET finished_at = $4, outcome = $9, status_code = $10, duration_ms = $11, error = $12, response_body = $13
     WHERE id = $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM job)
-  )
+  ), ${JOB_FAILED_EVENT}
   SELECT count(*)::int AS n FROM job`;
 export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
   FROM unnest($2::text[], $3::bigint[]) AS v(id, expires_at)
@@ -361,6 +374,7 @@ export const JobCountPrunable = `SELECT count(*)::int AS jobs,
 export const IdempotencyKeyPrune = `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
   SELECT ctid FROM idempotency_keys WHERE created_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`;
 export const IdempotencyKeyCountPrunable = 'SELECT count(*)::int AS n FROM idempotency_keys WHERE created_at <= $1';
+export const EventCountPrunable = 'SELECT count(*)::int AS n FROM events WHERE occurred_at <= $1';
 export const UsagePrune = `DELETE FROM usage_daily WHERE ctid = ANY(ARRAY(
   SELECT ctid FROM usage_daily WHERE day < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`;
 export const UsageCountPrunable = 'SELECT count(*)::int AS n FROM usage_daily WHERE day < $1';
@@ -398,3 +412,36 @@ export const ScheduleAdvance = `UPDATE schedules SET next_run_at = $3, firing_un
 /** As in ../sqlite/queries.ts. */
 export const ScheduleNextWakeAt = `SELECT min(CASE WHEN overlap = 'skip' THEN next_run_at ELSE next_run_at - $1 END) AS "wakeAt"
   FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2`;
+
+// Events (SPEC section 10): as in ../sqlite/queries.ts.
+const EVENT_COLUMNS = `seq, id, project_id AS "projectId", type, occurred_at AS "occurredAt", data, status, attempt_count AS "attemptCount",
+  next_attempt_at AS "nextAttemptAt", last_error AS "lastError", delivered_at AS "deliveredAt"`;
+export const EventInsert = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+  SELECT $1, id, $3, $4::bigint, $5, 'PENDING', $4::bigint, $4::bigint FROM projects WHERE id = $2 AND events_url IS NOT NULL`;
+export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
+/** SKIP LOCKED: instances claiming at once each take other events instead of waiting. */
+export const EventClaimDue = `WITH due AS (
+    SELECT seq FROM events WHERE status = 'PENDING' AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )
+  UPDATE events SET claimed_by = $3, updated_at = $1, next_attempt_at = $1::bigint + $4::bigint + p.delivery_timeout_ms
+  FROM due, projects p WHERE events.seq = due.seq AND p.id = events.project_id
+  RETURNING events.seq, events.id, events.project_id AS "projectId", events.type, events.occurred_at AS "occurredAt", events.data,
+    events.status, events.attempt_count AS "attemptCount", events.next_attempt_at AS "nextAttemptAt", events.last_error AS "lastError",
+    events.delivered_at AS "deliveredAt", events.next_attempt_at AS "leaseUntil"`;
+export const EventFinish = `UPDATE events SET status = $5, attempt_count = attempt_count + 1, next_attempt_at = $6,
+  last_error = COALESCE($7, last_error), delivered_at = $8, claimed_by = NULL, updated_at = $4
+  WHERE id = $1 AND status = 'PENDING' AND claimed_by = $2 AND next_attempt_at = $3`;
+export const EventPrune = `WITH doomed AS (
+    SELECT seq FROM events WHERE occurred_at <= $1 ORDER BY occurred_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )
+  DELETE FROM events USING doomed WHERE events.seq = doomed.seq`;
+export const WebhookHealthGetForUpdate = `SELECT consecutive_failures AS "consecutiveFailures", failing_since AS "failingSince",
+  failing_event_at AS "failingEventAt", last_error AS "lastError" FROM webhook_health WHERE project_id = $1 FOR UPDATE`;
+/** Takes the row's lock even when there is no row yet: two instances' first failures of a run must not both insert. */
+export const WebhookHealthLockProject = 'SELECT 1 FROM projects WHERE id = $1 FOR NO KEY UPDATE';
+export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, consecutive_failures, failing_since, failing_event_at, last_error)
+  VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (project_id) DO UPDATE SET consecutive_failures = excluded.consecutive_failures, failing_since = excluded.failing_since,
+  failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
+export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = $1';
+export const WebhookHealthListFailing = 'SELECT project_id AS "projectId" FROM webhook_health';

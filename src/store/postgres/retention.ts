@@ -30,6 +30,7 @@ export class PostgresRetention {
       jobs: async (project) => (await this.db.rows<PrunedJobs>(q.JobCountPrunable, [project.projectId, project.finalBy]))[0]!,
       idempotencyKeys: (createdBy) => n(q.IdempotencyKeyCountPrunable, createdBy),
       usageRows: (beforeDay) => n(q.UsageCountPrunable, beforeDay),
+      events: (occurredBy) => n(q.EventCountPrunable, occurredBy),
     });
   }
 

@@ -1,12 +1,16 @@
 /** Recurring schedules (SPEC section 9) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
 import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
 import type { ConnectionPool } from './connection-pool.js';
+import type { PostgresEvents } from './events.js';
 import * as q from './queries.js';
 
 const settingsArgs = (s: ScheduleSettings) => [s.name, s.cron, s.timezone, s.payload, s.maxRetries, s.catchUp, s.overlap, s.paused];
 
 export class PostgresSchedules {
-  constructor(private readonly db: ConnectionPool) {}
+  constructor(
+    private readonly db: ConnectionPool,
+    private readonly events: PostgresEvents,
+  ) {}
 
   async insert(params: { schedule: NewSchedule; maxPerProject: number }): Promise<boolean> {
     const s = params.schedule;
@@ -51,6 +55,12 @@ export class PostgresSchedules {
 
   async advance(p: ScheduleAdvanceParams): Promise<boolean> {
     const args = [p.scheduleId, p.expectedNextRunAt, p.nextRunAt, p.lastRun?.at ?? null, p.lastRun?.jobId ?? null, p.skipped, p.now];
-    return ((await this.db.query(q.ScheduleAdvance, args)).rowCount ?? 0) > 0;
+    if (!p.events?.length) return ((await this.db.query(q.ScheduleAdvance, args)).rowCount ?? 0) > 0;
+    // The skipped fires' events commit with the advance, or not at all.
+    return this.db.transaction(async (client) => {
+      const advanced = ((await this.db.query(q.ScheduleAdvance, args, client)).rowCount ?? 0) > 0;
+      if (advanced) for (const event of p.events!) await this.events.insert(event, client);
+      return advanced;
+    });
   }
 }

@@ -13,6 +13,7 @@ export function countPrunableSqlite(background: BackgroundConnection, cutoffs: P
     jobs: (project) => first<PrunedJobs>(q.JobCountPrunable, project),
     idempotencyKeys: async (createdBy) => (await first<{ n: number }>(q.IdempotencyKeyCountPrunable, createdBy)).n,
     usageRows: async (beforeDay) => (await first<{ n: number }>(q.UsageCountPrunable, beforeDay)).n,
+    events: async (occurredBy) => (await first<{ n: number }>(q.EventCountPrunable, occurredBy)).n,
   });
 }
 

@@ -2,6 +2,7 @@
 import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
 import * as q from './queries.js';
 import type { Sql } from './writes.js';
+import { insertEvent } from './event-writes.js';
 
 /** SQLite has no boolean: paused comes back as 0/1. */
 export function toSchedule(row: unknown): ScheduleRow {
@@ -35,7 +36,7 @@ export const SCHEDULE_WRITES = {
   },
 
   scheduleAdvance(sql: Sql, p: ScheduleAdvanceParams): boolean {
-    return (
+    const advanced =
       sql(q.ScheduleAdvance).run({
         scheduleId: p.scheduleId,
         expectedNextRunAt: p.expectedNextRunAt,
@@ -44,7 +45,8 @@ export const SCHEDULE_WRITES = {
         lastJobId: p.lastRun?.jobId ?? null,
         skipped: p.skipped,
         now: p.now,
-      }).changes > 0
-    );
+      }).changes > 0;
+    if (advanced) for (const event of p.events ?? []) insertEvent(sql, event);
+    return advanced;
   },
 } as const;

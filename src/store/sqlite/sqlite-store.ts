@@ -56,6 +56,7 @@ import { acquireServeLock } from './serve-lock.js';
 import * as q from './queries.js';
 import { toSchedule } from './schedule-writes.js';
 import type { ScheduleStore } from '../schedule-store.js';
+import type { EventRow, EventStore } from '../event-store.js';
 
 interface SqliteStoreOptions {
   path: string;
@@ -413,6 +414,17 @@ export class SqliteStore implements Store {
   readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run('usagePrune', params);
   readonly pruneCount = (cutoffs: PruneCutoffs): Promise<PruneCounts> => countPrunableSqlite(this.background, cutoffs);
   readonly storeSize = async () => storeFileSizes(this.path);
+
+  // Events (SPEC section 10): reads on this connection, writes on the writer.
+  readonly eventInsert: EventStore['eventInsert'] = (event) => this.writer.run('eventInsert', event);
+  readonly eventList: EventStore['eventList'] = async (params) =>
+    this.sql(q.EventList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }) as EventRow[];
+  readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.writer.run('eventClaimDue', params);
+  readonly eventFinish: EventStore['eventFinish'] = (params) => this.writer.run('eventFinish', params);
+  readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.writer.run('webhookHealthRecord', params);
+  readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = async () =>
+    (this.sql(q.WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
+  readonly eventPrune: EventStore['eventPrune'] = (params) => this.writer.run('eventPrune', params);
 
   // Recurring schedules (SPEC section 9): reads on this connection, writes on the writer.
   readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.writer.run('scheduleInsert', params);

@@ -29,6 +29,8 @@ import { utcDay } from '../../timestamp.js';
 import { assembleAnswer, idempotentAnswer, jobAfterAttempt } from '../job-rules.js';
 import * as q from './queries.js';
 import { SCHEDULE_WRITES } from './schedule-writes.js';
+import { EVENT_WRITES } from './event-writes.js';
+import { jobFailedEventId } from '../event-store.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 /** Prepares a statement once per connection and reuses it. */
@@ -94,6 +96,7 @@ function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
   }).changes;
   if (changed === 0) return false;
   sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...params.result });
+  if (params.next.kind === 'fail') sql(q.EventInsertJobFailed).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now });
   return true;
 }
 
@@ -318,6 +321,7 @@ export const WRITES = {
   },
 
   ...SCHEDULE_WRITES,
+  ...EVENT_WRITES,
 } as const;
 
 export type Writes = typeof WRITES;
