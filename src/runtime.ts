@@ -141,6 +141,11 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     log,
     client: runtime.webhookClient,
     signingSecrets: (projectId) => runtime.services.manage.signingSecrets(projectId),
+    maxRetriesFor: async (project) => {
+      const team = await runtime.store.teamGet(project.teamId);
+      const cap = team ? runtime.services.manage.planOf(team).maxRetriesCap : 0;
+      return Math.min(project.retryMaxRetries ?? cap, cap);
+    },
     globalConcurrency: runtime.config.deliveryConcurrency,
     takeOverLeasesAtStart: runtime.store.soleInstance,
     ...(random && { random }),

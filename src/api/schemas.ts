@@ -112,6 +112,22 @@ export const project = {
   },
 } as const;
 
+export const event = {
+  type: 'object',
+  properties: {
+    eventId: { type: 'string' },
+    type: { type: 'string', enum: ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped'] },
+    occurredAt: timestamp,
+    projectId: { type: 'string' },
+    data: { type: 'object', additionalProperties: true },
+    status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] },
+    attemptCount: { type: 'integer' },
+    nextAttemptAt: nullableTimestamp,
+    lastError: { type: ['string', 'null'] },
+    deliveredAt: nullableTimestamp,
+  },
+} as const;
+
 export const apiKey = {
   type: 'object',
   properties: {

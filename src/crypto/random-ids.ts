@@ -53,3 +53,4 @@ export const newSecretId = (): string => `whs_${randomBase62(16)}`;
 export const newTestJobId = (): string => `job_test_${randomBase62(22)}`;
 export const newScheduleId = (): string => `sch_${randomBase62(22)}`;
 export const newUserId = (): string => `usr_${randomBase62(16)}`;
+export const newEventId = (now: number = Date.now()): string => `evt_${timePrefix(now)}${randomBase62(22)}`;

@@ -6,6 +6,7 @@ import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
+import type { WebhookHealth } from './webhook-health.js';
 
 /** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
 export const LEASE_MARGIN_MS = 30_000;
@@ -18,6 +19,10 @@ export interface DeliveryDeps {
   workerId: string;
   /** A failed attempt queued the job again for `runAt`: the scheduler must wake for it. */
   onRequeued: (runAt: number) => void;
+  /** Attempt outcomes of projects with an eventsUrl, for webhook.failing and webhook.recovered. */
+  health?: WebhookHealth;
+  /** A job reached FAILED: its job.failed event may be waiting to be sent. */
+  onJobFailed?: () => void;
   random?: () => number;
 }
 
@@ -199,5 +204,13 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
   else metrics.lateResultsIgnored.inc();
   if (applied && next.kind === 'retry') deps.onRequeued(next.runAt);
   if (applied && next.kind === 'complete') metrics.jobsCompleted.inc();
-  if (applied && next.kind === 'fail') metrics.jobsFailed.inc();
+  if (applied && next.kind === 'fail') {
+    metrics.jobsFailed.inc();
+    if (project.eventsUrl) deps.onJobFailed?.();
+  }
+  // Outcomes of the receiver, not of this instance: a request cut short by a shutdown says nothing.
+  if (applied && project.eventsUrl && next.kind !== 'release') {
+    if (result.outcome === 'success') deps.health?.success(project.id);
+    else deps.health?.failure(project.id, result.error ?? result.outcome);
+  }
 }

@@ -4,7 +4,9 @@ import { randomBase62 } from '../crypto/random-ids.js';
 import type { Metrics } from '../metrics.js';
 import { ClaimLoop } from '../scheduler/claim-loop.js';
 import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
-import type { Store } from '../store/store.js';
+import type { ProjectRow, Store } from '../store/store.js';
+import { EventDelivery } from '../delivery/event-delivery.js';
+import { WebhookHealth } from '../delivery/webhook-health.js';
 import type { ImmediateDelivery } from '../services/jobs-service.js';
 import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
@@ -17,6 +19,8 @@ interface DeliveryEngineOptions {
   log: FastifyBaseLogger;
   client: WebhookSender;
   signingSecrets: (projectId: string) => Promise<string[]>;
+  /** The retries an event gets (SPEC section 10): the project's default retry count, else its plan's cap. */
+  maxRetriesFor: (project: ProjectRow) => Promise<number>;
   globalConcurrency: number;
   /**
    * Rescue every lease at start, not only expired ones. Right for the embedded store, where one
@@ -32,13 +36,30 @@ export class DeliveryEngine {
   readonly dispatcher: Dispatcher;
   readonly claimLoop: ClaimLoop;
   readonly rescuer: LeaseRescuer;
+  /** Events to projects' eventsUrl, and the runs of failures some of them tell of (SPEC section 10). */
+  readonly events: EventDelivery;
+  readonly health: WebhookHealth;
 
   constructor(private readonly options: DeliveryEngineOptions) {
     const deps = { store: options.store, clock: options.clock, metrics: options.metrics, log: options.log, random: options.random };
+    const onError = (error: unknown) => options.log.error({ err: error }, 'events: a background step failed; it is tried again');
+    this.events = new EventDelivery({
+      store: options.store,
+      clock: options.clock,
+      client: options.client,
+      workerId: this.workerId,
+      signingSecrets: options.signingSecrets,
+      maxRetriesFor: options.maxRetriesFor,
+      onError,
+      ...(options.random && { random: options.random }),
+    });
+    this.health = new WebhookHealth({ store: options.store, clock: options.clock, onEvent: () => this.events.wake(), onError });
     this.dispatcher = new Dispatcher({
       ...deps,
       client: options.client,
       workerId: this.workerId,
+      health: this.health,
+      onJobFailed: () => this.events.wake(),
       onRequeued: (runAt) => this.claimLoop.notifyDue(runAt),
       globalConcurrency: options.globalConcurrency,
       signingSecrets: options.signingSecrets,
@@ -59,6 +80,8 @@ export class DeliveryEngine {
     this.rescuer.start();
     this.dispatcher.start();
     this.claimLoop.start();
+    await this.health.start();
+    this.events.start();
   }
 
   /**
@@ -93,6 +116,8 @@ export class DeliveryEngine {
     this.rescuer.stop();
     const drained = await this.dispatcher.drain(deadlineMs);
     const released = await this.options.store.jobReleaseDispatched({ workerId: this.workerId, now: this.options.clock.now() });
+    await this.health.stop();
+    await this.events.stop();
     return { drained, released };
   }
 }

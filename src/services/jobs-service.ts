@@ -19,7 +19,7 @@ import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../t
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
-import { encodeSeqCursor, readListLimit, readSeqCursor, readTimestampParam, singleValues } from './list-query.js';
+import { pageOf, readListLimit, readSeqCursor, readTimestampParam, singleValues } from './list-query.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
 export interface JobRequestContext {
@@ -267,9 +267,8 @@ export class JobsService {
       createdBefore: filter.createdBefore ?? null,
       scheduleId: filter.scheduleId ?? null,
     });
-    const page = rows.slice(0, filter.limit);
-    const last = page[page.length - 1];
-    return { jobs: page.map(jobStatusView), nextCursor: rows.length > filter.limit && last ? encodeSeqCursor(last.seq) : null };
+    const { page, nextCursor } = pageOf(rows, filter.limit);
+    return { jobs: page.map(jobStatusView), nextCursor };
   }
 
   async cancel(ctx: JobRequestContext, jobId: string): Promise<{ jobId: string; status: 'CANCELLED' }> {

@@ -18,6 +18,15 @@ export function decodeSeqCursor(cursor: string): number | null {
   return Number(text.slice(1));
 }
 
+/**
+ * A page from rows read with limit + 1 (newest first): the first `limit`, and the cursor of the
+ * last one when the extra row shows that more follow.
+ */
+export function pageOf<R extends { seq: number }>(rows: R[], limit: number): { page: R[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { page, nextCursor: rows.length > limit ? encodeSeqCursor(page[page.length - 1]!.seq) : null };
+}
+
 /** The cursor's sequence, or INVALID_REQUEST on the cursor field. */
 export function readSeqCursor(cursor: string): number {
   const seq = decodeSeqCursor(cursor);

@@ -9,7 +9,8 @@ import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotC
 import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, projectView, teamView } from './manage-views.js';
+import { apiKeyView, eventView, projectView, teamView } from './manage-views.js';
+import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
 import { readName, readProjectPatch, requireObject } from './validate-manage-input.js';
 
@@ -145,6 +146,16 @@ export class ManageService {
     const row: ApiKeyRow = { id: newKeyId(), projectId, name, prefix, createdAt: this.deps.clock.now(), lastUsedAt: null, revokedAt: null };
     await this.deps.store.apiKeyInsert({ ...row, hash });
     return { keyId: row.id, name, key, createdAt: formatTimestamp(row.createdAt) };
+  }
+
+  /** GET /manage/v1/projects/:projectId/events: newest first, cursor-paginated as the jobs list. */
+  async listEvents(projectId: string, query: Record<string, unknown>) {
+    await this.requireProject(projectId);
+    const { limit: limitText, cursor } = singleValues(query, ['limit', 'cursor']);
+    const limit = readListLimit(limitText);
+    const rows = await this.deps.store.eventList({ projectId, beforeSeq: cursor === undefined ? null : readSeqCursor(cursor), limit: limit + 1 });
+    const { page, nextCursor } = pageOf(rows, limit);
+    return { events: page.map(eventView), nextCursor };
   }
 
   async listKeys(projectId: string) {

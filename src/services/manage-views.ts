@@ -1,5 +1,6 @@
 /** What the management API (and the dashboard) shows of teams, projects and keys. */
 import type { ApiKeyRow, ProjectRow, TeamRow } from '../store/store.js';
+import type { EventRow } from '../store/event-store.js';
 import { formatNullableTimestamp, formatTimestamp } from '../timestamp.js';
 
 export function teamView(team: TeamRow) {
@@ -26,6 +27,22 @@ export function projectView(project: ProjectRow) {
     eventsFormat: project.eventsFormat,
     retentionDays: project.retentionDays,
     createdAt: formatTimestamp(project.createdAt),
+  };
+}
+
+/** An event as listed (SPEC section 10): what was sent, and how its delivery stands. */
+export function eventView(event: EventRow) {
+  return {
+    eventId: event.id,
+    type: event.type,
+    occurredAt: formatTimestamp(event.occurredAt),
+    projectId: event.projectId,
+    data: JSON.parse(event.data) as Record<string, unknown>,
+    status: event.status,
+    attemptCount: event.attemptCount,
+    nextAttemptAt: event.status === 'PENDING' ? formatNullableTimestamp(event.nextAttemptAt) : null,
+    lastError: event.lastError,
+    deliveredAt: formatNullableTimestamp(event.deliveredAt),
   };
 }
 

@@ -6,15 +6,16 @@ import type { Clock } from '../clock.js';
 import { parseCron } from '../cron/cron-expression.js';
 import { nextFireAfter, nextFires } from '../cron/fire-times.js';
 import { TimeZone } from '../cron/time-zone.js';
-import { newScheduleId } from '../crypto/random-ids.js';
+import { newEventId, newScheduleId } from '../crypto/random-ids.js';
 import { InvalidRequestError, NotFoundError, ScheduleNotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import type { Plan } from '../plans.js';
 import type { ScheduleRow } from '../store/schedule-store.js';
+import type { NewEvent } from '../store/event-store.js';
 import { FINAL_JOB_STATUSES, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../timestamp.js';
 import type { JobRequestContext, JobsService } from './jobs-service.js';
 import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './schedule-input.js';
-import { encodeSeqCursor, readListLimit, readSeqCursor, singleValues } from './list-query.js';
+import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
 
 export const MAX_SCHEDULES_PER_PROJECT = 1_000;
 const PREVIEW_DEFAULT_COUNT = 5;
@@ -113,8 +114,8 @@ export class SchedulesService {
     const limit = readListLimit(limitText);
     const beforeSeq = cursor === undefined ? null : readSeqCursor(cursor);
     const rows = await this.deps.store.scheduleList({ projectId: ctx.project.id, beforeSeq, limit: limit + 1 });
-    const page = rows.slice(0, limit);
-    return { schedules: page.map(scheduleView), nextCursor: rows.length > limit ? encodeSeqCursor(page[page.length - 1]!.seq) : null };
+    const { page, nextCursor } = pageOf(rows, limit);
+    return { schedules: page.map(scheduleView), nextCursor };
   }
 
   async get(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
@@ -206,17 +207,17 @@ export class SchedulesService {
     }
     const caughtUp = schedule.catchUp === 'all' ? missed : schedule.catchUp === 'latest' && latestMissed !== null ? [latestMissed] : [];
     let fires = [...caughtUp.map((fireAt) => ({ fireAt, runAt: now })), ...onTime.map((fireAt) => ({ fireAt, runAt: fireAt }))];
-    let skipped = 0;
+    const skipped: number[] = [];
     if (schedule.overlap === 'skip' && fires.length > 0 && schedule.lastJobId !== null) {
       const previous = await store.jobGet({ projectId: schedule.projectId, jobId: schedule.lastJobId });
       if (previous && !FINAL_JOB_STATUSES.includes(previous.status)) {
-        skipped = fires.length;
+        skipped.push(...fires.map((f) => f.fireAt));
         fires = [];
       }
     }
     // With overlap "skip", only one job at a time: the latest of these fires.
     if (schedule.overlap === 'skip' && fires.length > 1) {
-      skipped += fires.length - 1;
+      skipped.push(...fires.slice(0, -1).map((f) => f.fireAt));
       fires = fires.slice(-1);
     }
     let lastRun: { at: number; jobId: string } | null = null;
@@ -228,7 +229,15 @@ export class SchedulesService {
         if (last >= 0) lastRun = { at: fires[last]!.fireAt, jobId: jobs[last]!.id };
       }
     }
-    await store.scheduleAdvance({ scheduleId: schedule.id, expectedNextRunAt, nextRunAt: next, lastRun, skipped, now });
+    // schedule.skipped (SPEC section 10), recorded with the advance for a project with an eventsUrl.
+    const events: NewEvent[] = skipped.map((fireAt) => ({
+      id: newEventId(now),
+      projectId: schedule.projectId,
+      type: 'schedule.skipped',
+      occurredAt: now,
+      data: JSON.stringify({ scheduleId: schedule.id, fireAt: formatTimestamp(fireAt) }),
+    }));
+    await store.scheduleAdvance({ scheduleId: schedule.id, expectedNextRunAt, nextRunAt: next, lastRun, skipped: skipped.length, now, events });
   }
 
   /** A project's context for the CLI, which works on the database without an API key. */

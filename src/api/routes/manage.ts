@@ -218,6 +218,21 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     }),
     async (request) => manage.testDelivery(request.params.projectId),
   );
+  app.get<ProjectParams>(
+    '/manage/v1/projects/:projectId/events',
+    opts("The project's recent events (SPEC section 10) with their delivery state, newest first", {
+      params: idParams('projectId'),
+      querystring: {
+        type: 'object',
+        properties: { limit: { type: 'string', description: '1..100, default 50' }, cursor: { type: 'string' } },
+      },
+      response: {
+        200: { type: 'object', properties: { events: { type: 'array', items: s.event }, nextCursor: { type: ['string', 'null'] } } },
+        ...s.errors(400, 401, 404),
+      },
+    }),
+    async (request) => manage.listEvents(request.params.projectId, request.query as Record<string, unknown>),
+  );
   app.delete<KeyParams>(
     '/manage/v1/keys/:keyId',
     opts('Revoke an API key', {

@@ -1,0 +1,135 @@
+/**
+ * Delivers events (SPEC section 10) to their project's eventsUrl: signed exactly as deliveries
+ * (webhook-id = the event id), at least once, retried on the project's retry policy. Every
+ * instance runs it; a claim in the store (a lease, as jobs have) keeps two from sending one event
+ * at once, and an instance that dies lets its claims lapse to the others.
+ *
+ * Events are few (a failed job, a failing receiver): the loop looks every POLL_MS, and at once when
+ * this instance may have recorded one.
+ */
+import type { Clock } from '../clock.js';
+import type { ClaimedEvent, EventAttemptOutcome } from '../store/event-store.js';
+import type { ProjectRow, Store } from '../store/store.js';
+import { LEASE_MARGIN_MS, toAttemptResult } from './deliver-attempt.js';
+import { eventBody } from './event-body.js';
+import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
+import type { WebhookSender } from './webhook-client.js';
+
+const POLL_MS = 1_000;
+const CLAIM_LIMIT = 20;
+
+interface EventDeliveryDeps {
+  store: Store;
+  clock: Clock;
+  client: WebhookSender;
+  workerId: string;
+  signingSecrets: (projectId: string) => Promise<string[]>;
+  /** The retries an event gets: the project's default retry count, else its plan's cap. */
+  maxRetriesFor: (project: ProjectRow) => Promise<number>;
+  onError: (error: unknown) => void;
+  random?: () => number;
+}
+
+export class EventDelivery {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = true;
+  private readonly shutdown = new AbortController();
+
+  constructor(private readonly deps: EventDeliveryDeps) {}
+
+  start(): void {
+    this.stopped = false;
+    this.wake();
+  }
+
+  /** Looks for due events now (and again after the pass under way, if one is). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.running = this.runOnce()
+      .catch((error: unknown) => this.deps.onError(error))
+      .finally(() => {
+        this.running = null;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+          return;
+        }
+        this.timer = setTimeout(() => this.wake(), POLL_MS);
+        this.timer.unref();
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    // Requests under way are cut short; their claims lapse and another instance (or the next start) sends them.
+    this.shutdown.abort();
+    await this.running;
+  }
+
+  /** Claims and sends every due event, CLAIM_LIMIT at a time. */
+  async runOnce(): Promise<void> {
+    for (;;) {
+      const claimed = await this.deps.store.eventClaimDue({
+        now: this.deps.clock.now(),
+        limit: CLAIM_LIMIT,
+        workerId: this.deps.workerId,
+        leaseExtraMs: LEASE_MARGIN_MS,
+      });
+      if (claimed.length === 0) return;
+      const projects = new Map((await this.deps.store.projectGetMany([...new Set(claimed.map((e) => e.projectId))])).map((p) => [p.id, p]));
+      await Promise.all(claimed.map((event) => this.send(event, projects.get(event.projectId)!).catch(this.deps.onError)));
+      if (claimed.length < CLAIM_LIMIT || this.stopped) return;
+    }
+  }
+
+  private async send(event: ClaimedEvent, project: ProjectRow): Promise<void> {
+    const { clock } = this.deps;
+    const secrets = await this.deps.signingSecrets(project.id);
+    let outcome: EventAttemptOutcome;
+    if (!project.eventsUrl || secrets.length === 0) {
+      // The URL was removed after the event was recorded: nowhere to send it.
+      outcome = { kind: 'failed', error: project.eventsUrl ? 'the project has no active webhook secret' : 'the project has no eventsUrl' };
+    } else {
+      const sent = await this.deps.client.deliver(
+        {
+          url: project.eventsUrl,
+          webhookId: event.id,
+          secrets,
+          timestampMs: clock.now(),
+          body: eventBody(event, project),
+          timeoutMs: project.deliveryTimeoutMs,
+        },
+        this.shutdown.signal,
+      );
+      if (sent.kind === 'aborted') return;
+      const result = toAttemptResult(sent, project.acceptAny2xx);
+      const now = clock.now();
+      const next = nextAfterAttempt(
+        project,
+        {
+          outcome: result.outcome,
+          statusCode: result.statusCode,
+          retryAfterMs: sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, now) : null,
+          attemptNumber: event.attemptCount + 1,
+          maxRetries: await this.deps.maxRetriesFor(project),
+        },
+        now,
+        this.deps.random,
+      );
+      const error = result.error ?? result.outcome;
+      outcome = next.kind === 'complete' ? { kind: 'delivered' } : next.kind === 'retry' ? { kind: 'retry', at: next.runAt, error } : { kind: 'failed', error };
+    }
+    await this.deps.store.eventFinish({ eventId: event.id, workerId: this.deps.workerId, leaseUntil: event.leaseUntil, now: clock.now(), outcome });
+  }
+}
