@@ -75,7 +75,10 @@ export class DeliveryEngine {
     this.options.client.prepare();
     // Other instances' dispatches wake this one too (a hint: the next-due timer stays behind it).
     await this.options.store.listenJobDue?.((runAt) => this.claimLoop.notifyDue(runAt));
-    if (this.options.takeOverLeasesAtStart) await this.rescuer.tick(Number.MAX_SAFE_INTEGER);
+    if (this.options.takeOverLeasesAtStart) {
+      await this.rescuer.tick(Number.MAX_SAFE_INTEGER);
+      await this.options.store.eventReleaseClaims({ now: this.options.clock.now() });
+    }
     else await this.rescuer.tick().catch((error: unknown) => this.options.log.error({ err: error }, 'lease rescue failed'));
     this.rescuer.start();
     this.dispatcher.start();

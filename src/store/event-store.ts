@@ -68,6 +68,11 @@ export interface EventStore {
    * the project's delivery timeout + leaseExtraMs; an event another instance is claiming is skipped.
    */
   eventClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedEvent[]>;
+  /**
+   * Every claim lapses at once: the events are due again at `now`. For a store whose only instance
+   * is starting (soleInstance), whose claims were left by a process that is gone.
+   */
+  eventReleaseClaims(params: { now: number }): Promise<number>;
   /** Records an attempt's outcome, only while this worker's claim on the event holds. */
   eventFinish(params: { eventId: string; workerId: string; leaseUntil: number; now: number; outcome: EventAttemptOutcome }): Promise<boolean>;
   /**

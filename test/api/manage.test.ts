@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectContractError } from '../support/contract-error.js';
 import { makeTestApp, type TestApp } from '../support/make-app.js';
 
 describe('/manage/v1', () => {
@@ -65,6 +66,9 @@ describe('/manage/v1', () => {
       deliveryTimeoutMs: 30000,
       deliveryConcurrency: 100,
       acceptAny2xx: false,
+      paused: false,
+      eventsUrl: null,
+      eventsFormat: 'json',
       retentionDays: null,
       createdAt: iso(t.clock.now()),
     });
@@ -77,6 +81,9 @@ describe('/manage/v1', () => {
       deliveryConcurrency: 7,
       acceptAny2xx: true,
       webhookUrl: null,
+      paused: true,
+      eventsUrl: 'https://example.com/events',
+      eventsFormat: 'slack',
     });
     expect(changed.statusCode).toBe(200);
     expect(changed.json()).toMatchObject({
@@ -85,7 +92,25 @@ describe('/manage/v1', () => {
       deliveryTimeoutMs: 5000,
       deliveryConcurrency: 7,
       acceptAny2xx: true,
+      paused: true,
+      eventsUrl: 'https://example.com/events',
+      eventsFormat: 'slack',
     });
+    expect((await get(`/manage/v1/projects/${project.projectId}`)).json()).toEqual(changed.json());
+  });
+
+  it.each([
+    ['eventsUrl that is not a URL', { eventsUrl: 'not a url' }, 'INVALID_WEBHOOK_URL', 'eventsUrl'],
+    ['eventsUrl with a scheme other than http(s)', { eventsUrl: 'ftp://example.com/x' }, 'INVALID_WEBHOOK_URL', 'eventsUrl'],
+    ['eventsFormat other than json or slack', { eventsFormat: 'xml' }, 'INVALID_REQUEST', 'eventsFormat'],
+    ['paused as a string', { paused: 'true' }, 'INVALID_REQUEST', 'paused'],
+  ])('refuses a PATCH with %s, changing nothing', async (_what, body, code, field) => {
+    const team = (await post('/manage/v1/teams', { name: 'Bad', plan: 'free' })).json();
+    const project = (await post(`/manage/v1/teams/${team.teamId}/projects`, { name: 'P' })).json();
+    const res = await patch(`/manage/v1/projects/${project.projectId}`, { ...body, deliveryConcurrency: 3 });
+    expectContractError(res, 400, code);
+    expect(res.json().data.field).toBe(field);
+    expect((await get(`/manage/v1/projects/${project.projectId}`)).json()).toMatchObject({ deliveryConcurrency: 100, eventsUrl: null, paused: false });
   });
 
   it.each([

@@ -71,6 +71,9 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
       }
       const listed = (await call(`Bearer ${stranger.key}`, { method: 'GET', url: '/api/jobs' })).json().jobs as { jobId: string }[];
       expect(listed.map((j) => j.jobId)).not.toContain(queuedJob);
+      // Bulk replay reaches the caller's own project only: the failed job above stays FAILED.
+      const replay = await call(`Bearer ${stranger.key}`, { method: 'POST', url: '/api/jobs/retry', payload: { status: 'FAILED', limit: 10_000 } });
+      expect(replay.json()).toEqual({ retried: 0, hasMore: false });
     }
     expect(await snapshotter.snapshot()).toEqual(before);
     // The owner still sees both, unchanged.
@@ -84,6 +87,7 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
       { method: 'POST' as const, url: '/api/jobs/dispatch', payload: { payload: {} } },
       { method: 'POST' as const, url: '/api/jobs/dispatch/batch', payload: { jobs: [{ payload: {} }] } },
       { method: 'GET' as const, url: '/api/jobs' },
+      { method: 'POST' as const, url: '/api/jobs/retry', payload: { status: 'FAILED' } },
       ...JOB_ID_CALLS.map((c) => ({ method: c.method, url: c.path(queuedJob), payload: c.payload })),
       ...JOB_ID_CALLS.map((c) => ({ method: c.method, url: c.path(unknownLike(queuedJob)), payload: c.payload })),
     ];
@@ -116,6 +120,8 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
       ['GET', `/manage/v1/projects/${mine.projectId}/webhook-secrets`],
       ['POST', `/manage/v1/projects/${mine.projectId}/webhook-secret/rotate`],
       ['POST', `/manage/v1/projects/${mine.projectId}/test-delivery`],
+      ['PATCH', `/manage/v1/projects/${mine.projectId}`, { paused: true }],
+      ['GET', `/manage/v1/projects/${mine.projectId}/events`],
       ['DELETE', '/manage/v1/keys/key_unknown'],
       ['GET', `/manage/v1/teams/${otherTeam.teamId}`],
       ['GET', '/manage/v1/teams/team_unknown'],
@@ -150,6 +156,9 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
       ['GET', (ids) => `/manage/v1/projects/${ids.project}/webhook-secrets`],
       ['POST', (ids) => `/manage/v1/projects/${ids.project}/webhook-secret/rotate`],
       ['POST', (ids) => `/manage/v1/projects/${ids.project}/test-delivery`],
+      ['PATCH', (ids) => `/manage/v1/projects/${ids.project}`, { paused: true }],
+      ['PATCH', (ids) => `/manage/v1/projects/${ids.project}`, { eventsUrl: 'http://127.0.0.1:1/listening' }],
+      ['GET', (ids) => `/manage/v1/projects/${ids.project}/events`],
       ['DELETE', (ids) => `/manage/v1/keys/${ids.key}`],
     ];
     const theirs = { team: otherTeam.teamId, project: otherTeam.projectId, key: theirKeyId };

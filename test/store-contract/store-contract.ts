@@ -658,6 +658,11 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.eventFinish({ eventId: 'evt_ok', workerId: 'wrk_e', leaseUntil: ok!.leaseUntil, now: T0 + 60_001, outcome: { kind: 'delivered' } })).toBe(true);
         expect((await list()).evt_ok).toMatchObject({ status: 'DELIVERED', attemptCount: 1, deliveredAt: T0 + 60_001, nextAttemptAt: null });
         expect(await store.eventFinish({ eventId: 'evt_ok', workerId: 'wrk_e', leaseUntil: ok!.leaseUntil, now: T0 + 60_002, outcome: { kind: 'delivered' } })).toBe(false);
+        // A sole instance starting takes over claims left by the process before it: due at once.
+        await store.eventInsert(event(project, 'evt_left', T0 + 70_000));
+        expect((await claim(T0 + 70_000, 'wrk_gone')).map((e) => e.id)).toEqual(['evt_left']);
+        expect(await store.eventReleaseClaims({ now: T0 + 70_001 })).toBe(1);
+        expect((await claim(T0 + 70_001)).map((e) => e.id)).toEqual(['evt_left']);
       });
 
       it('records webhook.failing at the 10th failure in a row, again only after an hour, and webhook.recovered at the first success', async () => {

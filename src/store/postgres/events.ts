@@ -44,6 +44,10 @@ export class PostgresEvents {
     return ((await this.db.query(q.EventFinish, args)).rowCount ?? 0) > 0;
   }
 
+  async releaseClaims(params: { now: number }): Promise<number> {
+    return (await this.db.query(q.EventReleaseClaims, [params.now])).rowCount ?? 0;
+  }
+
   /** Under the project row's lock, so that instances recording outcomes of one project take turns. */
   async healthRecord(p: { projectId: string; outcomes: HealthOutcome[] }): Promise<void> {
     await this.db.transaction(async (client) => {

@@ -439,6 +439,7 @@ export class PostgresStore implements Store {
   readonly eventList: EventStore['eventList'] = (params) => this.events.list(params);
   readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.events.claimDue(params);
   readonly eventFinish: EventStore['eventFinish'] = (params) => this.events.finish(params);
+  readonly eventReleaseClaims: EventStore['eventReleaseClaims'] = (params) => this.events.releaseClaims(params);
   readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.events.healthRecord(params);
   readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = () => this.events.listFailing();
   readonly eventPrune: EventStore['eventPrune'] = (params) => this.events.prune(params);

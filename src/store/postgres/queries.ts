@@ -431,6 +431,8 @@ export const EventClaimDue = `WITH due AS (
 export const EventFinish = `UPDATE events SET status = $5, attempt_count = attempt_count + 1, next_attempt_at = $6,
   last_error = COALESCE($7, last_error), delivered_at = $8, claimed_by = NULL, updated_at = $4
   WHERE id = $1 AND status = 'PENDING' AND claimed_by = $2 AND next_attempt_at = $3`;
+export const EventReleaseClaims = `UPDATE events SET claimed_by = NULL, next_attempt_at = $1, updated_at = $1
+  WHERE status = 'PENDING' AND claimed_by IS NOT NULL`;
 export const EventPrune = `WITH doomed AS (
     SELECT seq FROM events WHERE occurred_at <= $1 ORDER BY occurred_at LIMIT $2 FOR UPDATE SKIP LOCKED
   )

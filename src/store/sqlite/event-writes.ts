@@ -18,6 +18,10 @@ export const EVENT_WRITES = {
     return claimed.sort((a, b) => a.occurredAt - b.occurredAt || a.seq - b.seq);
   },
 
+  eventReleaseClaims(sql: Sql, p: { now: number }): number {
+    return sql(q.EventReleaseClaims).run(p).changes;
+  },
+
   eventFinish(sql: Sql, p: { eventId: string; workerId: string; leaseUntil: number; now: number; outcome: EventAttemptOutcome }): boolean {
     const { outcome } = p;
     return (

@@ -300,6 +300,8 @@ export const EventClaimDue = `UPDATE events SET claimed_by = @workerId, updated_
 export const EventFinish = `UPDATE events SET status = @status, attempt_count = attempt_count + 1, next_attempt_at = @nextAttemptAt,
   last_error = COALESCE(@error, last_error), delivered_at = @deliveredAt, claimed_by = NULL, updated_at = @now
   WHERE id = @eventId AND status = 'PENDING' AND claimed_by = @workerId AND next_attempt_at = @leaseUntil`;
+export const EventReleaseClaims = `UPDATE events SET claimed_by = NULL, next_attempt_at = @now, updated_at = @now
+  WHERE status = 'PENDING' AND claimed_by IS NOT NULL`;
 export const EventPrune = `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE occurred_at <= @occurredBy
   ORDER BY occurred_at LIMIT @limit)`;
 export const WebhookHealthGet = `SELECT consecutive_failures AS consecutiveFailures, failing_since AS failingSince,

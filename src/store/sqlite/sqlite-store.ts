@@ -421,6 +421,7 @@ export class SqliteStore implements Store {
     this.sql(q.EventList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }) as EventRow[];
   readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.writer.run('eventClaimDue', params);
   readonly eventFinish: EventStore['eventFinish'] = (params) => this.writer.run('eventFinish', params);
+  readonly eventReleaseClaims: EventStore['eventReleaseClaims'] = (params) => this.writer.run('eventReleaseClaims', params);
   readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.writer.run('webhookHealthRecord', params);
   readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = async () =>
     (this.sql(q.WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
