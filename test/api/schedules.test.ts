@@ -191,12 +191,33 @@ describe('recurring schedules: /api/schedules', () => {
     await fire();
     expect(await jobsOf(schedule.scheduleId)).toHaveLength(1);
     expect((await get(`/api/schedules/${schedule.scheduleId}`)).json()).toMatchObject({ skippedCount: 1, nextRunAt: iso(T0 + 3 * MINUTE) });
+    // The project has no eventsUrl: no event recorded.
+    expect((await t.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/events` })).json().events).toEqual([]);
     // Once it is final, the next fire creates its job.
     const [first] = await jobsOf(schedule.scheduleId);
     expect((await json('DELETE', `/api/jobs/${first!.jobId as string}`)).statusCode).toBe(200);
     t.clock.set(T0 + 3 * MINUTE);
     await fire();
     expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([iso(T0 + MINUTE), iso(T0 + 3 * MINUTE)]);
+  });
+
+  it('overlap "skip" records schedule.skipped (SPEC section 10) for a project with an eventsUrl', async () => {
+    await t.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: { eventsUrl: 'http://127.0.0.1:9/events' } });
+    const schedule = await create({ cron: '* * * * *', overlap: 'skip' });
+    t.clock.set(T0 + MINUTE);
+    await fire();
+    t.clock.set(T0 + 2 * MINUTE);
+    await fire();
+    const events = (await t.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/events` })).json().events;
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'schedule.skipped',
+        occurredAt: iso(T0 + 2 * MINUTE),
+        projectId: p.projectId,
+        data: { scheduleId: schedule.scheduleId, fireAt: iso(T0 + 2 * MINUTE) },
+        status: 'PENDING',
+      }),
+    ]);
   });
 
   it('triggers one extra job now, and deleting the schedule cancels its QUEUED jobs and stops its fires', async () => {
