@@ -336,6 +336,11 @@ export class JobsService {
     return { retried, hasMore };
   }
 
+  /** How many FAILED jobs of the project are in the window (the dashboard's "retry all failed" confirmation). */
+  async countFailed(projectId: string, window: Omit<FailedJobsFilter, 'projectId'>): Promise<number> {
+    return this.deps.store.jobCountFailed({ projectId, ...window });
+  }
+
   async attempts(ctx: JobRequestContext, jobId: string): Promise<{ attempts: Record<string, unknown>[] }> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
