@@ -4,6 +4,7 @@ import { randomBase62 } from '../crypto/random-ids.js';
 import type { Metrics } from '../metrics.js';
 import { ClaimLoop } from '../scheduler/claim-loop.js';
 import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
+import { releaseResumedProjects } from '../scheduler/project-holds.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { EventDelivery } from '../delivery/event-delivery.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
@@ -29,6 +30,8 @@ interface DeliveryEngineOptions {
   takeOverLeasesAtStart: boolean;
   random?: () => number;
 }
+
+const RELEASE_SWEEP_MS = 30_000;
 
 /** The scheduler, the dispatcher and the lease rescuer of one instance, started and stopped together. */
 export class DeliveryEngine {
@@ -69,6 +72,7 @@ export class DeliveryEngine {
   }
 
   private running = false;
+  private releaseTimer: NodeJS.Timeout | null = null;
 
   async start(): Promise<void> {
     this.running = true;
@@ -83,6 +87,14 @@ export class DeliveryEngine {
     this.rescuer.start();
     this.dispatcher.start();
     this.claimLoop.start();
+    // A resume cut short (the process that answered it stopped) is finished here, at start and every 30 s.
+    const releaseResumed = () =>
+      releaseResumedProjects(this.options.store, () => this.claimLoop.notifyDue(this.options.clock.now())).catch((error: unknown) =>
+        this.options.log.error({ err: error }, 'releasing the jobs of a resumed project failed; tried again shortly'),
+      );
+    await releaseResumed();
+    this.releaseTimer = setInterval(() => void releaseResumed(), RELEASE_SWEEP_MS);
+    this.releaseTimer.unref();
     await this.health.start();
     this.events.start();
   }
@@ -115,6 +127,7 @@ export class DeliveryEngine {
   /** Stops claiming, lets in-flight attempts finish within `deadlineMs`, and returns unsent jobs to the queue. */
   async stop(deadlineMs: number): Promise<{ drained: boolean; released: number }> {
     this.running = false;
+    if (this.releaseTimer) clearInterval(this.releaseTimer);
     await this.claimLoop.stop();
     this.rescuer.stop();
     const drained = await this.dispatcher.drain(deadlineMs);

@@ -11,6 +11,7 @@ import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { apiKeyView, eventView, projectView, teamView } from './manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
+import { holdProjectJobs, releaseProjectJobs } from '../scheduler/project-holds.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
 import { readName, readProjectPatch, requireObject } from './validate-manage-input.js';
 
@@ -133,8 +134,13 @@ export class ManageService {
     const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value, field) => this.readWebhookUrl(value, field) });
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
-    // Resumed: the jobs that waited are due now (the scheduler stepped over them while paused).
-    if (project.paused && !updated.paused) this.deps.onJobDue(this.deps.clock.now());
+    // Paused: its waiting jobs leave the scheduler's index. Resumed: they come back, earliest due
+    // first, and are due now. Either is done before the answer, batch by batch.
+    if (!project.paused && updated.paused) await holdProjectJobs(this.deps.store, projectId);
+    if (project.paused && !updated.paused) {
+      await releaseProjectJobs(this.deps.store, projectId, () => this.deps.onJobDue(this.deps.clock.now()));
+      this.deps.onJobDue(this.deps.clock.now());
+    }
     return projectView(updated);
   }
 

@@ -386,6 +386,17 @@ export interface Store extends ScheduleStore, EventStore {
   projectGetMany(projectIds: string[]): Promise<ProjectRow[]>;
 
   /**
+   * Pausing (SPEC section 10): holds the next `limit` of a paused project's QUEUED jobs after seq
+   * `afterSeq`, so that claims no longer read them; the seq to go on from, or null when done.
+   * Nothing changes once the project is resumed. Jobs entering QUEUED while it is paused are held
+   * by the store itself.
+   */
+  jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }>;
+  /** Resuming: releases up to `limit` of a project's held jobs, earliest due first, unless it is paused again; how many. */
+  jobReleaseHeldBatch(params: { projectId: string; limit: number }): Promise<number>;
+  /** Projects not paused that still hold jobs (a resume cut short by a crash). */
+  projectListWithHeldJobs(): Promise<string[]>;
+  /**
    * QUEUED jobs due by `dueBy` (now, or a little ahead) become DISPATCHED, leased to `workerId`
    * until now + the project's delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
    */

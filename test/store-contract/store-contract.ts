@@ -282,6 +282,36 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect((await claim(T0 + 6)).map((j) => j.id)).toEqual(['job_p1', 'job_p2']);
       });
 
+      it("holds a paused project's jobs in batches and releases them earliest due first; jobs queued while paused are held at once", async () => {
+        const project = await makeProject();
+        await create(project, Array.from({ length: 25 }, (_, i) => job(`job_h${String(i).padStart(2, '0')}`, { runAt: T0 + 100 - i })));
+        await store.projectUpdate({ projectId: project.id, patch: { paused: true } });
+        const cursors: (number | null)[] = [];
+        for (let afterSeq: number | null = 0; afterSeq !== null; ) {
+          afterSeq = (await store.jobHoldBatch({ projectId: project.id, afterSeq, limit: 10 })).nextAfterSeq;
+          cursors.push(afterSeq);
+        }
+        expect(cursors).toHaveLength(3);
+        // Created while paused (and retried, requeued…): held from the start.
+        await create(project, [job('job_new', { runAt: T0 })]);
+        expect(await store.jobNextDueAt({ after: 0 })).toBeNull();
+        // Resumed (the flag alone): still held until released, and listed as such.
+        await store.projectUpdate({ projectId: project.id, patch: { paused: false } });
+        expect(await store.projectListWithHeldJobs()).toEqual([project.id]);
+        expect(await claim(T0 + 200)).toEqual([]);
+        expect(await store.jobReleaseHeldBatch({ projectId: project.id, limit: 5 })).toBe(5);
+        // Earliest due first: job_new (T0), then job_h24 (T0 + 76) …
+        expect((await claim(T0 + 200, 100)).map((j) => j.id)).toEqual(['job_new', 'job_h24', 'job_h23', 'job_h22', 'job_h21']);
+        expect(await store.jobReleaseHeldBatch({ projectId: project.id, limit: 100 })).toBe(21);
+        expect(await store.projectListWithHeldJobs()).toEqual([]);
+        expect(await claim(T0 + 200, 100)).toHaveLength(21);
+        // Paused again, a release changes nothing.
+        await create(project, [job('job_late', { runAt: T0 })]);
+        await store.projectUpdate({ projectId: project.id, patch: { paused: true } });
+        await store.jobHoldBatch({ projectId: project.id, afterSeq: 0, limit: 10 });
+        expect(await store.jobReleaseHeldBatch({ projectId: project.id, limit: 10 })).toBe(0);
+      });
+
       it('a job claimed before its project was paused is not started but QUEUED again as it was; a started one is answered as before', async () => {
         const project = await makeProject();
         await create(project, [job('job_held', { runAt: T0 + 1 }), job('job_sent', { runAt: T0 })]);
@@ -300,6 +330,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.attemptFinish({ jobId: 'job_sent', attemptId: 'att_sent', workerId: 'wrk_a', now: T0 + 7, result: success, next: { kind: 'complete' } })).toBe(true);
         expect(await store.jobListDispatchedTo({ workerId: 'wrk_a' })).toEqual([]);
         await store.projectUpdate({ projectId: project.id, patch: { paused: false } });
+        expect(await store.jobReleaseHeldBatch({ projectId: project.id, limit: 10 })).toBe(1);
         expect((await claim(T0 + 8)).map((j) => j.id)).toEqual(['job_held']);
       });
 
@@ -661,8 +692,9 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         // A sole instance starting takes over claims left by the process before it: due at once.
         await store.eventInsert(event(project, 'evt_left', T0 + 70_000));
         expect((await claim(T0 + 70_000, 'wrk_gone')).map((e) => e.id)).toEqual(['evt_left']);
-        expect(await store.eventReleaseClaims({ now: T0 + 70_001 })).toBe(1);
-        expect((await claim(T0 + 70_001)).map((e) => e.id)).toEqual(['evt_left']);
+        // evt_later's claim (above) was never finished either.
+        expect(await store.eventReleaseClaims({ now: T0 + 70_001 })).toBe(2);
+        expect((await claim(T0 + 70_001)).map((e) => e.id)).toEqual(['evt_later', 'evt_left']);
       });
 
       it('records webhook.failing at the 10th failure in a row, again only after an hour, and webhook.recovered at the first success', async () => {

@@ -105,7 +105,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app,
         body: {
           type: 'object',
           properties: {
-            status: { type: 'string', enum: ['FAILED'] },
+            status: { type: 'string', description: 'FAILED, the only status replayed' },
             failedAfter: { type: ['string', 'null'], description: 'timestamp, inclusive' },
             failedBefore: { type: ['string', 'null'], description: 'timestamp, exclusive' },
             limit: { type: 'integer', minimum: 1, maximum: REPLAY_MAX_LIMIT, description: `default ${REPLAY_DEFAULT_LIMIT}` },

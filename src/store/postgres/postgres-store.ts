@@ -300,6 +300,21 @@ export class PostgresStore implements Store {
     return result;
   }
 
+  async jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {
+    const [end] = await this.db.rows<{ lastSeq: number | null; n: number }>(q.JobHoldBatch, [params.projectId, params.afterSeq, params.limit]);
+    return { nextAfterSeq: end!.n < params.limit ? null : Number(end!.lastSeq) };
+  }
+
+  async jobReleaseHeldBatch(params: { projectId: string; limit: number }): Promise<number> {
+    const released = (await this.db.query(q.JobReleaseHeldBatch, [params.projectId, params.limit])).rowCount ?? 0;
+    if (released > 0) await this.db.notifyDue(0, 0);
+    return released;
+  }
+
+  async projectListWithHeldJobs(): Promise<string[]> {
+    return (await this.db.rows<{ id: string }>(q.ProjectListWithHeldJobs)).map((row) => row.id);
+  }
+
   async jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
     const window = PostgresStore.failedWindow(params);
     const retried = (await this.db.query(q.JobRetryFailedMany, [...window, params.limit, params.now])).rowCount ?? 0;

@@ -22,6 +22,11 @@ const ATTEMPT_COLUMNS = `id, job_id AS "jobId", attempt_number AS "attemptNumber
   finished_at AS "finishedAt", outcome, status_code AS "statusCode", duration_ms AS "durationMs", error,
   response_body AS "responseBody"`;
 
+/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
+const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused';
+/** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
+const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
+
 export const SettingGet = 'SELECT value FROM settings WHERE key = $1';
 export const SettingInsertIfAbsent = `WITH ins AS (INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value)
   SELECT value FROM ins UNION ALL SELECT value FROM settings WHERE key = $1 LIMIT 1`;
@@ -81,9 +86,11 @@ export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
  */
 const jobInsertGroup = (usageRows: string) => `WITH inserted AS (
     INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
-      schedule_id, schedule_fire_at)
+      schedule_id, schedule_fire_at, on_hold)
     SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $1::bigint, j.max_retries, $1::bigint, $1::bigint,
-      j.schedule_id, j.schedule_fire_at
+      -- A paused project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
+      -- so that rows keep the arrays' order (the order of seq, which lists follow).
+      j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id)
     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[])
       AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at)
     -- A schedule fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is.
@@ -130,7 +137,7 @@ export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelle
 export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = $4,
   run_at = GREATEST(COALESCE($4::bigint, queued_at), queued_at), updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
-export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3, queued_at = $3,
+export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3, queued_at = $3, ${HELD_IF_PAUSED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 
@@ -141,21 +148,19 @@ const FAILED_IN_WINDOW = `FROM jobs WHERE project_id = $1 AND status = 'FAILED'
 export const JobRetryFailedMany = `WITH picked AS (
     SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT $6 FOR UPDATE SKIP LOCKED
   )
-  UPDATE jobs SET status = 'QUEUED', run_at = $7, queued_at = $7, round_start_attempt_count = attempt_count,
+  UPDATE jobs SET status = 'QUEUED', run_at = $7, queued_at = $7, ${HELD_IF_PAUSED}, round_start_attempt_count = attempt_count,
     failed_at = NULL, updated_at = $7
   FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'FAILED'`;
 export const JobFailedExists = `SELECT EXISTS (SELECT 1 ${FAILED_IN_WINDOW}) AS found`;
 export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
 
-/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
-const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused';
 /**
  * One statement: pick due jobs through the partial index, skipping rows another instance is
  * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it. A paused project's
  * due jobs are stepped over: they wait, QUEUED, for its resume.
  */
 export const JobClaimDue = `WITH due AS (
-    SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
+    SELECT seq FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
       AND project_id NOT IN (${PAUSED_PROJECTS})
     ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
   )
@@ -163,7 +168,7 @@ export const JobClaimDue = `WITH due AS (
     updated_at = $1::bigint
   FROM due, projects p WHERE jobs.seq = due.seq AND p.id = jobs.project_id
   RETURNING ${JOB_COLUMNS}, jobs.lease_expires_at AS "leaseExpiresAt"`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED' AND run_at > $1::bigint`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at > $1::bigint`;
 /**
  * Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. A job
  * of a paused project is not started: claimed before the pause and not yet sent, it is QUEUED again
@@ -172,7 +177,7 @@ export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE statu
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
   ), paused AS (${PAUSED_PROJECTS}), released AS (
-    UPDATE jobs SET status = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, updated_at = i.now
+    UPDATE jobs SET status = 'QUEUED', on_hold = true, lease_owner = NULL, lease_expires_at = NULL, updated_at = i.now
     FROM input i WHERE jobs.id = i.job_id AND jobs.lease_owner = i.worker_id AND jobs.status = 'DISPATCHED'
       AND jobs.project_id IN (SELECT id FROM paused)
   ), again AS (
@@ -213,6 +218,7 @@ export const AttemptFinishMany = `WITH input AS (
   ), job AS (
     UPDATE jobs SET status = i.status,
       run_at = COALESCE(i.run_at, jobs.run_at), queued_at = CASE WHEN i.status = 'QUEUED' THEN i.now ELSE jobs.queued_at END,
+      on_hold = CASE WHEN i.status = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE jobs.on_hold END,
       round_start_attempt_count = jobs.round_start_attempt_count + i.released,
       lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
       last_error = COALESCE(i.last_error, jobs.last_error), updated_at = i.now,
@@ -231,6 +237,7 @@ export const AttemptFinishMany = `WITH input AS (
 export const AttemptFinish = `WITH job AS (
     UPDATE jobs SET status = $5::text,
       run_at = COALESCE($6::bigint, run_at), queued_at = CASE WHEN $5::text = 'QUEUED' THEN $4::bigint ELSE queued_at END,
+      on_hold = CASE WHEN $5::text = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE on_hold END,
       round_start_attempt_count = round_start_attempt_count + $7::int,
       lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
       last_error = COALESCE($8::text, last_error), updated_at = $4::bigint,
@@ -248,10 +255,10 @@ export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
   WHERE jobs.id = v.id AND jobs.lease_owner = $1 AND jobs.status IN ('DISPATCHED', 'STARTED')`;
 export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS "leaseOwner", lease_attempt_id AS "leaseAttemptId" FROM jobs
   WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < $1 ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
-export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, lease_owner = NULL,
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = $2
   WHERE id = $1 AND status = 'DISPATCHED' AND lease_expires_at < $3`;
-export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, lease_owner = NULL,
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = $2 WHERE lease_owner = $1 AND status = 'DISPATCHED'`;
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "leaseExpiresAt" FROM jobs
   WHERE status = 'DISPATCHED' AND lease_owner = $1`;
@@ -447,3 +454,18 @@ export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, cons
   failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
 export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = $1';
 export const WebhookHealthListFailing = 'SELECT project_id AS "projectId" FROM webhook_health';
+
+// Pause and resume (SPEC section 10): as in ../sqlite/queries.ts.
+export const JobHoldBatch = `WITH batch AS (
+    SELECT seq FROM jobs WHERE project_id = $1 AND status = 'QUEUED' AND seq > $2 ORDER BY seq LIMIT $3
+  ), held AS (
+    UPDATE jobs SET on_hold = true FROM batch WHERE jobs.seq = batch.seq AND NOT jobs.on_hold
+      AND (SELECT paused FROM projects WHERE id = $1)
+  )
+  SELECT max(seq) AS "lastSeq", count(*)::int AS n FROM batch`;
+export const JobReleaseHeldBatch = `WITH batch AS (
+    SELECT seq FROM jobs WHERE project_id = $1 AND status = 'QUEUED' AND on_hold ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )
+  UPDATE jobs SET on_hold = false FROM batch WHERE jobs.seq = batch.seq AND NOT (SELECT paused FROM projects WHERE id = $1)`;
+export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE NOT paused
+  AND EXISTS (SELECT 1 FROM jobs WHERE project_id = p.id AND status = 'QUEUED' AND on_hold)`;

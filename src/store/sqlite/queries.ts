@@ -20,6 +20,11 @@ const ATTEMPT_COLUMNS = `id, job_id AS jobId, attempt_number AS attemptNumber, s
   finished_at AS finishedAt, outcome, status_code AS statusCode, duration_ms AS durationMs, error,
   response_body AS responseBody`;
 
+/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
+const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
+/** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
+const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
+
 export const SettingGet = 'SELECT value FROM settings WHERE key = ?';
 /** A write whose only purpose is to find out whether the disk takes writes again (readiness). */
 export const WriteProbe = `INSERT INTO settings (key, value) VALUES ('write_probe_at', @now)
@@ -77,8 +82,10 @@ export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at 
 
 /** A schedule's fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is. */
 export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  created_at, updated_at, schedule_id, schedule_fire_at) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now,
-  @maxRetries, @now, @now, @scheduleId, @scheduleFireAt) ON CONFLICT DO NOTHING`;
+  created_at, updated_at, schedule_id, schedule_fire_at, on_hold) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now,
+  @maxRetries, @now, @now, @scheduleId, @scheduleFireAt, @onHold) ON CONFLICT DO NOTHING`;
+/** Whether a project's jobs are held (it is paused): read once per creation, in its transaction. */
+export const ProjectPausedGet = 'SELECT paused FROM projects WHERE id = ?';
 /** A job due at once, created already claimed by the instance that accepted it. */
 export const JobInsertClaimed = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
   lease_owner, lease_expires_at, created_at, updated_at, schedule_id, schedule_fire_at) VALUES (@id, @projectId, 'DISPATCHED', @payload,
@@ -105,21 +112,19 @@ export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelle
 export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = @scheduledFor,
   run_at = MAX(COALESCE(@scheduledFor, queued_at), queued_at), updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
-export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now,
+export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 
 /** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
 const FAILED_IN_WINDOW = `FROM jobs INDEXED BY jobs_failed WHERE project_id = @projectId AND status = 'FAILED'
   AND failed_at >= @failedFrom AND failed_at < @failedBefore AND created_at >= @createdFrom AND created_at < @createdBefore`;
-export const JobRetryFailedMany = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now,
+export const JobRetryFailedMany = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE seq IN (SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT @limit)`;
 export const JobFailedExists = `SELECT 1 AS found ${FAILED_IN_WINDOW} LIMIT 1`;
 export const JobCountFailed = `SELECT count(*) AS n ${FAILED_IN_WINDOW}`;
 
-/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
-const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
 /**
  * The subquery reads only the partial index jobs_due, so jobs waiting far ahead cost the claim
  * nothing. A paused project's due jobs are stepped over: they wait, QUEUED, for its resume.
@@ -127,11 +132,11 @@ const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
 export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
   lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
   updated_at = @now
-  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND run_at <= @dueBy
+  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
     AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
     ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND run_at > @after`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at > @after`;
 /**
  * Idempotent for one attempt: started again with the same attempt id, it counts nothing twice.
  * A job of a paused project is not started (JobReleasePaused gives it back).
@@ -143,13 +148,14 @@ export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = att
     AND (status = 'STARTED' OR project_id NOT IN (${PAUSED_PROJECTS}))
   RETURNING attempt_count - round_start_attempt_count AS attemptNumber`;
 /** A job claimed before its project was paused and not yet sent: QUEUED again as it was, due when it was. */
-export const JobReleasePaused = `UPDATE jobs SET status = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+export const JobReleasePaused = `UPDATE jobs SET status = 'QUEUED', on_hold = 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
   WHERE id = @jobId AND lease_owner = @workerId AND status = 'DISPATCHED' AND project_id IN (${PAUSED_PROJECTS})`;
 export const AttemptInsert = `INSERT INTO attempts (id, job_id, attempt_number, started_at) VALUES (@attemptId, @jobId, @attemptNumber, @now)`;
 export const AttemptJobGet = 'SELECT job_id AS jobId FROM attempts WHERE id = ?';
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const JobFinishAttempt = `UPDATE jobs SET status = @status,
   run_at = COALESCE(@runAt, run_at), queued_at = CASE WHEN @status = 'QUEUED' THEN @now ELSE queued_at END,
+  on_hold = CASE WHEN @status = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE on_hold END,
   round_start_attempt_count = round_start_attempt_count + @releasedAttempts,
   lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
   last_error = COALESCE(@lastError, last_error), updated_at = @now,
@@ -165,10 +171,10 @@ export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS lease
 /** The started attempt's lease is still the one the rescuer read as expired (not renewed since). */
 export const JobLeaseExpiredCheck = `SELECT 1 AS expired FROM jobs WHERE id = @jobId AND status = 'STARTED'
   AND lease_attempt_id = @attemptId AND lease_expires_at < @expiredBefore`;
-export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = @now
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
-export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, lease_owner = NULL,
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
 /** The `status IN (…)` repeats the partial index's condition: without it SQLite scans every job. */
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
@@ -312,3 +318,18 @@ export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, cons
   failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
 export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = ?';
 export const WebhookHealthListFailing = 'SELECT project_id AS projectId FROM webhook_health';
+
+// Pause and resume (SPEC section 10): a paused project's QUEUED jobs held, a resumed one's released.
+/** The end of a paused project's next batch of QUEUED jobs, by seq from @afterSeq (jobs_project_status). */
+export const JobHoldBatchEnd = `SELECT max(seq) AS lastSeq, count(*) AS n FROM (SELECT seq FROM jobs INDEXED BY jobs_project_status
+  WHERE project_id = @projectId AND status = 'QUEUED' AND seq > @afterSeq ORDER BY seq LIMIT @limit)`;
+/** Holds that batch, unless the project was resumed meanwhile. */
+export const JobHoldRange = `UPDATE jobs SET on_hold = 1 WHERE project_id = @projectId AND status = 'QUEUED'
+  AND seq > @afterSeq AND seq <= @lastSeq AND on_hold = 0 AND (SELECT paused FROM projects WHERE id = @projectId) = 1`;
+/** A batch of a resumed project's held jobs, earliest due first (jobs_held). */
+export const JobReleaseHeldBatch = `UPDATE jobs SET on_hold = 0 WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_held
+  WHERE project_id = @projectId AND status = 'QUEUED' AND on_hold = 1 ORDER BY run_at LIMIT @limit)
+  AND (SELECT paused FROM projects WHERE id = @projectId) = 0`;
+/** Projects not paused that still have held jobs (a resume cut short). */
+export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE paused = 0
+  AND EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_held WHERE project_id = p.id AND status = 'QUEUED' AND on_hold = 1)`;

@@ -270,6 +270,18 @@ export class SqliteStore implements Store {
     return this.writer.run('jobRetryIfFailed', params);
   }
 
+  jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {
+    return this.writer.run('jobHoldBatch', params);
+  }
+
+  jobReleaseHeldBatch(params: { projectId: string; limit: number }): Promise<number> {
+    return this.writer.run('jobReleaseHeldBatch', params);
+  }
+
+  async projectListWithHeldJobs(): Promise<string[]> {
+    return (this.sql(q.ProjectListWithHeldJobs).all() as { id: string }[]).map((row) => row.id);
+  }
+
   jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
     return this.writer.run('jobRetryFailedMany', params);
   }

@@ -193,11 +193,13 @@ export const WRITES = {
     const usedBefore = quota ? (sql(q.UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n : 0;
     let used = usedBefore;
     const insert = sql(q.JobInsert);
-    const claim = params.claimDueNow;
+    // A paused project's jobs are created held, and none is handed to a worker.
+    const onHold = (sql(q.ProjectPausedGet).get(params.projectId) as { paused: number } | undefined)?.paused ?? 0;
+    const claim = onHold ? undefined : params.claimDueNow;
     const claimed: ClaimedJob[] = [];
     const created = params.jobs.map((job) => {
       if (quota && used >= quota.limit) return false;
-      const row = { ...job, projectId: params.projectId, now: params.now, scheduleId: job.schedule?.id ?? null, scheduleFireAt: job.schedule?.fireAt ?? null };
+      const row = { ...job, projectId: params.projectId, now: params.now, scheduleId: job.schedule?.id ?? null, scheduleFireAt: job.schedule?.fireAt ?? null, onHold };
       if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
         const claimedRow = { ...row, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
         const result = sql(q.JobInsertClaimed).run(claimedRow);
@@ -242,6 +244,17 @@ export const WRITES = {
     const retried = sql(q.JobRetryFailedMany).run(p).changes;
     const { now: _now, limit: _limit, ...window } = p;
     return { retried, hasMore: sql(q.JobFailedExists).get(window) !== undefined };
+  },
+
+  jobHoldBatch(sql: Sql, p: { projectId: string; afterSeq: number; limit: number }): { nextAfterSeq: number | null } {
+    const end = sql(q.JobHoldBatchEnd).get(p) as { lastSeq: number | null; n: number };
+    if (end.n === 0) return { nextAfterSeq: null };
+    sql(q.JobHoldRange).run({ projectId: p.projectId, afterSeq: p.afterSeq, lastSeq: end.lastSeq });
+    return { nextAfterSeq: end.n < p.limit ? null : end.lastSeq };
+  },
+
+  jobReleaseHeldBatch(sql: Sql, p: { projectId: string; limit: number }): number {
+    return sql(q.JobReleaseHeldBatch).run(p).changes;
   },
 
   jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
