@@ -52,6 +52,8 @@ const NOTICES = {
   'schedule-resume': 'Schedule resumed. Fires missed while it was paused are caught up as its catchUp says.',
   'schedule-trigger': 'One extra job created, to run at once.',
   'schedule-delete': 'Schedule deleted. Its jobs still waiting are cancelled.',
+  'project-paused': 'Deliveries paused. Dispatches are still accepted: the jobs wait, QUEUED, until you resume.',
+  'project-resumed': 'Deliveries resumed. The jobs that waited go out now, earliest due first.',
   'password-changed': 'Password changed. Your other sessions are logged out.',
   'logged-out': 'You are logged out.',
 } as const;

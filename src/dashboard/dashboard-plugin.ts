@@ -6,6 +6,7 @@ import { SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/sessio
 import { formFields, installFormBodyParser } from './form-body.js';
 import { pageContext, sendPage, type DashboardDeps } from './dashboard-context.js';
 import { authRoutes } from './routes/auth-routes.js';
+import { eventRoutes } from './routes/event-routes.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { projectRoutes } from './routes/project-routes.js';
 import { scheduleRoutes } from './routes/schedule-routes.js';
@@ -142,4 +143,5 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardDeps> = async (app, de
   await app.register(projectRoutes, deps);
   await app.register(scheduleRoutes, deps);
   await app.register(jobRoutes, deps);
+  await app.register(eventRoutes, deps);
 };

@@ -4,6 +4,7 @@ import type { ProjectRow } from '../../store/store.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields, type FormBody } from '../form-body.js';
 import type { FormError } from '../views/components.js';
+import { PROJECT_TABS, type ProjectTab } from '../views/layout.js';
 import { overviewPage, settingsPage, webhookPage, type SettingsValues, type TestDeliveryView } from '../views/project-pages.js';
 
 type ProjectParams = { Params: { projectId: string } };
@@ -25,6 +26,8 @@ function settingsValues(project: ProjectRow): SettingsValues {
     deliveryConcurrency: String(project.deliveryConcurrency),
     acceptAny2xx: project.acceptAny2xx,
     retentionDays: project.retentionDays === null ? '' : String(project.retentionDays),
+    eventsUrl: project.eventsUrl ?? '',
+    eventsFormat: project.eventsFormat,
   };
 }
 
@@ -43,6 +46,9 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
     // An unchecked checkbox sends nothing at all.
     acceptAny2xx: form.acceptAny2xx === 'true',
     retentionDays: retentionDays === '' ? null : formNumber(retentionDays),
+    // The events fields change only when the form has them (an empty URL means none).
+    ...(form.eventsUrl !== undefined && { eventsUrl: form.eventsUrl.trim() === '' ? null : form.eventsUrl.trim() }),
+    ...(form.eventsFormat !== undefined && { eventsFormat: form.eventsFormat }),
   };
 }
 
@@ -62,6 +68,17 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
   }
 
   app.get<ProjectParams>('/projects/:projectId', async (request, reply) => sendPage(reply, await overview(request, { notice: noticeFrom(request) })));
+
+  // Pause and resume deliveries (SPEC section 10); back to the tab the form was on (a fixed list, never a typed path).
+  for (const [action, paused] of [['pause', true], ['resume', false]] as const) {
+    app.post<ProjectParams>(`/projects/:projectId/${action}`, async (request, reply) => {
+      const row = await project(request);
+      await manage.updateProject(row.id, { paused });
+      const back = formFields(request.body).back;
+      const tab = back !== undefined && Object.hasOwn(PROJECT_TABS, back) ? PROJECT_TABS[back as ProjectTab] : '';
+      return redirectWithNotice(reply, `/projects/${row.id}${tab}`, paused ? 'project-paused' : 'project-resumed');
+    });
+  }
 
   app.post<ProjectParams>('/projects/:projectId/keys', async (request, reply) => {
     const row = await project(request);
@@ -153,6 +170,8 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
         deliveryConcurrency: form.deliveryConcurrency ?? '',
         acceptAny2xx: form.acceptAny2xx === 'true',
         retentionDays: form.retentionDays ?? '',
+        eventsUrl: form.eventsUrl ?? row.eventsUrl ?? '',
+        eventsFormat: form.eventsFormat ?? row.eventsFormat,
       };
       return sendPage(reply, await settings(request, { values, error: refused }), refused.statusCode);
     }

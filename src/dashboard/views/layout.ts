@@ -1,6 +1,17 @@
 import type { ProjectRow, TeamRow } from '../../store/store.js';
-import { csrfField, type PageContext } from './components.js';
+import { csrfField, postForm, type PageContext } from './components.js';
 import { html, type Renderable, type SafeHtml } from './html.js';
+
+/** A project's tabs, each at /projects/:projectId plus its path. */
+export const PROJECT_TABS = {
+  overview: '',
+  webhook: '/webhook',
+  settings: '/settings',
+  jobs: '/jobs',
+  schedules: '/schedules',
+  events: '/events',
+} as const;
+export type ProjectTab = keyof typeof PROJECT_TABS;
 
 interface LayoutOptions {
   title: string;
@@ -9,7 +20,7 @@ interface LayoutOptions {
   /** The project whose tabs are shown. */
   project?: ProjectRow | null;
   /** Which tab is current, for aria-current. */
-  tab?: 'projects' | 'usage' | 'account' | 'overview' | 'webhook' | 'settings' | 'jobs' | 'schedules';
+  tab?: 'projects' | 'usage' | 'account' | ProjectTab;
   body: Renderable;
 }
 
@@ -34,7 +45,20 @@ function projectNav(project: ProjectRow, tab: LayoutOptions['tab']): SafeHtml {
     ${link(`${base}/settings`, 'Delivery settings', tab === 'settings')}
     ${link(`${base}/jobs`, 'Jobs', tab === 'jobs')}
     ${link(`${base}/schedules`, 'Schedules', tab === 'schedules')}
+    ${link(`${base}/events`, 'Events', tab === 'events')}
   </nav>`;
+}
+
+/** On every tab of a paused project (SPEC section 10): what pausing means, and the way back. */
+function pausedBanner(ctx: PageContext, project: ProjectRow, tab: LayoutOptions['tab']): SafeHtml {
+  const back = tab && Object.hasOwn(PROJECT_TABS, tab) ? tab : 'overview';
+  return html`<section class="alert alert-paused" aria-labelledby="paused-title" data-testid="paused-banner">
+    <div>
+      <h2 id="paused-title">Deliveries paused</h2>
+      <p>Jobs are accepted and wait, QUEUED; nothing is sent to the webhook until you resume. Schedules still create their jobs.</p>
+    </div>
+    ${postForm(ctx, `/projects/${project.id}/resume`, html`<input type="hidden" name="back" value="${back}"><button type="submit" class="button">Resume deliveries</button>`)}
+  </section>`;
 }
 
 function teamSwitcher(ctx: PageContext): SafeHtml {
@@ -73,6 +97,7 @@ ${ctx ? teamNav(ctx, o.tab) : ''}
 <main id="main">
 ${o.project ? html`<p class="crumbs"><a href="/teams/${o.project.teamId}">Projects</a> / <span>${o.project.name}</span></p>` : ''}
 ${o.project ? projectNav(o.project, o.tab) : ''}
+${o.project?.paused && ctx ? pausedBanner(ctx, o.project, o.tab) : ''}
 ${o.body}
 </main>
 </body>

@@ -1,6 +1,6 @@
 import type { apiKeyView } from '../../services/manage-views.js';
 import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
-import type { ProjectRow } from '../../store/store.js';
+import { EVENTS_FORMATS, type EventsFormat, type ProjectRow } from '../../store/store.js';
 import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
@@ -44,6 +44,24 @@ function keyRow(ctx: PageContext, project: ProjectRow, key: ApiKeyView): SafeHtm
           </div>
         </details>`}</td>
   </tr>`;
+}
+
+/** Pause (with a confirmation) while deliveries run; while paused, the banner above every tab resumes. */
+function deliveriesCard(ctx: PageContext, project: ProjectRow): SafeHtml {
+  return html`<section class="card" aria-labelledby="deliveries-title">
+    <h2 id="deliveries-title">Deliveries</h2>
+    ${project.paused
+      ? html`<p><span class="badge badge-paused">paused</span> Jobs wait, QUEUED, until you resume them with <strong>Resume deliveries</strong> above.</p>`
+      : html`<p><span class="badge badge-completed">running</span> Jobs are sent to the webhook when they are due.</p>
+        <details class="confirm">
+          <summary class="button button-danger">Pause deliveries…</summary>
+          <div class="confirm-box">
+            <p>Pause deliveries of <strong>${project.name}</strong>? Dispatches are still accepted and schedules still create jobs, but nothing is sent:
+              jobs wait, QUEUED, until you resume. A delivery already under way finishes.</p>
+            ${postForm(ctx, `/projects/${project.id}/pause`, html`<button type="submit" class="button button-danger">Pause deliveries</button>`)}
+          </div>
+        </details>`}
+  </section>`;
 }
 
 export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
@@ -96,6 +114,7 @@ export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
           { class: 'inline-form' },
         )}
       </section>
+      ${deliveriesCard(ctx, project)}
       <section class="card">
         <h2>Project</h2>
         <dl class="facts">
@@ -215,6 +234,42 @@ export interface SettingsValues {
   deliveryConcurrency: string;
   acceptAny2xx: boolean;
   retentionDays: string;
+  eventsUrl: string;
+  eventsFormat: string;
+}
+
+const EVENTS_FORMAT_LABELS: Record<EventsFormat, string> = {
+  json: 'JSON: the event as an object',
+  slack: 'Slack-compatible: {"text": "<one readable line>"}',
+};
+
+/** Where events go and in which shape (SPEC section 10). */
+function eventsCard(project: ProjectRow, v: SettingsValues, error: FormError | null | undefined): SafeHtml {
+  const formatFailed = error?.field === 'eventsFormat';
+  return html`<section class="card">
+    <h2>Events</h2>
+    <p>Punctual POSTs an event when a job fails for good (<code>job.failed</code>), when 10 attempts in a row fail
+      (<code>webhook.failing</code>, at most once an hour) and at the first success after that (<code>webhook.recovered</code>),
+      and when a schedule skips a fire because its previous job is still running (<code>schedule.skipped</code>).
+      Events are signed exactly as deliveries (the secrets on the <a href="/projects/${project.id}/webhook">Webhook</a> tab; <code>webhook-id</code> is the event id)
+      and retried with the retry policy above. The <a href="/projects/${project.id}/events">Events</a> tab lists them.</p>
+    ${field({
+      name: 'eventsUrl',
+      label: 'Events URL',
+      type: 'url',
+      value: v.eventsUrl,
+      hint: 'Any URL a webhook URL may be. Leave empty for no events: none are sent or recorded.',
+      error,
+    })}
+    <div class="field${formatFailed ? ' field-error' : ''}">
+      <label for="f-eventsFormat">Events format</label>
+      <p class="hint" id="f-eventsFormat-hint">Slack-compatible lets a Slack incoming webhook URL be the Events URL as it is.</p>
+      ${formatFailed ? html`<p class="error" id="f-eventsFormat-error">${error!.message}</p>` : ''}
+      <select id="f-eventsFormat" name="eventsFormat" aria-describedby="f-eventsFormat-hint${formatFailed ? ' f-eventsFormat-error' : ''}"${formatFailed ? html` aria-invalid="true"` : ''}>
+        ${EVENTS_FORMATS.map((format) => html`<option value="${format}"${v.eventsFormat === format ? html` selected` : ''}>${EVENTS_FORMAT_LABELS[format]}</option>`)}
+      </select>
+    </div>
+  </section>`;
 }
 
 export function settingsPage(
@@ -253,6 +308,7 @@ export function settingsPage(
           <h2>Retention</h2>
           ${field({ name: 'retentionDays', label: 'Keep finished jobs for (days)', type: 'number', value: v.retentionDays, hint: `Completed, failed and cancelled jobs are deleted with their attempts this many days after they finished. Empty means the server's default (${o.defaultRetentionDays} days). ${RETENTION_DAYS_RANGE[0]} to ${RETENTION_DAYS_RANGE[1]}.`, error: o.error, attrs: html`min="${RETENTION_DAYS_RANGE[0]}" max="${RETENTION_DAYS_RANGE[1]}"` })}
         </section>
+        ${eventsCard(project, v, o.error)}
         <button type="submit" class="button">Save settings</button>`,
       )}`,
   });
