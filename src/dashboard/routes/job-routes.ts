@@ -38,7 +38,7 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     const ctx = await jobContext(request);
     const query = request.query as Record<string, unknown>;
     const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
-    const filter: JobFilter = { status: text('status'), from: text('from'), to: text('to'), jobId: text('jobId') };
+    const filter: JobFilter = { status: text('status'), from: text('from'), to: text('to'), scheduleId: text('scheduleId'), jobId: text('jobId') };
     const cursor = text('cursor') || null;
     const page = await pageContext(deps, request, ctx.team);
     let error: FormError | null = null;
@@ -53,6 +53,7 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
       }
       found = await jobs.listPage(ctx, {
         status: (filter.status || null) as JobStatus | null,
+        scheduleId: filter.scheduleId || null,
         limit: PAGE_SIZE,
         cursor,
         createdFrom: epochFromLocalInput(filter.from, 'from'),

@@ -38,6 +38,7 @@ export interface JobFilter {
   status: string;
   from: string;
   to: string;
+  scheduleId: string;
   jobId: string;
 }
 
@@ -60,7 +61,7 @@ export function jobsPage(
       <input id="f-${name}" name="${name}" type="${type}" value="${filter[name]}" aria-describedby="f-${name}-hint"${o.error?.field === name ? html` aria-invalid="true"` : ''}>
       <p class="hint" id="f-${name}-hint">${hint}</p>
     </div>`;
-  const filtered = Boolean(filter.status || filter.from || filter.to || filter.jobId);
+  const filtered = Boolean(filter.status || filter.from || filter.to || filter.scheduleId || filter.jobId);
   return layout({
     title: `${project.name}: jobs`,
     ctx,
@@ -77,6 +78,7 @@ export function jobsPage(
         </div>
         ${input('from', 'Created from (UTC)', 'datetime-local', 'Inclusive.')}
         ${input('to', 'Created before (UTC)', 'datetime-local', 'Exclusive.')}
+        ${input('scheduleId', 'Schedule id', 'search', "A schedule's jobs only.")}
         ${input('jobId', 'Job id', 'search', 'Goes straight to that job.')}
         <div class="filter-actions">
           <button type="submit" class="button">Filter</button>
@@ -84,6 +86,7 @@ export function jobsPage(
         </div>
       </form>
       ${errorSummary(o.error)}
+      ${filter.scheduleId ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.</p>` : ''}
       ${o.jobs.length === 0
         ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. The <a href="/projects/${project.id}">project page</a> shows the curl command that dispatches the first one.`}</p></section>`
         : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
@@ -161,7 +164,10 @@ export function jobPage(
           <dl class="facts">
             <dt>Created</dt><dd>${time(job.createdAt)}</dd>
             <dt>Scheduled for</dt><dd>${job.scheduledFor ? time(job.scheduledFor) : 'at once'}</dd>
-            ${job.scheduleId ? html`<dt>Created by</dt><dd><a href="/projects/${project.id}/schedules#${job.scheduleId}">schedule <code>${job.scheduleId}</code></a></dd>` : ''}
+            ${job.scheduleId
+              ? html`<dt>Created by</dt><dd><a href="/projects/${project.id}/schedules#${job.scheduleId}">schedule <code>${job.scheduleId}</code></a>
+                  (<a href="/projects/${project.id}/jobs?scheduleId=${encodeURIComponent(job.scheduleId)}">its jobs</a>)</dd>`
+              : ''}
             <dt>Next attempt</dt><dd>${job.nextAttemptAt ? time(job.nextAttemptAt) : html`<span class="muted">none</span>`}</dd>
             <dt>Attempts</dt><dd>${job.attemptCount} (at most ${job.maxRetries} ${job.maxRetries === 1 ? 'retry' : 'retries'} after the first)</dd>
             ${job.completedAt ? html`<dt>Completed</dt><dd>${time(job.completedAt)}</dd>` : ''}

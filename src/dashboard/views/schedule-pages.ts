@@ -32,6 +32,7 @@ function scheduleRow(ctx: PageContext, project: ProjectRow, s: ScheduleView, nex
       ? html`<a href="/projects/${project.id}/jobs/${s.lastJobId}"><code>${s.lastJobId}</code></a><br>${time(s.lastRunAt)}`
       : html`<span class="muted">none yet</span>`}${s.skippedCount > 0 ? html`<br><span class="muted">${s.skippedCount} skipped (overlap)</span>` : ''}</td>
     <td data-label="Actions"><div class="actions row-actions">
+      <a class="button button-small button-secondary" href="/projects/${project.id}/jobs?scheduleId=${encodeURIComponent(s.scheduleId)}" aria-label="Jobs of ${s.name ?? s.scheduleId}">Jobs</a>
       ${postForm(ctx, `${base}/${s.paused ? 'resume' : 'pause'}`, html`<button type="submit" class="button button-small">${s.paused ? 'Resume' : 'Pause'}</button>`)}
       ${postForm(ctx, `${base}/trigger`, html`<button type="submit" class="button button-small">Run now</button>`)}
       <details class="confirm">
