@@ -35,9 +35,19 @@ export function sendPage(reply: FastifyReply, page: SafeHtml, status = 200): Fas
   return reply.code(status).type('text/html; charset=utf-8').send(page.value);
 }
 
-/** After a POST: back to a page with a fixed notice (never text from the request). */
-export function redirectWithNotice(reply: FastifyReply, path: string, done: NoticeCode): FastifyReply {
-  return reply.redirect(`${path}?done=${done}`, 303);
+/**
+ * After a POST: back to a page with a fixed notice (never text from the request). `query` keeps
+ * the page's own parameters (a list's filter, checked before); `count` is a number the notice shows.
+ */
+export function redirectWithNotice(
+  reply: FastifyReply,
+  path: string,
+  done: NoticeCode | CountedNoticeCode,
+  query: Record<string, string> = {},
+  count?: number,
+): FastifyReply {
+  const params = new URLSearchParams({ ...query, done, ...(count !== undefined && { count: String(count) }) });
+  return reply.redirect(`${path}?${params.toString()}`, 303);
 }
 
 const NOTICES = {
@@ -59,9 +69,25 @@ const NOTICES = {
 } as const;
 type NoticeCode = keyof typeof NOTICES;
 
+const jobsQueuedAgain = (n: number) => `${n.toLocaleString('en-US')} failed ${n === 1 ? 'job' : 'jobs'} queued again, each with a fresh retry budget.`;
+
+/** Notices that show a number: `count` in the query, digits only, so nothing typed is ever echoed. */
+const COUNTED_NOTICES = {
+  'failed-retried': jobsQueuedAgain,
+  'failed-retried-more': (n: number) => `${jobsQueuedAgain(n)} More failed jobs match: retry all failed again for the next ones.`,
+} as const;
+type CountedNoticeCode = keyof typeof COUNTED_NOTICES;
+
 export function noticeFrom(request: FastifyRequest): string | null {
-  const done = (request.query as Record<string, unknown> | undefined)?.done;
-  return typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done as NoticeCode] : null;
+  const query = request.query as Record<string, unknown> | undefined;
+  const done = query?.done;
+  if (typeof done !== 'string') return null;
+  if (Object.hasOwn(NOTICES, done)) return NOTICES[done as NoticeCode];
+  const count = query?.count;
+  if (Object.hasOwn(COUNTED_NOTICES, done) && typeof count === 'string' && /^\d{1,9}$/.test(count)) {
+    return COUNTED_NOTICES[done as CountedNoticeCode](Number(count));
+  }
+  return null;
 }
 
 /** A service's refusal, for showing beside the form; anything that is not a contract error is rethrown. */

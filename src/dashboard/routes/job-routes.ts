@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, NotFoundError } from '../../errors.js';
+import { REPLAY_MAX_LIMIT } from '../../services/jobs-service.js';
 import { JOB_STATUSES, type JobStatus } from '../../store/store.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields } from '../form-body.js';
 import type { FormError } from '../views/components.js';
-import { jobPage, jobsPage, type AttemptView, type JobFilter, type JobView } from '../views/job-pages.js';
+import { jobPage, jobsPage, type AttemptView, type JobFilter, type JobView, type RetryFailedOffer } from '../views/job-pages.js';
 
 type ProjectParams = { Params: { projectId: string } };
 type JobParams = { Params: { projectId: string; jobId: string } };
@@ -29,6 +30,11 @@ function epochFromLocalInput(value: string | undefined, field: string): number |
   return ms;
 }
 
+/** Bulk replay's window for jobs created in [createdFrom, createdBefore), whenever they failed (null: no bound). */
+function failedWindow(createdFrom: number | null, createdBefore: number | null) {
+  return { failedFrom: 0, failedBefore: Number.MAX_SAFE_INTEGER, createdFrom: createdFrom ?? 0, createdBefore: createdBefore ?? Number.MAX_SAFE_INTEGER };
+}
+
 /** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
 export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { access, jobs } = deps.services;
@@ -43,6 +49,7 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     const page = await pageContext(deps, request, ctx.team);
     let error: FormError | null = null;
     let found: { jobs: Record<string, unknown>[]; nextCursor: string | null } = { jobs: [], nextCursor: null };
+    let retryFailed: RetryFailedOffer | null = null;
     try {
       if (filter.jobId) {
         await jobs.get(ctx, filter.jobId);
@@ -51,19 +58,48 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
       if (filter.status && !JOB_STATUSES.includes(filter.status as JobStatus)) {
         throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
       }
+      const createdFrom = epochFromLocalInput(filter.from, 'from');
+      const createdBefore = epochFromLocalInput(filter.to, 'to');
       found = await jobs.listPage(ctx, {
         status: (filter.status || null) as JobStatus | null,
         scheduleId: filter.scheduleId || null,
         limit: PAGE_SIZE,
         cursor,
-        createdFrom: epochFromLocalInput(filter.from, 'from'),
-        createdBefore: epochFromLocalInput(filter.to, 'to'),
+        createdFrom,
+        createdBefore,
       });
+      // "Retry all failed" applies to the FAILED jobs of the creation window; bulk replay has no schedule filter.
+      if ((filter.status === '' || filter.status === 'FAILED') && !filter.scheduleId) {
+        const count = await jobs.countFailed(ctx.project.id, failedWindow(createdFrom, createdBefore));
+        retryFailed = { count, limit: REPLAY_MAX_LIMIT, paused: ctx.project.paused };
+      }
     } catch (caught) {
       error = caught instanceof NotFoundError ? { message: `No job ${filter.jobId} in this project.`, field: 'jobId' } : formError(caught);
     }
-    const view = jobsPage(page, { project: ctx.project, jobs: found.jobs as unknown as JobView[], nextCursor: found.nextCursor, paged: cursor !== null, filter, error });
+    const view = jobsPage(page, {
+      project: ctx.project,
+      jobs: found.jobs as unknown as JobView[],
+      nextCursor: found.nextCursor,
+      paged: cursor !== null,
+      filter,
+      error,
+      retryFailed,
+      notice: noticeFrom(request),
+    });
     return sendPage(reply, view, error && !(error.field === 'jobId') ? 400 : 200);
+  });
+
+  // Every FAILED job created in [from, to), oldest failure first, queued again; back to the same window with the count.
+  app.post<ProjectParams>('/projects/:projectId/jobs/retry-failed', async (request, reply) => {
+    const ctx = await jobContext(request);
+    const form = formFields(request.body);
+    const window = { from: (form.from ?? '').trim(), to: (form.to ?? '').trim() };
+    const createdFrom = epochFromLocalInput(window.from, 'from');
+    const createdBefore = epochFromLocalInput(window.to, 'to');
+    const { retried, hasMore } = await jobs.replayFailed(ctx.project.id, failedWindow(createdFrom, createdBefore), REPLAY_MAX_LIMIT);
+    // The window was read as dates and times above: only those go back into the URL.
+    const query = Object.fromEntries(Object.entries(window).filter(([, value]) => value !== ''));
+    return redirectWithNotice(reply, `/projects/${ctx.project.id}/jobs`, hasMore ? 'failed-retried-more' : 'failed-retried', query, retried);
   });
 
   async function renderJob(request: FastifyRequest<JobParams>, extra: { error?: FormError; notice?: string | null; rescheduleValue?: string }) {

@@ -42,6 +42,48 @@ export interface JobFilter {
   jobId: string;
 }
 
+/** "Retry all failed" for the list's creation window: how many FAILED jobs it would queue again. */
+export interface RetryFailedOffer {
+  count: number;
+  /** The most one replay queues (REPLAY_MAX_LIMIT). */
+  limit: number;
+  /** The project is paused: the jobs would wait. */
+  paused: boolean;
+}
+
+const plural = (n: number, one: string, many: string) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+
+/** A datetime-local value of the filter (UTC, checked by the route) as shown elsewhere on the page. */
+const filterTime = (value: string) => time(Date.parse(`${value.length === 16 ? `${value}:00` : value}Z`));
+
+/** The confirmation of "Retry all failed…", saying how many jobs of which window; nothing when none match. */
+function retryFailedBox(ctx: PageContext, base: string, filter: JobFilter, offer: RetryFailedOffer | null | undefined): SafeHtml {
+  if (!offer || offer.count === 0) return html``;
+  const window =
+    filter.from && filter.to
+      ? html` created between ${filterTime(filter.from)} and ${filterTime(filter.to)}`
+      : filter.from
+        ? html` created from ${filterTime(filter.from)} on`
+        : filter.to
+          ? html` created before ${filterTime(filter.to)}`
+          : html` of this project`;
+  const taken = Math.min(offer.count, offer.limit);
+  return html`<details class="confirm bulk-retry">
+      <summary class="button button-secondary">Retry all failed…</summary>
+      <div class="confirm-box" data-testid="retry-failed-confirm">
+        <p>Queue again <strong>${plural(offer.count, 'failed job', 'failed jobs')}</strong>${window}? Each gets a fresh retry budget and runs at once, oldest failure first.</p>
+        ${offer.count > offer.limit ? html`<p>At most ${offer.limit.toLocaleString('en-US')} are queued at a time: retry all failed again for the rest.</p>` : ''}
+        ${offer.paused ? html`<p>Deliveries are paused: they wait, QUEUED, until you resume.</p>` : ''}
+        ${postForm(
+          ctx,
+          `${base}/retry-failed`,
+          html`<input type="hidden" name="from" value="${filter.from}"><input type="hidden" name="to" value="${filter.to}">
+            <button type="submit" class="button">Queue ${plural(taken, 'failed job', 'failed jobs')} again</button>`,
+        )}
+      </div>
+    </details>`;
+}
+
 function filterQuery(filter: JobFilter, cursor: string | null): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(filter)) if (value) params.set(name, value);
@@ -52,7 +94,16 @@ function filterQuery(filter: JobFilter, cursor: string | null): string {
 
 export function jobsPage(
   ctx: PageContext,
-  o: { project: ProjectRow; jobs: JobView[]; nextCursor: string | null; paged: boolean; filter: JobFilter; error?: FormError | null },
+  o: {
+    project: ProjectRow;
+    jobs: JobView[];
+    nextCursor: string | null;
+    paged: boolean;
+    filter: JobFilter;
+    error?: FormError | null;
+    retryFailed?: RetryFailedOffer | null;
+    notice?: string | null;
+  },
 ): SafeHtml {
   const { project, filter } = o;
   const base = `/projects/${project.id}/jobs`;
@@ -68,6 +119,7 @@ export function jobsPage(
     project,
     tab: 'jobs',
     body: html`<h1>Jobs</h1>
+      ${notice(o.notice)}
       <form method="get" action="${base}" class="card filters" aria-label="Filter jobs">
         <div class="field">
           <label for="f-status">Status</label>
@@ -86,7 +138,12 @@ export function jobsPage(
         </div>
       </form>
       ${errorSummary(o.error)}
-      ${filter.scheduleId ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.</p>` : ''}
+      ${filter.scheduleId
+        ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.${
+            filter.status === 'FAILED' ? html` <span class="muted">Retry all failed is not offered with a schedule filter: it takes every failed job of the creation window.</span>` : ''
+          }</p>`
+        : ''}
+      ${retryFailedBox(ctx, base, filter, o.retryFailed)}
       ${o.jobs.length === 0
         ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. The <a href="/projects/${project.id}">project page</a> shows the curl command that dispatches the first one.`}</p></section>`
         : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
