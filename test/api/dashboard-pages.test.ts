@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
 import { eventually } from '../support/eventually.js';
+import { setJobState } from '../support/job-fixtures.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
@@ -223,6 +224,216 @@ describe('dashboard pages', () => {
     expect(await t.services.manage.getProject(p.projectId)).toEqual(projectBefore);
     expect((await t.services.manage.listProjects(p.teamId)).projects).toHaveLength(1);
   });
+
+  it('pauses deliveries after a confirmation, shows the paused banner on every project tab, and resumes back to the tab it was on', async () => {
+    const base = `/projects/${p.projectId}`;
+    const running = (await get(base)).body;
+    expect(running).toMatch(/<details class="confirm">\s*<summary class="button button-danger">Pause deliveries…<\/summary>[^]*?action="\/projects\/[^"]+\/pause"/);
+    expect(running).not.toContain('data-testid="paused-banner"');
+    const paused = await post(`${base}/pause`);
+    expect(paused.statusCode).toBe(303);
+    expect(paused.headers.location).toBe(`${base}?done=project-paused`);
+    expect((await t.services.manage.getProject(p.projectId)).paused).toBe(true);
+    const overview = (await get(paused.headers.location as string)).body;
+    expect(overview).toContain('Deliveries paused. Dispatches are still accepted: the jobs wait, QUEUED, until you resume.');
+    expect(overview).not.toContain(`action="${base}/pause"`);
+    for (const tab of ['', '/webhook', '/settings', '/jobs', '/schedules', '/events']) {
+      const page = (await get(`${base}${tab}`)).body;
+      expect(page, tab).toMatch(/data-testid="paused-banner">[^]*Deliveries paused[^]*Jobs are accepted and wait, QUEUED/);
+      expect(page, tab).toContain(`action="${base}/resume"`);
+      expect(page, tab).toContain(`name="back" value="${tab.slice(1) || 'overview'}"`);
+    }
+    // Dispatches are still accepted while paused.
+    expect((await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { paused: true }, scheduledFor: '2027-06-01T00:00:00Z' } })).statusCode).toBe(201);
+    const resumed = await post(`${base}/resume`, { back: 'jobs' });
+    expect(resumed.statusCode).toBe(303);
+    expect(resumed.headers.location).toBe(`${base}/jobs?done=project-resumed`);
+    expect((await t.services.manage.getProject(p.projectId)).paused).toBe(false);
+    const jobsPage = (await get(resumed.headers.location as string)).body;
+    expect(jobsPage).toContain('Deliveries resumed. The jobs that waited go out now, earliest due first.');
+    expect(jobsPage).not.toContain('data-testid="paused-banner"');
+    // Only a tab's name leads back to it: anything else lands on the overview.
+    expect((await post(`${base}/pause`, { back: '//evil.example/x' })).headers.location).toBe(`${base}?done=project-paused`);
+    expect((await post(`${base}/resume`, { back: '__proto__' })).headers.location).toBe(`${base}?done=project-resumed`);
+    expect((await t.services.manage.getProject(p.projectId)).paused).toBe(false);
+  });
+
+  it('saves the Events URL and format, refuses a private URL or an unknown format beside its field, and clears the URL when emptied', async () => {
+    const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
+    const url = `/projects/${p.projectId}/settings`;
+    const blank = (await get(url)).body;
+    expect(blank).toMatch(/<label for="f-eventsUrl">Events URL<\/label>/);
+    expect(blank).toMatch(/<label for="f-eventsFormat">Events format<\/label>/);
+    for (const type of ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped']) expect(blank).toContain(`<code>${type}</code>`);
+    expect(blank).toContain('signed exactly as deliveries');
+    const saved = await post(url, { ...fields, eventsUrl: ' https://93.184.216.34/events ', eventsFormat: 'slack' });
+    expect(saved.statusCode).toBe(303);
+    expect(saved.headers.location).toBe(`${url}?done=settings-saved`);
+    expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ eventsUrl: 'https://93.184.216.34/events', eventsFormat: 'slack' });
+    const page = (await get(url)).body;
+    expect(page).toMatch(/id="f-eventsUrl" name="eventsUrl" type="url" value="https:\/\/93\.184\.216\.34\/events"/);
+    expect(page).toMatch(/<option value="slack" selected>/);
+
+    const refused = await post(url, { ...fields, eventsUrl: 'http://127.0.0.1:8080/events', eventsFormat: 'json' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toMatch(/id="f-eventsUrl-error">eventsUrl [^<]*private/);
+    expect(refused.body).toMatch(/id="f-eventsUrl"[^>]*value="http:\/\/127\.0\.0\.1:8080\/events"[^>]*aria-invalid="true"/);
+    const format = await post(url, { ...fields, eventsUrl: 'https://93.184.216.34/events', eventsFormat: 'xml' });
+    expect(format.statusCode).toBe(400);
+    expect(format.body).toContain('id="f-eventsFormat-error">eventsFormat must be one of json, slack');
+    expect(format.body).toMatch(/<select id="f-eventsFormat"[^>]*aria-invalid="true"/);
+    expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ eventsUrl: 'https://93.184.216.34/events', eventsFormat: 'slack' });
+
+    expect((await post(url, { ...fields, eventsUrl: '  ', eventsFormat: 'json' })).statusCode).toBe(303);
+    expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ eventsUrl: null, eventsFormat: 'json' });
+  });
+
+  it("lists a project's events newest first with what happened, links to the job and schedule, their delivery state, and pages with the cursor", async () => {
+    const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'with events', webhookUrl: 'https://93.184.216.34/hook' });
+    const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
+    const url = `/projects/${projectId}/events`;
+    // No Events URL: nothing is recorded, and the page says how to start.
+    expect(await t.store.eventInsert({ id: 'evt_dashnone00000000000', projectId, type: 'job.failed', occurredAt: t.clock.now(), data: '{}' })).toBe(false);
+    const empty = (await get(url)).body;
+    expect(empty).toContain('No Events URL yet');
+    expect(empty).toContain('recorded once an Events URL is set');
+    expect(empty).toContain(`href="/projects/${projectId}/settings"`);
+    expect(empty).toContain('aria-current="page">Events</a>');
+
+    await t.services.manage.updateProject(projectId, { eventsUrl: 'https://93.184.216.34/events' });
+    expect((await get(url)).body).toContain('No events yet.');
+    const jobId = (await t.api(key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, scheduledFor: '2027-06-01T00:00:00Z' } })).json().jobId as string;
+    const scheduleId = 'sch_dashevents00000000';
+    const insert = async (id: string, type: 'job.failed' | 'webhook.failing' | 'webhook.recovered' | 'schedule.skipped', data: Record<string, unknown>) => {
+      expect(await t.store.eventInsert({ id, projectId, type, occurredAt: t.clock.now(), data: JSON.stringify(data) })).toBe(true);
+      t.clock.advance(1000);
+    };
+    // 24 older ones, then one of each type: 28 in all, 25 a page.
+    const fillers = Array.from({ length: 24 }, (_, i) => `evt_dashfill${String(i).padStart(10, '0')}`);
+    for (const id of fillers) await insert(id, 'webhook.recovered', { failingSince: '2027-01-01T00:00:00.000Z' });
+    await insert('evt_dashjobfailed00000', 'job.failed', { jobId, attemptCount: 4, lastError: '<b>HTTP 500</b>', scheduleId });
+    await insert('evt_dashfailing0000000', 'webhook.failing', { consecutiveFailures: 10, lastError: 'HTTP 503', since: '2027-01-01T01:00:00.000Z' });
+    await insert('evt_dashskipped0000000', 'schedule.skipped', { scheduleId, fireAt: '2027-01-01T02:00:00.000Z' });
+    await insert('evt_dashrecovered00000', 'webhook.recovered', { failingSince: '2027-01-01T01:00:00.000Z' });
+
+    const first = await get(url);
+    expect(first.statusCode).toBe(200);
+    const rows = [...first.body.matchAll(/<tr class="event" id="(evt_[^"]+)">/g)].map((m) => m[1]);
+    expect(rows).toEqual(['evt_dashrecovered00000', 'evt_dashskipped0000000', 'evt_dashfailing0000000', 'evt_dashjobfailed00000', ...fillers.slice(3).reverse()]);
+    const row = (id: string) => new RegExp(`<tr class="event" id="${id}">([^]*?)</tr>`).exec(first.body)![1]!;
+    const failed = row('evt_dashjobfailed00000');
+    expect(failed).toContain('<strong>job.failed</strong>');
+    expect(failed).toContain(`<a href="/projects/${projectId}/jobs/${jobId}"><code>${jobId}</code></a> failed after 4 attempts`);
+    expect(failed).toContain('&lt;b&gt;HTTP 500&lt;/b&gt;');
+    expect(failed).toContain(`href="/projects/${projectId}/schedules#${scheduleId}"`);
+    expect(failed).toContain('<span class="badge badge-pending">PENDING</span>');
+    expect(row('evt_dashskipped0000000')).toMatch(new RegExp(`href="/projects/${projectId}/schedules#${scheduleId}">schedule <code>${scheduleId}</code></a> skipped its fire at <time datetime="2027-01-01T02:00:00.000Z">`));
+    expect(row('evt_dashfailing0000000')).toContain('10 attempts in a row failed since <time datetime="2027-01-01T01:00:00.000Z">');
+    expect(row('evt_dashrecovered00000')).toContain('Deliveries succeed again (failing since <time datetime="2027-01-01T01:00:00.000Z">');
+    expect(first.body).toContain('Sent to <code>https://93.184.216.34/events</code> as JSON');
+
+    const next = /href="([^"]+cursor=[^"]+)" rel="next">Older events/.exec(first.body)![1]!.replace(/&amp;/g, '&');
+    const second = (await get(next)).body;
+    expect([...second.matchAll(/<tr class="event" id="(evt_[^"]+)">/g)].map((m) => m[1])).toEqual(fillers.slice(0, 3).reverse());
+    expect(second).not.toContain('rel="next"');
+    expect(second).toContain(`href="${url}">← Newest</a>`);
+    expect((await get(`${url}?cursor=nonsense`)).statusCode).toBe(400);
+
+    // The URL unset later: the events recorded stay listed, with a note that new ones are not.
+    await t.services.manage.updateProject(projectId, { eventsUrl: null });
+    const unset = (await get(url)).body;
+    expect(unset).toContain('No Events URL is set: new events are not recorded.');
+    expect(unset).toContain('id="evt_dashrecovered00000"');
+  });
+
+  it("filters jobs by schedule, and each schedule and a schedule's job link to its jobs", async () => {
+    const created = await t.api(p.key, { method: 'POST', url: '/api/schedules', payload: { name: 'hourly sync', cron: '0 * * * *', payload: { s: 1 } } });
+    const { scheduleId } = created.json() as { scheduleId: string };
+    const fired: string[] = [];
+    for (let i = 0; i < 2; i += 1) fired.push((await t.api(p.key, { method: 'POST', url: `/api/schedules/${scheduleId}/trigger` })).json().jobId);
+    await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { plain: true }, scheduledFor: '2027-06-01T00:00:00Z' } });
+    const filtered = (await get(`/projects/${p.projectId}/jobs?scheduleId=${scheduleId}`)).body;
+    expect([...filtered.matchAll(/<a href="\/projects\/[^/]+\/jobs\/(job_[^"]+)">/g)].map((m) => m[1])).toEqual([...fired].reverse());
+    expect(filtered).toMatch(new RegExp(`id="f-scheduleId" name="scheduleId" type="search" value="${scheduleId}"`));
+    expect(filtered).toContain(`Jobs of <a href="/projects/${p.projectId}/schedules#${scheduleId}">schedule <code>${scheduleId}</code></a>`);
+    expect((await get(`/projects/${p.projectId}/jobs?scheduleId=sch_unknown000000000`)).body).toContain('No jobs match these filters.');
+    const schedules = (await get(`/projects/${p.projectId}/schedules`)).body;
+    expect(schedules).toContain(`href="/projects/${p.projectId}/jobs?scheduleId=${scheduleId}" aria-label="Jobs of hourly sync">Jobs</a>`);
+    expect((await get(`/projects/${p.projectId}/jobs/${fired[0]}`)).body).toContain(`href="/projects/${p.projectId}/jobs?scheduleId=${scheduleId}">its jobs</a>`);
+    await t.api(p.key, { method: 'DELETE', url: `/api/schedules/${scheduleId}` });
+  });
+
+  it('retries all FAILED jobs of the creation window after a confirmation that counts them, and says how many were queued again', async () => {
+    const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'replay', webhookUrl: 'https://93.184.216.34/hook' });
+    const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
+    const jobs = `/projects/${projectId}/jobs`;
+    // Four jobs created an hour apart from 2027-01-01T05:00Z (the session, from 00:00, lasts 12 hours); the first three FAILED.
+    t.clock.set(Date.UTC(2027, 0, 1, 5));
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      ids.push((await t.api(key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { i }, scheduledFor: '2027-06-01T00:00:00Z' } })).json().jobId);
+      t.clock.advance(3_600_000);
+    }
+    for (const [i, id] of ids.slice(0, 3).entries()) await setJobState(t.databaseUrl, id, { status: 'FAILED', attemptCount: 1, lastError: 'HTTP 500', failedAt: t.clock.now() + i });
+    const status = async (id: string) => (await t.store.jobGet({ projectId, jobId: id }))!.status;
+
+    const all = (await get(`${jobs}?status=FAILED`)).body;
+    expect(all).toContain('<summary class="button button-secondary">Retry all failed…</summary>');
+    expect(all).toContain('Queue again <strong>3 failed jobs</strong> of this project? Each gets a fresh retry budget');
+    expect(all).toContain('Queue 3 failed jobs again</button>');
+    // Any status: the same offer, for the FAILED jobs among them.
+    expect((await get(jobs)).body).toContain('Queue again <strong>3 failed jobs</strong>');
+    const window = (await get(`${jobs}?status=FAILED&from=2027-01-01T06:00&to=2027-01-01T08:00`)).body;
+    expect(window).toContain(
+      'Queue again <strong>2 failed jobs</strong> created between <time datetime="2027-01-01T06:00:00.000Z">2027-01-01 06:00:00 UTC</time> and <time datetime="2027-01-01T08:00:00.000Z">2027-01-01 08:00:00 UTC</time>?',
+    );
+    expect(window).toMatch(new RegExp(`action="${jobs}/retry-failed"[^]*name="from" value="2027-01-01T06:00"[^]*name="to" value="2027-01-01T08:00"`));
+    expect((await get(`${jobs}?status=FAILED&to=2027-01-01T06:00`)).body).toContain('Queue again <strong>1 failed job</strong> created before');
+    // Nothing to retry, another status, or a schedule filter (bulk replay has none): no offer.
+    for (const query of ['status=FAILED&from=2027-01-01T09:00', 'status=QUEUED', 'status=FAILED&scheduleId=sch_any0000000000000']) {
+      expect((await get(`${jobs}?${query}`)).body, query).not.toContain('Retry all failed…');
+    }
+
+    const retried = await post(`${jobs}/retry-failed`, { from: '2027-01-01T06:00', to: '2027-01-01T08:00' });
+    expect(retried.statusCode).toBe(303);
+    expect(retried.headers.location).toBe(`${jobs}?from=2027-01-01T06%3A00&to=2027-01-01T08%3A00&done=failed-retried&count=2`);
+    expect(await Promise.all(ids.map(status))).toEqual(['FAILED', 'QUEUED', 'QUEUED', 'QUEUED']);
+    const after = (await get(retried.headers.location as string)).body;
+    expect(after).toContain('2 failed jobs queued again, each with a fresh retry budget.');
+    expect(after).not.toContain('Retry all failed…');
+    // The count is digits only, or no notice at all.
+    for (const count of ['<b>2</b>', '2 hacked', '']) expect((await get(`${jobs}?done=failed-retried&count=${encodeURIComponent(count)}`)).body).not.toContain('queued again');
+    // A window that is not a date and time is refused, and nothing is retried.
+    const bad = await post(`${jobs}/retry-failed`, { from: 'yesterday' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.body).toContain('from must be a date and time');
+    expect(await status(ids[0]!)).toBe('FAILED');
+    const rest = await post(`${jobs}/retry-failed`);
+    expect(rest.headers.location).toBe(`${jobs}?done=failed-retried&count=1`);
+    expect((await get(rest.headers.location as string)).body).toContain('1 failed job queued again');
+    expect(await status(ids[0]!)).toBe('QUEUED');
+  });
+
+  it('refuses the new forms (pause, resume, retry all failed, events settings) without the CSRF token, changing nothing', async () => {
+    const before = await t.services.manage.getProject(p.projectId);
+    const failed = (await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, scheduledFor: '2027-06-01T00:00:00Z' } })).json().jobId as string;
+    await setJobState(t.databaseUrl, failed, { status: 'FAILED', attemptCount: 1, lastError: 'HTTP 500', failedAt: t.clock.now() });
+    const settings = { 'retryPolicy.initialDelayMs': '1', 'retryPolicy.factor': '1', 'retryPolicy.maxDelayMs': '1', deliveryTimeoutMs: '1000', deliveryConcurrency: '1', eventsUrl: 'https://93.184.216.34/stolen', eventsFormat: 'slack' };
+    for (const [url, fields] of [
+      [`/projects/${p.projectId}/pause`, {}],
+      [`/projects/${p.projectId}/resume`, {}],
+      [`/projects/${p.projectId}/jobs/retry-failed`, {}],
+      [`/projects/${p.projectId}/settings`, settings],
+    ] as const) {
+      for (const token of [null, 'wrong']) {
+        const response = await t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie }, payload: new URLSearchParams({ ...(token !== null && { _csrf: token }), ...fields }).toString() });
+        expect(response.statusCode, url).toBe(403);
+        expect(response.body).toContain('This form could not be accepted');
+      }
+    }
+    expect(await t.services.manage.getProject(p.projectId)).toEqual(before);
+    expect((await t.store.jobGet({ projectId: p.projectId, jobId: failed }))!.status).toBe('FAILED');
+  });
 });
 
 /**
@@ -326,6 +537,9 @@ describe('dashboard pages over real deliveries', () => {
       [`/projects/${ids.projectId}/webhook/rotate`, {}],
       [`/projects/${ids.projectId}/webhook/test`, {}],
       [`/teams/${ids.teamId}/projects`, { name: 'intruder', webhookUrl: 'https://93.184.216.34/stolen' }],
+      [`/projects/${ids.projectId}/pause`, {}],
+      [`/projects/${ids.projectId}/resume`, { back: 'jobs' }],
+      [`/projects/${ids.projectId}/jobs/retry-failed`, {}],
     ];
     // Their job or key under the intruder's own project, beside an unknown one there.
     const mixed = (ids: Pick<Ids, 'queuedJobId' | 'failedJobId' | 'keyId'>) =>
@@ -348,13 +562,20 @@ describe('dashboard pages over real deliveries', () => {
       ...forms(theirs).map((form, i) => [form, forms({ ...unknown, queuedJobId: unknown.jobId, failedJobId: unknown.jobId })[i]!] as const),
       ...mixed(theirs).map((form, i) => [form, mixed({ queuedJobId: unknown.jobId, failedJobId: unknown.jobId, keyId: unknown.keyId })[i]!] as const),
     ];
-    expect(pairs).toHaveLength(11 + 4);
+    expect(pairs).toHaveLength(14 + 4);
     for (const [[url, fields], [unknownUrl, sameFields]] of pairs) {
       const refused = await post(url, fields);
       const absent = await post(unknownUrl, sameFields);
       expect(refused.statusCode, url).toBe(404);
       expect(refused.body, url).toBe(absent.body);
       expect(refused.body).not.toContain('whsec_');
+    }
+    // Nor are the victim's events or jobs pages shown.
+    for (const page of ['events', 'jobs?status=FAILED']) {
+      const refused = await t.app.inject({ method: 'GET', url: `/projects/${victim.projectId}/${page}`, headers: { cookie: intruder.cookie } });
+      const absent = await t.app.inject({ method: 'GET', url: `/projects/${unknown.projectId}/${page}`, headers: { cookie: intruder.cookie } });
+      expect(refused.statusCode, page).toBe(404);
+      expect(refused.body).toBe(absent.body);
     }
     // A test delivery or a retry would have reached the receiver by now if either had been let through.
     expect(await snapshot()).toEqual(before);
