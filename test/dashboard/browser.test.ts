@@ -36,6 +36,7 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
   let projectId = '';
   let apiKey = '';
   let otherJobUrl = '';
+  let otherKey = '';
   let dispatched = 0;
 
   const shot = (name: string, target: Page = page) => target.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
@@ -83,6 +84,7 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     const other = await t.makeProject({ webhookUrl: receiver.url });
     const theirs = await t.api(other.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { private: 'other team' }, scheduledFor: '2099-01-01T00:00:00Z' } });
     otherJobUrl = `/jobs/${theirs.json().jobId}`;
+    otherKey = other.key;
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     // Fail a step with Playwright's own message well before the test's timeout.
@@ -340,6 +342,131 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot('schedules-phone', phone);
     await phone.close();
+  });
+
+  /** Opens `url` at phone width, checks nothing scrolls sideways, and saves `<name>-phone.png`; `act` runs first (open a confirmation…). */
+  async function phoneShot(url: string, name: string, act?: (phone: Page) => Promise<void>): Promise<void> {
+    const phone = await context.newPage();
+    try {
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await phone.goto(url);
+      if (act) await act(phone);
+      expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await shot(`${name}-phone`, phone);
+    } finally {
+      await phone.close();
+    }
+  }
+
+  it('pauses deliveries from the project page: a job dispatched meanwhile waits QUEUED while another project\'s goes out, and is delivered on resume', async () => {
+    await page.goto(`${base}/projects/${projectId}`);
+    await page.getByText('Pause deliveries…').click();
+    expect(await page.locator('.confirm-box', { hasText: 'Pause deliveries of' }).innerText()).toContain('Dispatches are still accepted');
+    await page.getByRole('button', { name: 'Pause deliveries' }).click();
+    await page.waitForURL(`**/projects/${projectId}?done=project-paused`);
+    expect(await page.getByTestId('paused-banner').innerText()).toContain('Deliveries paused');
+    expect(await page.getByRole('status').first().innerText()).toContain('Deliveries paused. Dispatches are still accepted');
+    await shot('project-paused');
+    await phoneShot(`${base}/projects/${projectId}`, 'project-paused');
+
+    const jobId = await dispatch({ payload: { whilePaused: true } });
+    // Another project's job, dispatched after it on the same instance, is delivered; this one is not.
+    const marker = await t.api(otherKey, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { marker: true } } });
+    expect(marker.statusCode).toBe(201);
+    await receiver.waitFor(() => receiver.forJob(marker.json().jobId).length === 1);
+    const jobUrl = `${base}/projects/${projectId}/jobs/${jobId}`;
+    await page.goto(jobUrl);
+    expect(await page.locator('h1 .badge').innerText()).toBe('QUEUED');
+    expect(receiver.forJob(jobId)).toHaveLength(0);
+    // The banner is on every tab; from the job's page it resumes and goes back to the jobs list.
+    expect(await page.getByTestId('paused-banner').isVisible()).toBe(true);
+    await shot('job-waiting-paused');
+    await page.getByRole('button', { name: 'Resume deliveries' }).click();
+    await page.waitForURL(`**/projects/${projectId}/jobs?done=project-resumed`);
+    expect(await page.getByTestId('paused-banner').count()).toBe(0);
+    await reloadUntil(jobUrl, 'COMPLETED');
+    expect(receiver.forJob(jobId)).toHaveLength(1);
+  });
+
+  it('retries all failed jobs of the list after a confirmation that counts them, and they are delivered', async () => {
+    receiver.answer((request) => ((request.json.payload as { bulk?: boolean } | undefined)?.bulk ? { status: 500, body: 'bulk down' } : { status: 200, body: 'ok' }));
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i += 1) ids.push(await dispatch({ payload: { bulk: true, n: i }, maxRetries: 0 }));
+    const failedList = `${base}/projects/${projectId}/jobs?status=FAILED`;
+    await expect
+      .poll(
+        async () => {
+          await page.goto(failedList);
+          return page.locator('tbody tr').allInnerTexts();
+        },
+        { timeout: 10_000, interval: 100 },
+      )
+      .toHaveLength(3);
+    await page.getByText('Retry all failed…').click();
+    const confirm = page.getByTestId('retry-failed-confirm');
+    expect(await confirm.innerText()).toContain('Queue again 3 failed jobs of this project? Each gets a fresh retry budget');
+    await shot('jobs-retry-all-failed');
+    await phoneShot(failedList, 'jobs-retry-all-failed', (phone) => phone.getByText('Retry all failed…').click());
+
+    receiver.answer({ status: 200, body: 'ok' });
+    await confirm.getByRole('button', { name: 'Queue 3 failed jobs again' }).click();
+    await page.waitForURL(`**/projects/${projectId}/jobs?done=failed-retried&count=3`);
+    expect(await page.getByRole('status').innerText()).toBe('3 failed jobs queued again, each with a fresh retry budget.');
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${base}/projects/${projectId}/jobs`);
+          return Promise.all(ids.map((id) => page.locator('tbody tr', { hasText: id }).locator('td[data-label="Status"]').innerText()));
+        },
+        { timeout: 10_000, interval: 100 },
+      )
+      .toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
+    for (const id of ids) expect(receiver.forJob(id)).toHaveLength(2);
+    // Nothing FAILED is left: no offer.
+    await page.goto(failedList);
+    expect(await page.getByText('Retry all failed…').count()).toBe(0);
+  });
+
+  it('sends a job.failed event to the Events URL set in the settings, signed as deliveries, and lists it on the Events tab', async () => {
+    const eventsUrl = receiver.url.replace(/\/hook$/, '/events');
+    await page.goto(`${base}/projects/${projectId}/settings`);
+    await page.getByLabel('Events URL').fill(eventsUrl);
+    await page.getByLabel('Events format').selectOption('json');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL('**/settings?done=settings-saved');
+    expect(await page.getByLabel('Events URL').inputValue()).toBe(eventsUrl);
+    await shot('settings-events');
+
+    receiver.answer((request) => ((request.json.payload as { fail?: boolean } | undefined)?.fail ? { status: 500, body: 'still down' } : { status: 200, body: 'ok' }));
+    const jobId = await dispatch({ payload: { fail: true }, maxRetries: 0 });
+    const isOurs = (r: (typeof receiver.requests)[number]) => r.url === '/events' && r.json.type === 'job.failed' && (r.json.data as { jobId?: string }).jobId === jobId;
+    await receiver.waitFor(() => receiver.requests.some(isOurs));
+    const sent = receiver.requests.find(isOurs)!;
+    const eventId = String(sent.json.eventId);
+    expect(eventId).toMatch(/^evt_/);
+    expect(sent.headers['webhook-id']).toBe(eventId);
+
+    await page.locator('nav.tabs').getByRole('link', { name: 'Events' }).click();
+    await page.waitForURL(`**/projects/${projectId}/events`);
+    // The receiver has the event before its delivery is recorded: reload until the row says so.
+    const row = page.locator(`tr#${eventId}`);
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${base}/projects/${projectId}/events`);
+          return row.locator('td[data-label="Delivery"] .badge').innerText();
+        },
+        { timeout: 10_000, interval: 100 },
+      )
+      .toBe('DELIVERED');
+    expect(await row.locator('td[data-label="Event"]').innerText()).toContain('job.failed');
+    expect(await row.locator('td[data-label="What happened"]').innerText()).toMatch(new RegExp(`Job ${jobId} failed after 1 attempt: HTTP 500`));
+    expect(await row.locator('td[data-label="Attempts"]').innerText()).toBe('1');
+    await shot('events');
+    await phoneShot(`${base}/projects/${projectId}/events`, 'events');
+    await row.getByRole('link', { name: jobId }).click();
+    await page.waitForURL(`**/jobs/${jobId}`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('FAILED');
   });
 
   it('changes the password on the account page, logs out, and throttles repeated wrong passwords', async () => {
