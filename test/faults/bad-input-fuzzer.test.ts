@@ -252,6 +252,24 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
       )
       .filter((query) => Object.keys(query).length > 0)
       .map((query) => ({ endpoint: 'list', options: withKey(p.key, { method: 'GET', url: '/api/jobs', query }) }));
+    // A timestamp without a zone, impossible, or not one at all (SPEC section 2's list filters).
+    const badTimestamp = fc.oneof(
+      fc.constantFrom('2027-01-05T09:30:00', '2027-02-30T00:00:00Z', '2027-01-05', '1767000000000', 'now', '', '2027-01-05T24:00:00Z'),
+      edgyString.filter((s) => !/^\d{4}-\d\d-\d\dT/.test(s)),
+    );
+    const listRange = fc
+      .tuple(fc.constantFrom('createdAfter', 'createdBefore'), badTimestamp)
+      .map(([name, value]) => ({ endpoint: 'list range', options: withKey(p.key, { method: 'GET', url: '/api/jobs', query: { [name]: value } }) }));
+    // Bulk replay: only FAILED, a limit of 1..10,000, timestamps; a wrong one changes nothing.
+    const replay = fc
+      .oneof(
+        fc.record({ status: fc.oneof(fc.constantFrom('failed', 'QUEUED', '', null, 1), edgyString.filter((s) => s !== 'FAILED')) }),
+        fc.record({ status: fc.constant('FAILED'), limit: fc.oneof(fc.constantFrom(0, -1, 10_001, 1.5, '10', null, 1e308), edgyString) }),
+        fc.record({ status: fc.constant('FAILED'), failedAfter: fc.oneof(badTimestamp.filter((s) => s !== ''), fc.constantFrom(0, true, {})) }),
+        fc.record({ status: fc.constant('FAILED'), failedBefore: fc.oneof(badTimestamp.filter((s) => s !== ''), fc.constantFrom(0, true, {})) }),
+        notAnObject,
+      )
+      .map((body) => ({ endpoint: 'bulk replay', options: withKey(p.key, { method: 'POST', url: '/api/jobs/retry', payload: json(body) }) }));
     const mediaTypes = fc
       .tuple(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data', 'application/jsonx', 'json'), fc.constantFrom('/api/jobs/dispatch', '/api/jobs/dispatch/batch'))
       .map(([contentType, url]) => ({ endpoint: 'media type', options: withKey(p.key, { method: 'POST', url, payload: validDispatch, headers: { 'content-type': contentType } }) }));
@@ -269,7 +287,7 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
         endpoint: 'unauthenticated',
         options: { method, url, headers: authorization === undefined ? {} : { authorization }, payload: method === 'GET' ? undefined : validDispatch } as InjectOptions,
       }));
-    await run(fc.oneof(dispatch, batch, reschedule, idCalls, list, mediaTypes, idempotencyKeys, unauthenticated), RUNS_PER_PROPERTY * 4);
+    await run(fc.oneof(dispatch, batch, reschedule, idCalls, list, listRange, replay, mediaTypes, idempotencyKeys, unauthenticated), RUNS_PER_PROPERTY * 4);
   });
 
   it('batch: every item wrong answers 200 with an error per item in request order, and stores nothing', { timeout: 300_000 }, async () => {
@@ -301,6 +319,9 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
       fc.record({ acceptAny2xx: fc.oneof(fc.constantFrom('true', 1, 0, null), edgyString) }),
       fc.record({ webhookUrl: badUrl }),
       fc.record({ name: badName }),
+      fc.record({ paused: fc.oneof(fc.constantFrom('true', 1, 0, null), edgyString) }),
+      fc.record({ eventsUrl: badUrl }),
+      fc.record({ eventsFormat: fc.oneof(fc.constantFrom('JSON', 'Slack', '', null, 1), edgyString.filter((s) => s !== 'json' && s !== 'slack')) }),
       fc.record({ retryPolicy: fc.oneof(notAnObject, fc.record({ factor: fc.oneof(fc.constantFrom('4', null, -1, 0, 1e308), edgyString) }, { requiredKeys: ['factor'] }), fc.record({ maxRetries: fc.constantFrom(-1, 4, 99, '3', 1.5) }), fc.record({ initialDelayMs: fc.constantFrom(-1, '30000', 1.5, 1e308) }), fc.record({ maxDelayMs: fc.constantFrom(-1, 'x', 1.5, 1e308) })) }),
     ).map(json);
     const requests: fc.Arbitrary<FuzzRequest>[] = [
@@ -314,7 +335,7 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
         return { endpoint: 'malformed management body', options: asAdmin({ method, url, payload }) };
       }),
       fc
-        .tuple(unknownIds, fc.constantFrom('GET /manage/v1/teams/:id', 'PATCH /manage/v1/teams/:id', 'GET /manage/v1/teams/:id/projects', 'POST /manage/v1/teams/:id/projects', 'GET /manage/v1/teams/:id/usage', 'GET /manage/v1/projects/:id', 'PATCH /manage/v1/projects/:id', 'GET /manage/v1/projects/:id/keys', 'POST /manage/v1/projects/:id/keys', 'GET /manage/v1/projects/:id/webhook-secrets', 'POST /manage/v1/projects/:id/webhook-secret/rotate', 'POST /manage/v1/projects/:id/test-delivery', 'DELETE /manage/v1/keys/:id'))
+        .tuple(unknownIds, fc.constantFrom('GET /manage/v1/teams/:id', 'PATCH /manage/v1/teams/:id', 'GET /manage/v1/teams/:id/projects', 'POST /manage/v1/teams/:id/projects', 'GET /manage/v1/teams/:id/usage', 'GET /manage/v1/projects/:id', 'PATCH /manage/v1/projects/:id', 'GET /manage/v1/projects/:id/keys', 'POST /manage/v1/projects/:id/keys', 'GET /manage/v1/projects/:id/webhook-secrets', 'POST /manage/v1/projects/:id/webhook-secret/rotate', 'POST /manage/v1/projects/:id/test-delivery', 'GET /manage/v1/projects/:id/events', 'DELETE /manage/v1/keys/:id'))
         .map(([id, route]) => {
           const [method, path] = route.split(' ') as ['GET' | 'POST' | 'PATCH' | 'DELETE', string];
           return { endpoint: 'unknown id', options: asAdmin({ method, url: path.replace(':id', id), payload: method === 'GET' || method === 'DELETE' ? undefined : json({ name: 'x' }) }) };
