@@ -188,13 +188,17 @@ export interface JobListParams {
   limit: number;
 }
 
-/** A project's FAILED jobs that failed in [failedFrom, failedBefore) and were created in [createdFrom, createdBefore). */
+/**
+ * A project's FAILED jobs that failed in [failedFrom, failedBefore) and were created in
+ * [createdFrom, createdBefore); with a scheduleId, only that schedule's (the dashboard's filter).
+ */
 export interface FailedJobsFilter {
   projectId: string;
   failedFrom: number;
   failedBefore: number;
   createdFrom: number;
   createdBefore: number;
+  scheduleId?: string | null;
 }
 
 export type ProjectPatch = Partial<ProjectSettings>;

@@ -389,10 +389,20 @@ describe('dashboard pages', () => {
     );
     expect(window).toMatch(new RegExp(`action="${jobs}/retry-failed"[^]*name="from" value="2027-01-01T06:00"[^]*name="to" value="2027-01-01T08:00"`));
     expect((await get(`${jobs}?status=FAILED&to=2027-01-01T06:00`)).body).toContain('Queue again <strong>1 failed job</strong> created before');
-    // Nothing to retry, another status, or a schedule filter (bulk replay has none): no offer.
+    // Nothing to retry, another status, or a schedule none of whose jobs failed: no offer.
     for (const query of ['status=FAILED&from=2027-01-01T09:00', 'status=QUEUED', 'status=FAILED&scheduleId=sch_any0000000000000']) {
       expect((await get(`${jobs}?${query}`)).body, query).not.toContain('Retry all failed…');
     }
+
+    // A schedule's filter: only its failed jobs are counted and replayed.
+    const schedule = (await t.api(key, { method: 'POST', url: '/api/schedules', payload: { cron: '0 0 1 1 *', payload: {} } })).json().scheduleId as string;
+    const fired = (await t.api(key, { method: 'POST', url: `/api/schedules/${schedule}/trigger` })).json().jobId as string;
+    await setJobState(t.databaseUrl, fired, { status: 'FAILED', attemptCount: 1, lastError: 'HTTP 500', failedAt: t.clock.now() });
+    const ofSchedule = (await get(`${jobs}?status=FAILED&scheduleId=${schedule}`)).body;
+    expect(ofSchedule).toContain(`Queue again <strong>1 failed job</strong> made by schedule <code>${schedule}</code> of this project?`);
+    expect((await post(`${jobs}/retry-failed`, { scheduleId: schedule })).statusCode).toBe(303);
+    expect(await status(fired)).toBe('QUEUED');
+    expect(await Promise.all(ids.map(status))).toEqual(['FAILED', 'FAILED', 'FAILED', 'QUEUED']);
 
     const retried = await post(`${jobs}/retry-failed`, { from: '2027-01-01T06:00', to: '2027-01-01T08:00' });
     expect(retried.statusCode).toBe(303);

@@ -30,9 +30,15 @@ function epochFromLocalInput(value: string | undefined, field: string): number |
   return ms;
 }
 
-/** Bulk replay's window for jobs created in [createdFrom, createdBefore), whenever they failed (null: no bound). */
-function failedWindow(createdFrom: number | null, createdBefore: number | null) {
-  return { failedFrom: 0, failedBefore: Number.MAX_SAFE_INTEGER, createdFrom: createdFrom ?? 0, createdBefore: createdBefore ?? Number.MAX_SAFE_INTEGER };
+/** Bulk replay's window for jobs created in [createdFrom, createdBefore) (null: no bound), of one schedule or any, whenever they failed. */
+function failedWindow(createdFrom: number | null, createdBefore: number | null, scheduleId: string) {
+  return {
+    failedFrom: 0,
+    failedBefore: Number.MAX_SAFE_INTEGER,
+    createdFrom: createdFrom ?? 0,
+    createdBefore: createdBefore ?? Number.MAX_SAFE_INTEGER,
+    scheduleId: scheduleId || null,
+  };
 }
 
 /** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
@@ -68,9 +74,9 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
         createdFrom,
         createdBefore,
       });
-      // "Retry all failed" applies to the FAILED jobs of the creation window; bulk replay has no schedule filter.
-      if ((filter.status === '' || filter.status === 'FAILED') && !filter.scheduleId) {
-        const count = await jobs.countFailed(ctx.project.id, failedWindow(createdFrom, createdBefore));
+      // "Retry all failed" applies to the FAILED jobs of the current filter: its creation window and schedule.
+      if (filter.status === '' || filter.status === 'FAILED') {
+        const count = await jobs.countFailed(ctx.project.id, failedWindow(createdFrom, createdBefore, filter.scheduleId));
         retryFailed = { count, limit: REPLAY_MAX_LIMIT, paused: ctx.project.paused };
       }
     } catch (caught) {
@@ -93,11 +99,11 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
   app.post<ProjectParams>('/projects/:projectId/jobs/retry-failed', async (request, reply) => {
     const ctx = await jobContext(request);
     const form = formFields(request.body);
-    const window = { from: (form.from ?? '').trim(), to: (form.to ?? '').trim() };
+    const window = { from: (form.from ?? '').trim(), to: (form.to ?? '').trim(), scheduleId: (form.scheduleId ?? '').trim() };
     const createdFrom = epochFromLocalInput(window.from, 'from');
     const createdBefore = epochFromLocalInput(window.to, 'to');
-    const { retried, hasMore } = await jobs.replayFailed(ctx.project.id, failedWindow(createdFrom, createdBefore), REPLAY_MAX_LIMIT);
-    // The window was read as dates and times above: only those go back into the URL.
+    const { retried, hasMore } = await jobs.replayFailed(ctx.project.id, failedWindow(createdFrom, createdBefore, window.scheduleId), REPLAY_MAX_LIMIT);
+    // The window was read as dates and times above, and the schedule id matched as a value: only those go back into the URL.
     const query = Object.fromEntries(Object.entries(window).filter(([, value]) => value !== ''));
     return redirectWithNotice(reply, `/projects/${ctx.project.id}/jobs`, hasMore ? 'failed-retried-more' : 'failed-retried', query, retried);
   });

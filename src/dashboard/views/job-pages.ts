@@ -67,17 +67,19 @@ function retryFailedBox(ctx: PageContext, base: string, filter: JobFilter, offer
         : filter.to
           ? html` created before ${filterTime(filter.to)}`
           : html` of this project`;
+  const ofSchedule = filter.scheduleId ? html` made by schedule <code>${filter.scheduleId}</code>` : '';
   const taken = Math.min(offer.count, offer.limit);
   return html`<details class="confirm bulk-retry">
       <summary class="button button-secondary">Retry all failed…</summary>
       <div class="confirm-box" data-testid="retry-failed-confirm">
-        <p>Queue again <strong>${plural(offer.count, 'failed job', 'failed jobs')}</strong>${window}? Each gets a fresh retry budget and runs at once, oldest failure first.</p>
+        <p>Queue again <strong>${plural(offer.count, 'failed job', 'failed jobs')}</strong>${ofSchedule}${window}? Each gets a fresh retry budget and runs at once, oldest failure first.</p>
         ${offer.count > offer.limit ? html`<p>At most ${offer.limit.toLocaleString('en-US')} are queued at a time: retry all failed again for the rest.</p>` : ''}
         ${offer.paused ? html`<p>Deliveries are paused: they wait, QUEUED, until you resume.</p>` : ''}
         ${postForm(
           ctx,
           `${base}/retry-failed`,
           html`<input type="hidden" name="from" value="${filter.from}"><input type="hidden" name="to" value="${filter.to}">
+            <input type="hidden" name="scheduleId" value="${filter.scheduleId}">
             <button type="submit" class="button">Queue ${plural(taken, 'failed job', 'failed jobs')} again</button>`,
         )}
       </div>
@@ -139,9 +141,7 @@ export function jobsPage(
       </form>
       ${errorSummary(o.error)}
       ${filter.scheduleId
-        ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.${
-            filter.status === 'FAILED' ? html` <span class="muted">Retry all failed is not offered with a schedule filter: it takes every failed job of the creation window.</span>` : ''
-          }</p>`
+        ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.</p>`
         : ''}
       ${retryFailedBox(ctx, base, filter, o.retryFailed)}
       ${o.jobs.length === 0

@@ -328,7 +328,7 @@ export class PostgresStore implements Store {
   }
 
   private static failedWindow(p: FailedJobsFilter): unknown[] {
-    return [p.projectId, p.failedFrom, p.failedBefore, p.createdFrom, p.createdBefore];
+    return [p.projectId, p.failedFrom, p.failedBefore, p.createdFrom, p.createdBefore, p.scheduleId ?? null];
   }
 
   async jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {

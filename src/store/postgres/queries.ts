@@ -143,13 +143,13 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3,
 
 /** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
 const FAILED_IN_WINDOW = `FROM jobs WHERE project_id = $1 AND status = 'FAILED'
-  AND failed_at >= $2 AND failed_at < $3 AND created_at >= $4 AND created_at < $5`;
+  AND failed_at >= $2 AND failed_at < $3 AND created_at >= $4 AND created_at < $5 AND ($6::text IS NULL OR schedule_id = $6)`;
 /** Rows another transaction holds (a single retry, the pruner) are skipped, not waited for. */
 export const JobRetryFailedMany = `WITH picked AS (
-    SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT $6 FOR UPDATE SKIP LOCKED
+    SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT $7 FOR UPDATE SKIP LOCKED
   )
-  UPDATE jobs SET status = 'QUEUED', run_at = $7, queued_at = $7, ${HELD_IF_PAUSED}, round_start_attempt_count = attempt_count,
-    failed_at = NULL, updated_at = $7
+  UPDATE jobs SET status = 'QUEUED', run_at = $8, queued_at = $8, ${HELD_IF_PAUSED}, round_start_attempt_count = attempt_count,
+    failed_at = NULL, updated_at = $8
   FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'FAILED'`;
 export const JobFailedExists = `SELECT EXISTS (SELECT 1 ${FAILED_IN_WINDOW}) AS found`;
 export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;

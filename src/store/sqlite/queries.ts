@@ -118,7 +118,8 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
 
 /** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
 const FAILED_IN_WINDOW = `FROM jobs INDEXED BY jobs_failed WHERE project_id = @projectId AND status = 'FAILED'
-  AND failed_at >= @failedFrom AND failed_at < @failedBefore AND created_at >= @createdFrom AND created_at < @createdBefore`;
+  AND failed_at >= @failedFrom AND failed_at < @failedBefore AND created_at >= @createdFrom AND created_at < @createdBefore
+  AND (@scheduleId IS NULL OR schedule_id = @scheduleId)`;
 export const JobRetryFailedMany = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE seq IN (SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT @limit)`;

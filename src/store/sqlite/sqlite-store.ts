@@ -287,7 +287,7 @@ export class SqliteStore implements Store {
   }
 
   async jobCountFailed(params: FailedJobsFilter): Promise<number> {
-    return (this.sql(q.JobCountFailed).get(params) as { n: number }).n;
+    return (this.sql(q.JobCountFailed).get({ ...params, scheduleId: params.scheduleId ?? null }) as { n: number }).n;
   }
 
   async attemptListByJob(jobId: string): Promise<AttemptRow[]> {

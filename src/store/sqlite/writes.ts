@@ -241,9 +241,10 @@ export const WRITES = {
   },
 
   jobRetryFailedMany(sql: Sql, p: FailedJobsFilter & { limit: number; now: number }): { retried: number; hasMore: boolean } {
-    const retried = sql(q.JobRetryFailedMany).run(p).changes;
-    const { now: _now, limit: _limit, ...window } = p;
-    return { retried, hasMore: sql(q.JobFailedExists).get(window) !== undefined };
+    const window = { ...p, scheduleId: p.scheduleId ?? null };
+    const retried = sql(q.JobRetryFailedMany).run(window).changes;
+    const { now: _now, limit: _limit, ...exists } = window;
+    return { retried, hasMore: sql(q.JobFailedExists).get(exists) !== undefined };
   },
 
   jobHoldBatch(sql: Sql, p: { projectId: string; afterSeq: number; limit: number }): { nextAfterSeq: number | null } {
