@@ -202,6 +202,12 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     expect(await row.locator('.runs li').count()).toBe(5);
     expect(await row.innerText()).toContain('Europe/Paris');
     await shot('schedules');
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${base}/projects/${projectId}/schedules`);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('schedules-list-phone', phone);
+    await phone.close();
     await row.getByRole('button', { name: 'Pause' }).click();
     await page.waitForURL('**/schedules?done=schedule-pause');
     expect(await page.locator(`tr#${scheduleId}`).innerText()).toContain('paused');
