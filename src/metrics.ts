@@ -20,6 +20,12 @@ export class Metrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly eventAttempts = new Counter({
+    name: 'punctual_event_attempts_total',
+    help: "Attempts to send an event to a project's eventsUrl, by what became of the event",
+    labelNames: ['type', 'result'] as const,
+    registers: [this.registry],
+  });
   readonly lateResultsIgnored = new Counter({
     name: 'punctual_attempt_results_ignored_total',
     help: 'Attempt results not recorded because their worker had lost the lease (the rescuer counted the attempt as lease_expired)',

@@ -7,7 +7,9 @@
  * Events are few (a failed job, a failing receiver): the loop looks every POLL_MS, and at once when
  * this instance may have recorded one.
  */
+import { BackgroundLoop } from '../background-loop.js';
 import type { Clock } from '../clock.js';
+import type { Metrics } from '../metrics.js';
 import type { ClaimedEvent, EventAttemptOutcome } from '../store/event-store.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS, toAttemptResult } from './deliver-attempt.js';
@@ -22,6 +24,7 @@ interface EventDeliveryDeps {
   store: Store;
   clock: Clock;
   client: WebhookSender;
+  metrics: Metrics;
   workerId: string;
   signingSecrets: (projectId: string) => Promise<string[]>;
   /** The retries an event gets: the project's default retry count, else its plan's cap. */
@@ -31,50 +34,28 @@ interface EventDeliveryDeps {
 }
 
 export class EventDelivery {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
   private readonly shutdown = new AbortController();
+  private readonly loop: BackgroundLoop<void>;
+  private stopped = false;
 
-  constructor(private readonly deps: EventDeliveryDeps) {}
+  constructor(private readonly deps: EventDeliveryDeps) {
+    this.loop = new BackgroundLoop({ pass: () => this.runOnce(), sleepMs: () => POLL_MS, onError: deps.onError });
+  }
 
   start(): void {
-    this.stopped = false;
-    this.wake();
+    this.loop.start();
   }
 
   /** Looks for due events now (and again after the pass under way, if one is). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.running = this.runOnce()
-      .catch((error: unknown) => this.deps.onError(error))
-      .finally(() => {
-        this.running = null;
-        if (this.stopped) return;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-          return;
-        }
-        this.timer = setTimeout(() => this.wake(), POLL_MS);
-        this.timer.unref();
-      });
+    this.loop.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     // Requests under way are cut short; their claims lapse and another instance (or the next start) sends them.
     this.shutdown.abort();
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Claims and sends every due event, CLAIM_LIMIT at a time. */
@@ -130,6 +111,7 @@ export class EventDelivery {
       const error = result.error ?? result.outcome;
       outcome = next.kind === 'complete' ? { kind: 'delivered' } : next.kind === 'retry' ? { kind: 'retry', at: next.runAt, error } : { kind: 'failed', error };
     }
-    await this.deps.store.eventFinish({ eventId: event.id, workerId: this.deps.workerId, leaseUntil: event.leaseUntil, now: clock.now(), outcome });
+    const applied = await this.deps.store.eventFinish({ eventId: event.id, workerId: this.deps.workerId, leaseUntil: event.leaseUntil, now: clock.now(), outcome });
+    if (applied) this.deps.metrics.eventAttempts.inc({ type: event.type, result: outcome.kind });
   }
 }

@@ -50,6 +50,7 @@ export class DeliveryEngine {
       store: options.store,
       clock: options.clock,
       client: options.client,
+      metrics: options.metrics,
       workerId: this.workerId,
       signingSecrets: options.signingSecrets,
       maxRetriesFor: options.maxRetriesFor,

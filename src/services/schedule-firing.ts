@@ -6,6 +6,7 @@
  * Any number of instances run it: the lease of scheduleClaimDue keeps them apart, the unique key
  * of a fire keeps a fire's job single if a lease runs out mid-fire.
  */
+import { BackgroundLoop } from '../background-loop.js';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/store.js';
 import type { SchedulesService } from './schedules-service.js';
@@ -27,11 +28,15 @@ interface ScheduleFiringDeps {
 }
 
 export class ScheduleFiring {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = true;
+  private readonly loop: BackgroundLoop<number | null>;
 
-  constructor(private readonly deps: ScheduleFiringDeps) {}
+  constructor(private readonly deps: ScheduleFiringDeps) {
+    this.loop = new BackgroundLoop({
+      pass: () => this.runOnce(),
+      sleepMs: (wakeAt) => (wakeAt === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(MIN_SLEEP_MS, wakeAt - deps.clock.now()))),
+      onError: deps.onError,
+    });
+  }
 
   /** Claims and fires everything due by now + FIRE_LEAD_MS; the next instant there is work, or null. */
   async runOnce(): Promise<number | null> {
@@ -54,34 +59,15 @@ export class ScheduleFiring {
   }
 
   start(): void {
-    this.stopped = false;
-    this.wake();
+    this.loop.start();
   }
 
-  /** Looks at once (a schedule was created or changed on this instance). */
+  /** Looks at once (a schedule was created or changed on this instance), or right after the look under way. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    if (this.running) return;
-    this.running = this.runOnce()
-      .catch((error: unknown) => {
-        this.deps.onError(error);
-        return null;
-      })
-      .then((wakeAt) => {
-        this.running = null;
-        if (this.stopped) return;
-        const wait = wakeAt === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(MIN_SLEEP_MS, wakeAt - this.deps.clock.now()));
-        this.timer = setTimeout(() => this.wake(), wait);
-        this.timer.unref();
-      });
+    this.loop.wake();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

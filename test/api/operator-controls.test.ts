@@ -171,5 +171,6 @@ describe('POST /api/jobs/retry (bulk replay)', () => {
     expect(spec.paths['/api/jobs/retry'].post).toBeDefined();
     const params = spec.paths['/api/jobs'].get.parameters.map((param: { name: string }) => param.name);
     expect(params).toEqual(expect.arrayContaining(['scheduleId', 'createdAfter', 'createdBefore']));
+    expect(spec.paths['/manage/v1/projects/{projectId}/events'].get).toBeDefined();
   });
 });
