@@ -23,6 +23,8 @@ export interface Runtime {
   services: Services;
   metrics: Metrics;
   webhookClient: WebhookSender;
+  /** The token buckets of request rate limits and of projects' delivery rates. */
+  rateLimiter: RateLimiter;
   /** Set when this start generated the admin token (shown once). */
   generatedAdminToken: string | null;
   /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
@@ -113,6 +115,7 @@ export async function openRuntime(
       services,
       metrics,
       webhookClient,
+      rateLimiter,
       generatedAdminToken: admin.generated,
       setJobDueListener: (listener) => {
         jobDue = listener;
@@ -147,6 +150,7 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
       return Math.min(project.retryMaxRetries ?? cap, cap);
     },
     globalConcurrency: runtime.config.deliveryConcurrency,
+    rateLimiter: runtime.rateLimiter,
     takeOverLeasesAtStart: runtime.store.soleInstance,
     ...(random && { random }),
   });

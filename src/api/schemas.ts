@@ -105,6 +105,7 @@ export const project = {
     deliveryConcurrency: { type: 'integer' },
     acceptAny2xx: { type: 'boolean' },
     paused: { type: 'boolean' },
+    deliveryRatePerSecond: { type: ['number', 'null'] },
     eventsUrl: { type: ['string', 'null'] },
     eventsFormat: { type: 'string', enum: ['json', 'slack'] },
     retentionDays: { type: ['integer', 'null'] },

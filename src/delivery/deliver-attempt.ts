@@ -23,6 +23,8 @@ export interface DeliveryDeps {
   health?: WebhookHealth;
   /** A job reached FAILED: its job.failed event may be waiting to be sent. */
   onJobFailed?: () => void;
+  /** A receiver answered 429 or 503 with Retry-After: the project's other deliveries wait until `until` (SPEC section 11). */
+  onBackpressure?: (projectId: string, until: number) => void;
   random?: () => number;
 }
 
@@ -179,12 +181,16 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
   const { store, clock, metrics, workerId } = deps;
   const result = toAttemptResult(sent, project.acceptAny2xx);
   const finishedAt = clock.now();
+  const retryAfterMs = sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, finishedAt) : null;
+  if (retryAfterMs !== null && (result.statusCode === 429 || result.statusCode === 503)) {
+    deps.onBackpressure?.(project.id, finishedAt + Math.min(retryAfterMs, project.retryMaxDelayMs));
+  }
   const next: AttemptNext = sent.kind === 'aborted' ? { kind: 'release' } : nextAfterAttempt(
     project,
     {
       outcome: result.outcome,
       statusCode: result.statusCode,
-      retryAfterMs: sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, finishedAt) : null,
+      retryAfterMs,
       attemptNumber: attempt.attemptNumber,
       maxRetries: job.maxRetries,
     },

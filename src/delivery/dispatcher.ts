@@ -1,7 +1,18 @@
 import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedJob, ProjectRow } from '../store/store.js';
+import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-attempt.js';
+
+/**
+ * How many of a project's jobs one instance holds claimed at most: its concurrency, and for a
+ * project with a delivery rate no more than a tenth of a second's worth (at least one), so that
+ * jobs over the rate wait QUEUED in the store, not claimed here (SPEC section 11).
+ */
+function claimLimit(project: ProjectRow): number {
+  if (project.deliveryRatePerSecond === null) return project.deliveryConcurrency;
+  return Math.min(project.deliveryConcurrency, Math.max(1, Math.ceil(project.deliveryRatePerSecond / 10)));
+}
 
 /** Held leases are renewed this often; far inside the shortest lease (1 s timeout + 30 s margin). */
 const LEASE_RENEW_INTERVAL_MS = 10_000;
@@ -51,12 +62,21 @@ export class Dispatcher {
   private renewTimer: NodeJS.Timeout | null = null;
   /** Called when a slot frees up, so a scheduler starved of capacity claims again. */
   onCapacity: () => void = () => {};
+  /**
+   * Projects whose next attempt must wait (SPEC section 11): their rate's next token, or a
+   * receiver's 429/503 Retry-After. A timer pumps the project again at the end.
+   */
+  private readonly projectHolds = new Map<string, { until: number; timer: NodeJS.Timeout }>();
+  /** Projects with a take of rate tokens under way (one at a time per project). */
+  private readonly takingTokens = new Set<string>();
 
   constructor(
     private readonly deps: DeliveryDeps & {
       globalConcurrency: number;
       signingSecrets: (projectId: string) => Promise<string[]>;
       log: FastifyBaseLogger;
+      /** Buckets for projects' deliveryRatePerSecond: in Redis (shared by instances) with REDIS_URL, else in this process. */
+      rateLimiter?: RateLimiter;
     },
   ) {
     // Every attempt in flight listens on the one shutdown signal: hundreds of listeners is expected.
@@ -76,21 +96,71 @@ export class Dispatcher {
     return this.inFlight;
   }
 
-  /** Projects with every delivery slot taken by jobs already claimed here: claiming more of theirs would only park them. */
+  /**
+   * Projects whose jobs claiming more of would only park here: every delivery slot taken by jobs
+   * already claimed, or held back (rate, Retry-After). Their jobs stay QUEUED meanwhile.
+   */
   saturatedProjects(): string[] {
-    return [...this.claimedByProject].filter(([, c]) => c.count >= c.limit).map(([projectId]) => projectId);
+    const full = [...this.claimedByProject].filter(([, c]) => c.count >= c.limit).map(([projectId]) => projectId);
+    return this.projectHolds.size === 0 ? full : [...new Set([...full, ...this.projectHolds.keys()])];
   }
 
   /** How many more of this project's jobs this worker may hold now. */
   projectRoom(project: ProjectRow): number {
-    return project.deliveryConcurrency - (this.claimedByProject.get(project.id)?.count ?? 0);
+    if (this.projectHolds.has(project.id)) return 0;
+    return claimLimit(project) - (this.claimedByProject.get(project.id)?.count ?? 0);
   }
 
   private countClaimed(project: ProjectRow, delta: number): void {
     const current = this.claimedByProject.get(project.id);
     const count = (current?.count ?? 0) + delta;
     if (count <= 0) this.claimedByProject.delete(project.id);
-    else this.claimedByProject.set(project.id, { count, limit: project.deliveryConcurrency });
+    else this.claimedByProject.set(project.id, { count, limit: claimLimit(project) });
+  }
+
+  /** The project's next attempt waits until `until` (a rate's next token, a receiver's Retry-After); a later hold wins. */
+  holdProject(projectId: string, until: number): void {
+    const current = this.projectHolds.get(projectId);
+    if (current && current.until >= until) return;
+    if (current) clearTimeout(current.timer);
+    const timer = setTimeout(() => {
+      this.projectHolds.delete(projectId);
+      this.pump(projectId);
+      this.onCapacity();
+    }, Math.max(0, until - this.deps.clock.now()));
+    this.projectHolds.set(projectId, { until, timer });
+  }
+
+  /**
+   * Starts up to `wanted` of a rated project's waiting jobs: takes that many tokens from its bucket
+   * at once (shared by every instance with REDIS_URL); the refused wait for the next token.
+   */
+  private takeTokens(project: ProjectRow, wanted: number): void {
+    const limiter = this.deps.rateLimiter!;
+    const rate = { requestsPerSecond: project.deliveryRatePerSecond!, burst: 1 };
+    this.takingTokens.add(project.id);
+    const now = this.deps.clock.now();
+    void Promise.all(Array.from({ length: wanted }, () => limiter.take(`delivery:${project.id}`, rate, now)))
+      .then((decisions) => {
+        const granted = decisions.filter((d) => d.allowed).length;
+        const queue = this.waiting.get(project.id) ?? [];
+        for (const entry of queue.splice(0, granted)) {
+          this.waitingCount -= 1;
+          this.run(entry);
+        }
+        if (queue.length === 0) this.waiting.delete(project.id);
+        const refused = decisions.find((d) => !d.allowed);
+        if (refused) this.holdProject(project.id, this.deps.clock.now() + refused.retryAfterMs);
+      })
+      .catch((error: unknown) => {
+        // The limiter answers from memory when Redis is away; a failure here is unexpected: wait a little.
+        this.deps.log.error({ err: error }, 'taking delivery rate tokens failed');
+        this.holdProject(project.id, this.deps.clock.now() + 1_000);
+      })
+      .finally(() => {
+        this.takingTokens.delete(project.id);
+        this.pump(project.id);
+      });
   }
 
   start(): void {
@@ -168,8 +238,14 @@ export class Dispatcher {
   private pump(projectId: string): void {
     const queue = this.waiting.get(projectId);
     while (queue && queue.length > 0) {
-      const running = this.inFlightByProject.get(projectId) ?? 0;
-      if (running >= queue[0]!.project.deliveryConcurrency) return;
+      if (this.projectHolds.has(projectId) || this.takingTokens.has(projectId)) return;
+      const project = queue[0]!.project;
+      const room = project.deliveryConcurrency - (this.inFlightByProject.get(projectId) ?? 0);
+      if (room <= 0) return;
+      if (project.deliveryRatePerSecond !== null && this.deps.rateLimiter) {
+        this.takeTokens(project, Math.min(room, queue.length));
+        return;
+      }
       const next = queue.shift()!;
       this.waitingCount -= 1;
       this.run(next);
@@ -238,6 +314,8 @@ export class Dispatcher {
     this.timed.clear();
     this.timedCount = 0;
     this.claimedByProject.clear();
+    for (const hold of this.projectHolds.values()) clearTimeout(hold.timer);
+    this.projectHolds.clear();
     if (this.renewTimer) clearInterval(this.renewTimer);
     if (await this.whenIdle(timeoutMs)) return true;
     this.shutdown.abort();

@@ -7,6 +7,7 @@ import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
 import { releaseResumedProjects } from '../scheduler/project-holds.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { EventDelivery } from '../delivery/event-delivery.js';
+import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
 import type { ImmediateDelivery } from '../services/jobs-service.js';
 import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
@@ -23,6 +24,8 @@ interface DeliveryEngineOptions {
   /** The retries an event gets (SPEC section 10): the project's default retry count, else its plan's cap. */
   maxRetriesFor: (project: ProjectRow) => Promise<number>;
   globalConcurrency: number;
+  /** Buckets for projects' deliveryRatePerSecond (SPEC section 11): Redis with REDIS_URL, else this process's memory. */
+  rateLimiter: RateLimiter;
   /**
    * Rescue every lease at start, not only expired ones. Right for the embedded store, where one
    * process serves a database file, so any lease found at start belongs to a process that died.
@@ -64,6 +67,8 @@ export class DeliveryEngine {
       workerId: this.workerId,
       health: this.health,
       onJobFailed: () => this.events.wake(),
+      onBackpressure: (projectId, until) => this.dispatcher.holdProject(projectId, until),
+      rateLimiter: options.rateLimiter,
       onRequeued: (runAt) => this.claimLoop.notifyDue(runAt),
       globalConcurrency: options.globalConcurrency,
       signingSecrets: options.signingSecrets,

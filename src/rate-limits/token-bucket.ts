@@ -24,6 +24,8 @@ export interface RateDecision {
   resetSeconds: number;
   /** Retry-After on a refusal: seconds, at least 1, until a request would pass. */
   retryAfterSeconds: number;
+  /** The same to the millisecond (at least 1): when the next whole token is in the bucket. */
+  retryAfterMs: number;
 }
 
 /** Thousandths of a token in one token. */
@@ -95,6 +97,8 @@ export function decision(milliTokens: number, allowed: boolean, rate: BucketRate
     remaining: wholeTokens(milliTokens),
     resetSeconds: Math.max(0, Math.ceil((rate.burst * MILLI_PER_TOKEN - milliTokens) / milliPerSecond)),
     retryAfterSeconds: Math.max(1, Math.ceil((MILLI_PER_TOKEN - milliTokens) / milliPerSecond)),
+    // A millisecond refills requestsPerSecond thousandths of a token.
+    retryAfterMs: Math.max(1, Math.ceil((MILLI_PER_TOKEN - milliTokens) / rate.requestsPerSecond)),
   };
 }
 

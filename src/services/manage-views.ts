@@ -23,6 +23,7 @@ export function projectView(project: ProjectRow) {
     deliveryConcurrency: project.deliveryConcurrency,
     acceptAny2xx: project.acceptAny2xx,
     paused: project.paused,
+    deliveryRatePerSecond: project.deliveryRatePerSecond,
     eventsUrl: project.eventsUrl,
     eventsFormat: project.eventsFormat,
     retentionDays: project.retentionDays,

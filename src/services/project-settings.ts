@@ -11,7 +11,10 @@ export const PROJECT_DEFAULTS = {
   paused: false,
   eventsUrl: null,
   eventsFormat: 'json',
+  deliveryRatePerSecond: null,
 } as const;
+/** SPEC section 11: attempts a project may start per second, when it sets a rate. */
+export const DELIVERY_RATE_RANGE = [0.1, 10_000] as const;
 export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
 export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;
 /** Our bounds where the contract is silent: up to a day before the first retry, a week at most between two. */

@@ -6,6 +6,7 @@ import { InvalidRequestError } from '../errors.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../store/store.js';
 import {
   DELIVERY_CONCURRENCY_RANGE,
+  DELIVERY_RATE_RANGE,
   DELIVERY_TIMEOUT_RANGE,
   NAME_MAX,
   RETRY_FACTOR_RANGE,
@@ -82,6 +83,14 @@ export async function readProjectPatch(
   }
   if ('retentionDays' in body) {
     patch.retentionDays = body.retentionDays === null ? null : readInteger(body.retentionDays, 'retentionDays', RETENTION_DAYS_RANGE);
+  }
+  if ('deliveryRatePerSecond' in body) {
+    const rate = body.deliveryRatePerSecond;
+    const [min, max] = DELIVERY_RATE_RANGE;
+    if (rate !== null && (typeof rate !== 'number' || !Number.isFinite(rate) || rate < min || rate > max)) {
+      throw new InvalidRequestError(`deliveryRatePerSecond must be null (no limit) or a number from ${min} to ${max}`, { field: 'deliveryRatePerSecond' });
+    }
+    patch.deliveryRatePerSecond = rate;
   }
   if ('paused' in body) {
     if (typeof body.paused !== 'boolean') throw new InvalidRequestError('paused must be true or false', { field: 'paused' });

@@ -32,6 +32,7 @@ export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal 
       paused: row.paused === true || row.paused === 1,
       eventsUrl: row.eventsUrl as string | null,
       eventsFormat: row.eventsFormat as EventsFormat,
+      deliveryRatePerSecond: row.deliveryRatePerSecond as number | null,
       createdAt: row.createdAt as number,
     },
     team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },

@@ -39,6 +39,8 @@ interface ProjectSettings {
   /** Where events are POSTed (SPEC section 10); null: none are recorded. */
   eventsUrl: string | null;
   eventsFormat: EventsFormat;
+  /** At most this many attempts start per second (SPEC section 11); null, no limit. */
+  deliveryRatePerSecond: number | null;
 }
 
 export const EVENTS_FORMATS = ['json', 'slack'] as const;

@@ -67,6 +67,7 @@ describe('/manage/v1', () => {
       deliveryConcurrency: 100,
       acceptAny2xx: false,
       paused: false,
+      deliveryRatePerSecond: null,
       eventsUrl: null,
       eventsFormat: 'json',
       retentionDays: null,

@@ -69,7 +69,7 @@ describe.runIf(await redisAvailable())('rate limits in Redis', () => {
     // The second instance's first 50 waiting requests pass, in the order they came, and the rest are refused.
     expect(second.map((d) => d.allowed)).toEqual([...Array<boolean>(50).fill(true), ...Array<boolean>(100).fill(false)]);
     expect(second.slice(0, 50).map((d) => d.remaining)).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
-    for (const refused of second.slice(50)) expect(refused).toEqual({ allowed: false, limit: 200, remaining: 0, resetSeconds: 2, retryAfterSeconds: 1 });
+    for (const refused of second.slice(50)) expect(refused).toEqual({ allowed: false, limit: 200, remaining: 0, resetSeconds: 2, retryAfterSeconds: 1, retryAfterMs: expect.any(Number) });
 
     // The clock stands still: nothing more for either.
     const [againA, againB] = await Promise.all([takeAtOnce(a.limiter, key, pro, clock.now(), 3), takeAtOnce(b.limiter, key, pro, clock.now(), 3)]);

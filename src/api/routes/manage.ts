@@ -157,6 +157,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
           acceptAny2xx: { type: 'boolean' },
           retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
           paused: { type: 'boolean' },
+          deliveryRatePerSecond: { type: ['number', 'null'] },
           eventsUrl: { type: ['string', 'null'] },
           eventsFormat: { type: 'string' },
         },

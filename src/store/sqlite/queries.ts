@@ -8,7 +8,8 @@ const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
   retry_initial_delay_ms AS retryInitialDelayMs, retry_factor AS retryFactor, retry_max_delay_ms AS retryMaxDelayMs,
   delivery_timeout_ms AS deliveryTimeoutMs, delivery_concurrency AS deliveryConcurrency, accept_any_2xx AS acceptAny2xx,
-  retention_days AS retentionDays, paused, events_url AS eventsUrl, events_format AS eventsFormat, created_at AS createdAt`;
+  retention_days AS retentionDays, paused, events_url AS eventsUrl, events_format AS eventsFormat,
+  delivery_rate_per_second AS deliveryRatePerSecond, created_at AS createdAt`;
 const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at AS createdAt, last_used_at AS lastUsedAt,
   revoked_at AS revokedAt`;
 const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
@@ -43,15 +44,16 @@ export const TeamCount = 'SELECT count(*) AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
   retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
-  events_url, events_format, created_at)
+  events_url, events_format, delivery_rate_per_second, created_at)
   VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
-  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @paused, @eventsUrl, @eventsFormat, @createdAt)`;
+  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @paused, @eventsUrl, @eventsFormat, @deliveryRatePerSecond, @createdAt)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ?`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = ? ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @webhookUrl, retry_max_retries = @retryMaxRetries,
   retry_initial_delay_ms = @retryInitialDelayMs, retry_factor = @retryFactor, retry_max_delay_ms = @retryMaxDelayMs,
   delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx,
-  retention_days = @retentionDays, paused = @paused, events_url = @eventsUrl, events_format = @eventsFormat WHERE id = @id`;
+  retention_days = @retentionDays, paused = @paused, events_url = @eventsUrl, events_format = @eventsFormat,
+  delivery_rate_per_second = @deliveryRatePerSecond WHERE id = @id`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES (@id, @projectId, @name, @hash, @prefix, @createdAt, @lastUsedAt, @revokedAt)`;
@@ -63,7 +65,7 @@ export const ApiKeyFindByHash = `SELECT k.id AS keyId, k.project_id AS keyProjec
   p.retry_initial_delay_ms AS retryInitialDelayMs, p.retry_factor AS retryFactor, p.retry_max_delay_ms AS retryMaxDelayMs,
   p.delivery_timeout_ms AS deliveryTimeoutMs, p.delivery_concurrency AS deliveryConcurrency,
   p.accept_any_2xx AS acceptAny2xx, p.retention_days AS retentionDays, p.paused, p.events_url AS eventsUrl,
-  p.events_format AS eventsFormat, p.created_at AS createdAt
+  p.events_format AS eventsFormat, p.delivery_rate_per_second AS deliveryRatePerSecond, p.created_at AS createdAt
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = ?`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`;
