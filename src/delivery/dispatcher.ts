@@ -1,8 +1,18 @@
 import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedJob, ProjectRow } from '../store/store.js';
-import type { RateLimiter } from '../rate-limits/token-bucket.js';
+import type { BucketRate, RateLimiter } from '../rate-limits/token-bucket.js';
 import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-attempt.js';
+
+/**
+ * A project's delivery rate as a token bucket: refilled at the rate, holding a twentieth of a
+ * second's worth (at least one token). The few tokens it can hold make up for timers that fire a
+ * little late, which would otherwise add up over a long backlog (each start waiting for the next
+ * token); they let a second start at most that many attempts over the rate.
+ */
+export function deliveryBucket(ratePerSecond: number): BucketRate {
+  return { requestsPerSecond: ratePerSecond, burst: Math.max(1, Math.ceil(ratePerSecond / 20)) };
+}
 
 /**
  * How many of a project's jobs one instance holds claimed at most: its concurrency, and for a
@@ -137,7 +147,7 @@ export class Dispatcher {
    */
   private takeTokens(project: ProjectRow, wanted: number): void {
     const limiter = this.deps.rateLimiter!;
-    const rate = { requestsPerSecond: project.deliveryRatePerSecond!, burst: 1 };
+    const rate = deliveryBucket(project.deliveryRatePerSecond!);
     this.takingTokens.add(project.id);
     const now = this.deps.clock.now();
     void Promise.all(Array.from({ length: wanted }, () => limiter.take(`delivery:${project.id}`, rate, now)))

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { expectContractError } from '../support/contract-error.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
-import { TestReceiver } from '../support/receiver.js';
+import { TestReceiver, type Reply } from '../support/receiver.js';
 
 /** SPEC section 11's flow control on one instance: real time, a real receiver; waits poll to a deadline. */
 describe('flow control: a delivery rate, and Retry-After holding the project', () => {
@@ -11,9 +11,10 @@ describe('flow control: a delivery rate, and Retry-After holding the project', (
 
   beforeAll(async () => {
     receiver = await new TestReceiver().start();
-    receiver.answer((request) => {
+    receiver.answer((request): Reply => {
       const payload = request.json.payload as { status?: number; retryAfter?: string } | undefined;
-      return payload?.status ? { status: payload.status, headers: payload.retryAfter ? { 'retry-after': payload.retryAfter } : {} } : { status: 200 };
+      const headers: Record<string, string> = payload?.retryAfter ? { 'retry-after': payload.retryAfter } : {};
+      return { status: payload?.status ?? 200, headers };
     });
     t = await makeTestApp({ clock: systemClock, delivery: true });
   });
