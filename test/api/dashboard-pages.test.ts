@@ -185,6 +185,21 @@ describe('dashboard pages', () => {
     expect((await t.store.jobGet({ projectId: p.projectId, jobId: triggered.jobId }))!.status).toBe('CANCELLED');
   });
 
+  it('saves a delivery rate, clears it when emptied, and refuses one out of range beside the field', async () => {
+    const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
+    const url = `/projects/${p.projectId}/settings`;
+    expect((await post(url, { ...fields, deliveryRatePerSecond: '2.5' })).statusCode).toBe(303);
+    expect((await t.services.manage.getProject(p.projectId)).deliveryRatePerSecond).toBe(2.5);
+    expect((await get(url)).body).toMatch(/name="deliveryRatePerSecond"[^>]*value="2.5"|value="2.5"[^>]*name="deliveryRatePerSecond"/);
+    const refused = await post(url, { ...fields, deliveryRatePerSecond: '0.01' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('deliveryRatePerSecond must be null (no limit) or a number from 0.1 to 10000');
+    expect(refused.body).toMatch(/name="deliveryRatePerSecond"[^>]*value="0.01"|value="0.01"[^>]*name="deliveryRatePerSecond"/);
+    expect((await t.services.manage.getProject(p.projectId)).deliveryRatePerSecond).toBe(2.5);
+    expect((await post(url, { ...fields, deliveryRatePerSecond: '' })).statusCode).toBe(303);
+    expect((await t.services.manage.getProject(p.projectId)).deliveryRatePerSecond).toBeNull();
+  });
+
   it("saves the project's retention, shows the server's default when it is empty, and refuses one out of range", async () => {
     const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
     const url = `/projects/${p.projectId}/settings`;

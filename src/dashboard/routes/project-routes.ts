@@ -24,6 +24,7 @@ function settingsValues(project: ProjectRow): SettingsValues {
     maxDelayMs: String(project.retryMaxDelayMs),
     deliveryTimeoutMs: String(project.deliveryTimeoutMs),
     deliveryConcurrency: String(project.deliveryConcurrency),
+    deliveryRatePerSecond: project.deliveryRatePerSecond === null ? '' : String(project.deliveryRatePerSecond),
     acceptAny2xx: project.acceptAny2xx,
     retentionDays: project.retentionDays === null ? '' : String(project.retentionDays),
     eventsUrl: project.eventsUrl ?? '',
@@ -34,6 +35,7 @@ function settingsValues(project: ProjectRow): SettingsValues {
 function settingsPatch(form: FormBody): Record<string, unknown> {
   const maxRetries = (form['retryPolicy.maxRetries'] ?? '').trim();
   const retentionDays = (form.retentionDays ?? '').trim();
+  const rate = (form.deliveryRatePerSecond ?? '').trim();
   return {
     retryPolicy: {
       maxRetries: maxRetries === '' ? null : formNumber(maxRetries),
@@ -43,6 +45,8 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
     },
     deliveryTimeoutMs: formNumber(form.deliveryTimeoutMs),
     deliveryConcurrency: formNumber(form.deliveryConcurrency),
+    // Empty: no limit.
+    deliveryRatePerSecond: rate === '' ? null : formNumber(rate),
     // An unchecked checkbox sends nothing at all.
     acceptAny2xx: form.acceptAny2xx === 'true',
     retentionDays: retentionDays === '' ? null : formNumber(retentionDays),
@@ -168,6 +172,7 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
         maxDelayMs: form['retryPolicy.maxDelayMs'] ?? '',
         deliveryTimeoutMs: form.deliveryTimeoutMs ?? '',
         deliveryConcurrency: form.deliveryConcurrency ?? '',
+        deliveryRatePerSecond: form.deliveryRatePerSecond ?? '',
         acceptAny2xx: form.acceptAny2xx === 'true',
         retentionDays: form.retentionDays ?? '',
         eventsUrl: form.eventsUrl ?? row.eventsUrl ?? '',

@@ -1,5 +1,5 @@
 import type { apiKeyView } from '../../services/manage-views.js';
-import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
+import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_RATE_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectRow } from '../../store/store.js';
 import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
@@ -232,6 +232,7 @@ export interface SettingsValues {
   maxDelayMs: string;
   deliveryTimeoutMs: string;
   deliveryConcurrency: string;
+  deliveryRatePerSecond: string;
   acceptAny2xx: boolean;
   retentionDays: string;
   eventsUrl: string;
@@ -299,6 +300,7 @@ export function settingsPage(
           <h2>Each attempt</h2>
           ${field({ name: 'deliveryTimeoutMs', label: 'Timeout per attempt (ms)', type: 'number', value: v.deliveryTimeoutMs, required: true, hint: `${DELIVERY_TIMEOUT_RANGE[0]} to ${DELIVERY_TIMEOUT_RANGE[1]}; the receiver must answer within this.`, error: o.error, attrs: html`min="${DELIVERY_TIMEOUT_RANGE[0]}" max="${DELIVERY_TIMEOUT_RANGE[1]}"` })}
           ${field({ name: 'deliveryConcurrency', label: 'Deliveries in flight at once', type: 'number', value: v.deliveryConcurrency, required: true, hint: `${DELIVERY_CONCURRENCY_RANGE[0]} to ${DELIVERY_CONCURRENCY_RANGE[1]}, for this project.`, error: o.error, attrs: html`min="${DELIVERY_CONCURRENCY_RANGE[0]}" max="${DELIVERY_CONCURRENCY_RANGE[1]}"` })}
+          ${field({ name: 'deliveryRatePerSecond', label: 'Attempts started per second at most', type: 'number', value: v.deliveryRatePerSecond, hint: `Empty: no limit. ${DELIVERY_RATE_RANGE[0]} to ${DELIVERY_RATE_RANGE[1].toLocaleString('en-US')}; jobs over the rate wait QUEUED. Shared by every instance with REDIS_URL, else each instance keeps it alone.`, error: o.error, attrs: html`min="${DELIVERY_RATE_RANGE[0]}" max="${DELIVERY_RATE_RANGE[1]}" step="any"` })}
           <div class="field field-check">
             <input id="f-acceptAny2xx" name="acceptAny2xx" type="checkbox" value="true"${v.acceptAny2xx ? html` checked` : ''}>
             <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>
