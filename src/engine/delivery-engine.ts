@@ -67,7 +67,13 @@ export class DeliveryEngine {
       workerId: this.workerId,
       health: this.health,
       onJobFailed: () => this.events.wake(),
-      onBackpressure: (projectId, until) => this.dispatcher.holdProject(projectId, until),
+      // Held here at once, and on every instance through the store (claims and starts read it).
+      onBackpressure: (projectId, until) => {
+        this.dispatcher.holdProject(projectId, until);
+        options.store
+          .projectBackoff({ projectId, until, now: options.clock.now() })
+          .catch((error: unknown) => options.log.warn({ err: error, projectId }, "recording a receiver's Retry-After for other instances failed"));
+      },
       rateLimiter: options.rateLimiter,
       onRequeued: (runAt) => this.claimLoop.notifyDue(runAt),
       globalConcurrency: options.globalConcurrency,

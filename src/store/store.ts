@@ -398,6 +398,11 @@ export interface Store extends ScheduleStore, EventStore {
    * by the store itself.
    */
   jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }>;
+  /**
+   * A receiver answered 429/503 with Retry-After (SPEC section 11): the project's deliveries wait
+   * until `until` on every instance (claims step over it, starts give its jobs back); a later hold wins.
+   */
+  projectBackoff(params: { projectId: string; until: number; now: number }): Promise<void>;
   /** Resuming: releases up to `limit` of a project's held jobs, earliest due first, unless it is paused again; how many. */
   jobReleaseHeldBatch(params: { projectId: string; limit: number }): Promise<number>;
   /** Projects not paused that still hold jobs (a resume cut short by a crash). */

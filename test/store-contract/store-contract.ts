@@ -334,6 +334,22 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect((await claim(T0 + 8)).map((j) => j.id)).toEqual(['job_held']);
       });
 
+      it("steps over a backed-off project's jobs until its Retry-After ends, and gives back one claimed before it", async () => {
+        const project = await makeProject();
+        const other = await makeProject();
+        await create(project, [job('job_b1', { runAt: T0 }), job('job_b2', { runAt: T0 + 1 })]);
+        await create(other, [job('job_o', { runAt: T0 + 2 })]);
+        expect((await claim(T0 + 5, 1)).map((j) => j.id)).toEqual(['job_b1']);
+        await store.projectBackoff({ projectId: project.id, until: T0 + 2_000, now: T0 + 5 });
+        // A shorter hold recorded later does not shorten it.
+        await store.projectBackoff({ projectId: project.id, until: T0 + 1_000, now: T0 + 6 });
+        expect((await claim(T0 + 10)).map((j) => j.id)).toEqual(['job_o']);
+        expect(await store.attemptStart({ jobId: 'job_b1', attemptId: 'att_b1', workerId: 'wrk_a', now: T0 + 10, leaseExpiresAt: T0 + 60_000 })).toBeNull();
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_b1' })).toMatchObject({ status: 'QUEUED', runAt: T0, attemptCount: 0 });
+        expect(await claim(T0 + 1_999)).toEqual([]);
+        expect((await claim(T0 + 2_000)).map((j) => j.id)).toEqual(['job_b1', 'job_b2']);
+      });
+
       it('lists the jobs claimed by a worker and not yet started', async () => {
         const project = await makeProject();
         await create(project, [job('job_mine1'), job('job_mine2'), job('job_theirs')]);

@@ -300,6 +300,13 @@ export class PostgresStore implements Store {
     return result;
   }
 
+  async projectBackoff(params: { projectId: string; until: number; now: number }): Promise<void> {
+    // Not through the read cache's change(): the cached project rows do not hold it.
+    await this.db.query(q.ProjectBackoff, [params.projectId, params.until]);
+    // Other instances' schedulers look again when it ends (a hint, within the notify horizon).
+    await this.db.notifyDue(params.until, params.now);
+  }
+
   async jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {
     const [end] = await this.db.rows<{ lastSeq: number | null; n: number }>(q.JobHoldBatch, [params.projectId, params.afterSeq, params.limit]);
     return { nextAfterSeq: end!.n < params.limit ? null : Number(end!.lastSeq) };

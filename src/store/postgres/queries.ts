@@ -24,6 +24,8 @@ const ATTEMPT_COLUMNS = `id, job_id AS "jobId", attempt_number AS "attemptNumber
 
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
 const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused';
+/** Projects a receiver's Retry-After holds back at the instant `now` (SPEC section 11), through projects_backoff. */
+const backedOffProjects = (now: string) => `SELECT id FROM projects WHERE backoff_until > ${now}`;
 /** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
 const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
 
@@ -162,7 +164,7 @@ export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
  */
 export const JobClaimDue = `WITH due AS (
     SELECT seq FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
-      AND project_id NOT IN (${PAUSED_PROJECTS})
+      AND project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${backedOffProjects('$1::bigint')})
     ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
   )
   UPDATE jobs SET status = 'DISPATCHED', lease_owner = $4, lease_expires_at = $1::bigint + $5::bigint + p.delivery_timeout_ms,
@@ -177,10 +179,13 @@ export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE statu
  */
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
-  ), paused AS (${PAUSED_PROJECTS}), released AS (
-    UPDATE jobs SET status = 'QUEUED', on_hold = true, lease_owner = NULL, lease_expires_at = NULL, updated_at = i.now
+  ), paused AS (${PAUSED_PROJECTS}), backed_off AS (
+    ${backedOffProjects('(SELECT max(now) FROM input)')}
+  ), released AS (
+    UPDATE jobs SET status = 'QUEUED', on_hold = jobs.project_id IN (SELECT id FROM paused), lease_owner = NULL, lease_expires_at = NULL,
+      updated_at = i.now
     FROM input i WHERE jobs.id = i.job_id AND jobs.lease_owner = i.worker_id AND jobs.status = 'DISPATCHED'
-      AND jobs.project_id IN (SELECT id FROM paused)
+      AND (jobs.project_id IN (SELECT id FROM paused) OR jobs.project_id IN (SELECT id FROM backed_off))
   ), again AS (
     -- Asked again for an attempt already started (its first answer was lost): read before the update below.
     SELECT jobs.id FROM jobs JOIN input i ON jobs.id = i.job_id
@@ -191,7 +196,7 @@ export const AttemptStartMany = `WITH input AS (
     FROM input i WHERE jobs.id = i.job_id AND jobs.lease_owner = i.worker_id
       AND (jobs.status = 'DISPATCHED' OR (jobs.status = 'STARTED' AND jobs.lease_attempt_id = i.attempt_id))
       -- Asked again for a started attempt, the answer stays the same, paused or not.
-      AND (jobs.status = 'STARTED' OR jobs.project_id NOT IN (SELECT id FROM paused))
+      AND (jobs.status = 'STARTED' OR (jobs.project_id NOT IN (SELECT id FROM paused) AND jobs.project_id NOT IN (SELECT id FROM backed_off)))
     RETURNING jobs.id AS job_id, i.attempt_id, i.now, jobs.attempt_count - jobs.round_start_attempt_count AS n
   ), recorded AS (
     INSERT INTO attempts (id, job_id, attempt_number, started_at)
@@ -470,3 +475,4 @@ export const JobReleaseHeldBatch = `WITH batch AS (
   UPDATE jobs SET on_hold = false FROM batch WHERE jobs.seq = batch.seq AND NOT (SELECT paused FROM projects WHERE id = $1)`;
 export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE NOT paused
   AND EXISTS (SELECT 1 FROM jobs WHERE project_id = p.id AND status = 'QUEUED' AND on_hold)`;
+export const ProjectBackoff = 'UPDATE projects SET backoff_until = GREATEST(COALESCE(backoff_until, 0), $2) WHERE id = $1';

@@ -23,6 +23,8 @@ const ATTEMPT_COLUMNS = `id, job_id AS jobId, attempt_number AS attemptNumber, s
 
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
 const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
+/** Projects a receiver's Retry-After holds back at @now (SPEC section 11), read through projects_backoff. */
+const BACKED_OFF_PROJECTS = 'SELECT id FROM projects WHERE backoff_until > @now';
 /** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
 const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
 
@@ -137,22 +139,29 @@ export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner =
   updated_at = @now
   WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
     AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
+    AND project_id NOT IN (${BACKED_OFF_PROJECTS})
     ORDER BY run_at LIMIT @limit)
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at > @after`;
 /**
  * Idempotent for one attempt: started again with the same attempt id, it counts nothing twice.
- * A job of a paused project is not started (JobReleasePaused gives it back).
+ * A job of a paused or backed-off project is not started (JobReleaseHeldBack gives it back).
  */
 export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = attempt_count + (status = 'DISPATCHED'),
   lease_attempt_id = @attemptId, lease_expires_at = @leaseExpiresAt, updated_at = @now
   WHERE id = @jobId AND lease_owner = @workerId AND (status = 'DISPATCHED' OR (status = 'STARTED' AND lease_attempt_id = @attemptId))
     -- Asked again for a started attempt, the answer stays the same, paused or not.
-    AND (status = 'STARTED' OR project_id NOT IN (${PAUSED_PROJECTS}))
+    AND (status = 'STARTED' OR (project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${BACKED_OFF_PROJECTS})))
   RETURNING attempt_count - round_start_attempt_count AS attemptNumber`;
-/** A job claimed before its project was paused and not yet sent: QUEUED again as it was, due when it was. */
-export const JobReleasePaused = `UPDATE jobs SET status = 'QUEUED', on_hold = 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
-  WHERE id = @jobId AND lease_owner = @workerId AND status = 'DISPATCHED' AND project_id IN (${PAUSED_PROJECTS})`;
+/**
+ * A job claimed before its project was paused (or backed off) and not yet sent: QUEUED again as
+ * it was, due when it was; held if paused.
+ */
+export const JobReleaseHeldBack = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+  WHERE id = @jobId AND lease_owner = @workerId AND status = 'DISPATCHED'
+    AND (project_id IN (${PAUSED_PROJECTS}) OR project_id IN (${BACKED_OFF_PROJECTS}))`;
+/** A receiver's Retry-After (SPEC section 11): the project's deliveries wait until @until on every instance; a later hold wins. */
+export const ProjectBackoff = `UPDATE projects SET backoff_until = max(coalesce(backoff_until, 0), @until) WHERE id = @projectId`;
 export const AttemptInsert = `INSERT INTO attempts (id, job_id, attempt_number, started_at) VALUES (@attemptId, @jobId, @attemptNumber, @now)`;
 export const AttemptJobGet = 'SELECT job_id AS jobId FROM attempts WHERE id = ?';
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */

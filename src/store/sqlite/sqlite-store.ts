@@ -270,6 +270,10 @@ export class SqliteStore implements Store {
     return this.writer.run('jobRetryIfFailed', params);
   }
 
+  async projectBackoff(params: { projectId: string; until: number; now: number }): Promise<void> {
+    await this.writer.run('projectBackoff', { projectId: params.projectId, until: params.until });
+  }
+
   jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {
     return this.writer.run('jobHoldBatch', params);
   }

@@ -258,6 +258,10 @@ export const WRITES = {
     return sql(q.JobReleaseHeldBatch).run(p).changes;
   },
 
+  projectBackoff(sql: Sql, p: { projectId: string; until: number }): void {
+    sql(q.ProjectBackoff).run(p);
+  },
+
   jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
     const claimed = sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
     // RETURNING gives no order; deliveries start earliest-due first.
@@ -267,7 +271,7 @@ export const WRITES = {
   attemptStart(sql: Sql, params: AttemptStartParams): { attemptNumber: number } | null {
     const started = sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
     if (!started) {
-      sql(q.JobReleasePaused).run({ jobId: params.jobId, workerId: params.workerId, now: params.now });
+      sql(q.JobReleaseHeldBack).run({ jobId: params.jobId, workerId: params.workerId, now: params.now });
       return null;
     }
     // Asked again for an attempt already recorded: nothing more to record.
