@@ -20,6 +20,7 @@
  * saves the trim of the completed set.
  *
  * Env: BULLMQ_RECEIVER_URL (required), REDIS_URL (default redis://127.0.0.1:6379),
+ * BULLMQ_LIMIT_PER_SECOND (the Worker's `limiter`, for bench/rate.ts; none by default),
  * BULLMQ_PREFIX (key prefix, default "bull": bench/compare.ts gives each run its own and deletes
  * its keys afterwards), BULLMQ_QUEUE (default "webhooks").
  */
@@ -44,6 +45,8 @@ if (!receiverUrl) throw new Error('BULLMQ_RECEIVER_URL is required');
 const connection = { url: process.env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379' };
 const prefix = process.env.BULLMQ_PREFIX?.trim() || 'bull';
 const queueName = process.env.BULLMQ_QUEUE?.trim() || 'webhooks';
+/** bench/rate.ts: BullMQ's own rate limit, the queue's (a limit per group is in its paid edition). */
+const limitPerSecond = Number(process.env.BULLMQ_LIMIT_PER_SECOND ?? '') || null;
 const DEFAULT_MAX_RETRIES = 3;
 const FIRST_RETRY_MS = 30_000;
 const JOB_NAME = 'webhook';
@@ -68,7 +71,7 @@ const worker = new Worker<JobData>(
     await response.body.dump();
     if (response.statusCode < 200 || response.statusCode > 299) throw new Error(`the webhook answered ${response.statusCode}`);
   },
-  { connection, prefix, concurrency: 64 },
+  { connection, prefix, concurrency: 64, ...(limitPerSecond !== null && { limiter: { max: limitPerSecond, duration: 1_000 } }) },
 );
 worker.on('failed', () => {
   deliveryFailures += 1;
