@@ -1,11 +1,9 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
 import { queryRows } from '../support/job-fixtures.js';
-import { testDatabase, TEST_STORE } from '../support/make-app.js';
+import { TEST_STORE } from '../support/make-app.js';
 import { TestReceiver, type Reply } from '../support/receiver.js';
-import { projectByCli, startReadyServer, type RunningServer } from '../support/spawn-punctual.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { projectByCli, sharedDatabase } from '../support/spawn-punctual.js';
 
 /**
  * SPEC section 11's backpressure across instances: two `punctual serve` processes on one
@@ -13,21 +11,17 @@ import { makeTempDir } from '../support/temp-dir.js';
  * dispatched through either instance right after wait those 2 s, whichever instance sends them.
  */
 describe.runIf(TEST_STORE === 'postgres')("a receiver's Retry-After held by two instances", () => {
-  const dir = makeTempDir();
+  const database = sharedDatabase();
   let receiver: TestReceiver;
-  let database: { url: string; drop: () => Promise<void> };
-  const servers: RunningServer[] = [];
 
   beforeAll(async () => {
     receiver = await new TestReceiver().start();
     receiver.answer((request): Reply => ((request.json.payload as { limited?: boolean }).limited ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }));
-    database = await testDatabase(join(dir.path, 'unused.db'));
+    await database.setUp();
   });
   afterAll(async () => {
-    for (const server of servers) await server.stop();
+    await database.tearDown();
     await receiver.close();
-    await database.drop();
-    dir.remove();
   });
 
   it("holds the project's jobs sent through either instance until the Retry-After ends", { timeout: 60_000 }, async () => {
@@ -35,9 +29,7 @@ describe.runIf(TEST_STORE === 'postgres')("a receiver's Retry-After held by two 
     const { projectId, key } = projectByCli(env, receiver.url);
     const bases: string[] = [];
     for (let i = 0; i < 2; i++) {
-      const { server, base } = await startReadyServer(env);
-      servers.push(server);
-      bases.push(base);
+      bases.push((await database.start(env)).base);
     }
     const dispatch = async (base: string, payload: Record<string, unknown>) => {
       const res = await fetch(`${base}/api/jobs/dispatch`, {

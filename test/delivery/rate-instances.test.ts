@@ -1,10 +1,8 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testDatabase, TEST_STORE } from '../support/make-app.js';
+import { TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
 import { REDIS_TEST_URL, redisAvailable } from '../support/redis.js';
-import { projectByCli, runCli, startReadyServer, type RunningServer } from '../support/spawn-punctual.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { projectByCli, runCli, sharedDatabase } from '../support/spawn-punctual.js';
 
 const JOBS = 1_000;
 const RATE = 50;
@@ -15,21 +13,17 @@ const RATE = 50;
  * second: they arrive over 20 s (± 5%), every one once, none early.
  */
 describe.runIf(TEST_STORE === 'postgres')('a delivery rate held by two instances through Redis', () => {
-  const dir = makeTempDir();
+  const database = sharedDatabase();
   let receiver: ReceiverProcess;
-  let database: { url: string; drop: () => Promise<void> };
-  const servers: RunningServer[] = [];
 
   beforeAll(async () => {
     expect(await redisAvailable()).toBe(true);
     receiver = await new ReceiverProcess().start();
-    database = await testDatabase(join(dir.path, 'unused.db'));
+    await database.setUp();
   });
   afterAll(async () => {
-    for (const server of servers) await server.stop();
+    await database.tearDown();
     await receiver.stop();
-    await database.drop();
-    dir.remove();
   });
 
   it(`delivers ${JOBS} jobs due at once at ${RATE}/s over ${JOBS / RATE} s ± 5%`, { timeout: 90_000 }, async () => {
@@ -39,9 +33,7 @@ describe.runIf(TEST_STORE === 'postgres')('a delivery rate held by two instances
     expect(runCli(['projects', 'update', projectId, '--json', JSON.stringify({ deliveryRatePerSecond: RATE })], cliEnv).status).toBe(0);
     const bases: string[] = [];
     for (let i = 0; i < 2; i++) {
-      const { server, base } = await startReadyServer({ ...cliEnv, REDIS_URL: REDIS_TEST_URL, PUNCTUAL_ADMIN_TOKEN: 'rate-instances-admin-0123' });
-      servers.push(server);
-      bases.push(base);
+      bases.push((await database.start({ ...cliEnv, REDIS_URL: REDIS_TEST_URL, PUNCTUAL_ADMIN_TOKEN: 'rate-instances-admin-0123' })).base);
     }
     const due = Date.now() + 2_000;
     const ids = new Set<string>();

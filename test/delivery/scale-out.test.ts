@@ -1,9 +1,7 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testDatabase, TEST_STORE } from '../support/make-app.js';
+import { TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
-import { projectByCli, startReadyServer, type RunningServer } from '../support/spawn-punctual.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { projectByCli, sharedDatabase } from '../support/spawn-punctual.js';
 
 const INSTANCES = Number(process.env.SCALE_INSTANCES ?? 3);
 const JOBS = 5_000;
@@ -16,20 +14,16 @@ const SPREAD_MS = Number(process.env.SCALE_SPREAD_MS ?? 10_000);
  * benchmarks measure them properly.
  */
 describe.runIf(TEST_STORE === 'postgres')('several instances on one database', () => {
-  const dir = makeTempDir();
+  const database = sharedDatabase();
   let receiver: ReceiverProcess;
-  let database: { url: string; drop: () => Promise<void> };
-  const servers: RunningServer[] = [];
 
   beforeAll(async () => {
     receiver = await new ReceiverProcess().start();
-    database = await testDatabase(join(dir.path, 'unused.db'));
+    await database.setUp();
   });
   afterAll(async () => {
-    for (const server of servers) await server.stop();
+    await database.tearDown();
     await receiver.stop();
-    await database.drop();
-    dir.remove();
   });
 
   it(`delivers ${JOBS} jobs spread over ${SPREAD_MS / 1000} s exactly once across ${INSTANCES} instances`, { timeout: 120_000 }, async () => {
@@ -37,9 +31,7 @@ describe.runIf(TEST_STORE === 'postgres')('several instances on one database', (
     const { key } = projectByCli(env, receiver.url);
     const bases: string[] = [];
     for (let i = 0; i < INSTANCES; i++) {
-      const { server, base } = await startReadyServer(env);
-      servers.push(server);
-      bases.push(base);
+      bases.push((await database.start(env)).base);
     }
 
     const start = Date.now() + 2_000;

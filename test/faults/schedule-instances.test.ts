@@ -1,9 +1,7 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testDatabase, TEST_STORE } from '../support/make-app.js';
+import { TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
-import { projectByCli, startReadyServer, type RunningServer } from '../support/spawn-punctual.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { projectByCli, sharedDatabase } from '../support/spawn-punctual.js';
 
 const INSTANCES = 3;
 const SCHEDULES = Number(process.env.SCHEDULE_FAULT_SCHEDULES ?? 200);
@@ -16,30 +14,22 @@ const RUN_MS = Number(process.env.SCHEDULE_FAULT_RUN_MS ?? 60_000);
  * none delivered before its second, none missed, none doubled.
  */
 describe.runIf(TEST_STORE === 'postgres')('schedules on three instances, one killed', () => {
-  const dir = makeTempDir();
+  const database = sharedDatabase('SIGKILL');
   let receiver: ReceiverProcess;
-  let database: { url: string; drop: () => Promise<void> };
-  const servers: RunningServer[] = [];
 
   beforeAll(async () => {
     receiver = await new ReceiverProcess().start();
-    database = await testDatabase(join(dir.path, 'unused.db'));
+    await database.setUp();
   });
   afterAll(async () => {
-    for (const server of servers) await server.stop('SIGKILL');
+    await database.tearDown();
     await receiver.stop();
-    await database.drop();
-    dir.remove();
   });
 
   it(`fires ${SCHEDULES} every-second schedules once per second each, through a kill -9`, { timeout: RUN_MS + 90_000 }, async () => {
     const env = { DATABASE_URL: database.url, PUNCTUAL_SECRET_KEY: 'schedule-fault-secret-key-0123456789', PUNCTUAL_ADMIN_TOKEN: 'schedule-fault-admin-0123', LOG_LEVEL: 'warn' };
     const { key } = projectByCli(env, receiver.url);
-    const start = async () => {
-      const started = await startReadyServer(env);
-      servers.push(started.server);
-      return started;
-    };
+    const start = () => database.start(env);
     const instances = [];
     for (let i = 0; i < INSTANCES; i++) instances.push(await start());
 

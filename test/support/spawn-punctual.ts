@@ -1,7 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from './eventually.js';
+import { testDatabase } from './make-app.js';
+import { makeTempDir } from './temp-dir.js';
 
 /** The built CLI (npm test builds it first), run as a user would run it. */
 export const CLI = fileURLToPath(new URL('../../dist/cli/punctual.js', import.meta.url));
@@ -118,4 +121,35 @@ export async function startReadyServer(env: Record<string, string>): Promise<{ s
     throw error;
   }
   return { server, base };
+}
+
+/**
+ * The multi-instance tests' fixture: one fresh database (on PostgreSQL, a schema) that `punctual
+ * serve` processes share, the servers started on it, and their removal. setUp() in beforeAll,
+ * tearDown() in afterAll (it stops every server with `stopSignal`).
+ */
+export function sharedDatabase(stopSignal: NodeJS.Signals = 'SIGTERM') {
+  const dir = makeTempDir();
+  let database: { url: string; drop: () => Promise<void> } | null = null;
+  const servers: RunningServer[] = [];
+  return {
+    get url(): string {
+      if (!database) throw new Error('sharedDatabase: setUp() first');
+      return database.url;
+    },
+    async setUp(): Promise<void> {
+      database = await testDatabase(join(dir.path, 'unused.db'));
+    },
+    /** One more `punctual serve` on the database, once ready. */
+    async start(env: Record<string, string>): Promise<{ server: RunningServer; base: string }> {
+      const started = await startReadyServer({ DATABASE_URL: this.url, ...env });
+      servers.push(started.server);
+      return started;
+    },
+    async tearDown(): Promise<void> {
+      for (const server of servers) await server.stop(stopSignal);
+      await database?.drop();
+      dir.remove();
+    },
+  };
 }
