@@ -33,6 +33,13 @@ interface EventDeliveryDeps {
   random?: () => number;
 }
 
+/** Where a project's events go, and how: read once per claimed batch. */
+interface EventTarget {
+  project: ProjectRow;
+  secrets: string[];
+  maxRetries: number;
+}
+
 export class EventDelivery {
   private readonly shutdown = new AbortController();
   private readonly loop: BackgroundLoop<void>;
@@ -68,15 +75,23 @@ export class EventDelivery {
         leaseExtraMs: LEASE_MARGIN_MS,
       });
       if (claimed.length === 0) return;
-      const projects = new Map((await this.deps.store.projectGetMany([...new Set(claimed.map((e) => e.projectId))])).map((p) => [p.id, p]));
-      await Promise.all(claimed.map((event) => this.send(event, projects.get(event.projectId)!).catch(this.deps.onError)));
+      // Each project's row, secrets and retry count once per batch, however many of its events are in it.
+      const projects = await this.deps.store.projectGetMany([...new Set(claimed.map((e) => e.projectId))]);
+      const targets = new Map(
+        await Promise.all(
+          projects.map(async (project) => {
+            const [secrets, maxRetries] = await Promise.all([this.deps.signingSecrets(project.id), this.deps.maxRetriesFor(project)]);
+            return [project.id, { project, secrets, maxRetries }] as const;
+          }),
+        ),
+      );
+      await Promise.all(claimed.map((event) => this.send(event, targets.get(event.projectId)!).catch(this.deps.onError)));
       if (claimed.length < CLAIM_LIMIT || this.stopped) return;
     }
   }
 
-  private async send(event: ClaimedEvent, project: ProjectRow): Promise<void> {
+  private async send(event: ClaimedEvent, { project, secrets, maxRetries }: EventTarget): Promise<void> {
     const { clock } = this.deps;
-    const secrets = await this.deps.signingSecrets(project.id);
     let outcome: EventAttemptOutcome;
     if (!project.eventsUrl || secrets.length === 0) {
       // The URL was removed after the event was recorded: nowhere to send it.
@@ -103,7 +118,7 @@ export class EventDelivery {
           statusCode: result.statusCode,
           retryAfterMs: sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, now) : null,
           attemptNumber: event.attemptCount + 1,
-          maxRetries: await this.deps.maxRetriesFor(project),
+          maxRetries,
         },
         now,
         this.deps.random,
