@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
+import { CallbackTokens } from './crypto/callback-tokens.js';
 import { loadOrCreateSecretKey } from './crypto/secret-key-file.js';
 import { DeliveryEngine } from './engine/delivery-engine.js';
 import { ThreadedWebhookSender } from './delivery/threaded-webhook-sender.js';
@@ -25,6 +26,8 @@ export interface Runtime {
   webhookClient: WebhookSender;
   /** The token buckets of request rate limits and of projects' delivery rates. */
   rateLimiter: RateLimiter;
+  /** Async completion's per-attempt tokens (SPEC section 11), keyed by PUNCTUAL_SECRET_KEY like the sealed secrets. */
+  callbackTokens: CallbackTokens;
   /** Set when this start generated the admin token (shown once). */
   generatedAdminToken: string | null;
   /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
@@ -91,6 +94,7 @@ export async function openRuntime(
     if (rateLimiter instanceof RedisRateLimiter && !(await rateLimiter.ready())) {
       options.onRateLimitWarning?.(new Error(`Redis at REDIS_URL did not answer at start; limiting per instance until it does`));
     }
+    const callbackTokens = new CallbackTokens(secretKey);
     let jobDue: (runAt: number) => void = () => {};
     let immediate: ImmediateDelivery | null = null;
     const services = createServices({
@@ -99,6 +103,7 @@ export async function openRuntime(
       metrics,
       webhookClient,
       rateLimiter,
+      callbackTokens,
       onJobDue: (runAt) => jobDue(runAt),
       immediateDelivery: () => immediate,
       plans: config.plans,
@@ -116,6 +121,7 @@ export async function openRuntime(
       metrics,
       webhookClient,
       rateLimiter,
+      callbackTokens,
       generatedAdminToken: admin.generated,
       setJobDueListener: (listener) => {
         jobDue = listener;
@@ -151,6 +157,7 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     },
     globalConcurrency: runtime.config.deliveryConcurrency,
     rateLimiter: runtime.rateLimiter,
+    callbackTokens: runtime.callbackTokens,
     takeOverLeasesAtStart: runtime.store.soleInstance,
     ...(random && { random }),
   });

@@ -164,6 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'A project API key: pk_…' },
+          callbackToken: { type: 'http', scheme: 'bearer', description: "An attempt's callbackToken (async completion): pcb_…" },
           adminToken: { type: 'http', scheme: 'bearer', description: 'PUNCTUAL_ADMIN_TOKEN' },
           dashboardSession: {
             type: 'apiKey',

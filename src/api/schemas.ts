@@ -73,6 +73,8 @@ export const attempt = {
     durationMs: { type: ['integer', 'null'] },
     error: { type: ['string', 'null'] },
     responseBody: { type: ['string', 'null'] },
+    acceptedAt: nullableTimestamp,
+    reportedAt: nullableTimestamp,
   },
 } as const;
 
@@ -106,6 +108,8 @@ export const project = {
     acceptAny2xx: { type: 'boolean' },
     paused: { type: 'boolean' },
     deliveryRatePerSecond: { type: ['number', 'null'] },
+    asyncCompletion: { type: 'boolean' },
+    asyncCompletionTimeoutMs: { type: 'integer' },
     eventsUrl: { type: ['string', 'null'] },
     eventsFormat: { type: 'string', enum: ['json', 'slack'] },
     retentionDays: { type: ['integer', 'null'] },

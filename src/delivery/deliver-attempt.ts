@@ -7,6 +7,7 @@ import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
 import type { WebhookHealth } from './webhook-health.js';
+import type { CallbackTokens } from '../crypto/callback-tokens.js';
 
 /** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
 export const LEASE_MARGIN_MS = 30_000;
@@ -25,6 +26,8 @@ export interface DeliveryDeps {
   onJobFailed?: () => void;
   /** A receiver answered 429 or 503 with Retry-After: the project's other deliveries wait until `until` (SPEC section 11). */
   onBackpressure?: (projectId: string, until: number) => void;
+  /** Signs the callbackToken of deliveries to projects with asyncCompletion (SPEC section 11). */
+  callbackTokens: CallbackTokens;
   random?: () => number;
 }
 
@@ -50,19 +53,22 @@ async function untilDue(clock: Clock, runAt: number, shutdown?: AbortSignal): Pr
 
 /**
  * The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as
- * accepted. A schedule's job also carries its schedule and fire instant (null for a trigger).
+ * accepted. A schedule's job also carries its schedule and fire instant (null for a trigger), and
+ * a delivery to a project with asyncCompletion its attempt's callbackToken (SPEC section 11).
  */
 export function webhookBody(
   jobId: string,
   attemptId: string,
   attemptNumber: number,
   payload: string,
-  schedule: { id: string; scheduledFor: number | null } | null = null,
+  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null } = {},
 ): string {
+  const { schedule, callbackToken } = extra;
   const fromSchedule = schedule
     ? `"scheduleId":${JSON.stringify(schedule.id)},"scheduledFor":${JSON.stringify(formatNullableTimestamp(schedule.scheduledFor))},`
     : '';
-  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}"payload":${payload}}`;
+  const token = callbackToken ? `"callbackToken":${JSON.stringify(callbackToken)},` : '';
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}"payload":${payload}}`;
 }
 
 function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
@@ -166,7 +172,10 @@ async function callWebhook(
       webhookId: job.id,
       secrets,
       timestampMs: Math.max(clock.now(), job.runAt),
-      body: webhookBody(job.id, attempt.attemptId, attempt.attemptNumber, job.payload, job.scheduleId === null ? null : { id: job.scheduleId, scheduledFor: job.scheduledFor }),
+      body: webhookBody(job.id, attempt.attemptId, attempt.attemptNumber, job.payload, {
+        schedule: job.scheduleId === null ? null : { id: job.scheduleId, scheduledFor: job.scheduledFor },
+        callbackToken: project.asyncCompletion ? deps.callbackTokens.issue(job.id, attempt.attemptId) : null,
+      }),
       timeoutMs: project.deliveryTimeoutMs,
       sendAt,
     },
@@ -176,8 +185,37 @@ async function callWebhook(
   return delivered;
 }
 
+/**
+ * A 202 to a project with asyncCompletion (SPEC section 11): the attempt stays pending and the job
+ * STARTED, its lease handed from this worker to the report's deadline, kept in the store (any
+ * instance's lease rescue ends it as `timeout` if no report comes).
+ */
+async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: Extract<SendResult, { kind: 'answered' }>): Promise<void> {
+  const { store, clock, metrics, workerId } = deps;
+  const now = clock.now();
+  const recordBy = attempt.startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS;
+  const applied = await retryWhileUnavailable(
+    () =>
+      store.attemptAccept({
+        jobId: job.id,
+        attemptId: attempt.attemptId,
+        workerId,
+        now,
+        deadline: now + project.asyncCompletionTimeoutMs,
+        statusCode: sent.statusCode,
+        responseBody: sent.responseBody,
+      }),
+    () => clock.now() < recordBy,
+  );
+  metrics.deliveryDuration.observe(sent.durationMs / 1000);
+  if (!applied) metrics.lateResultsIgnored.inc();
+  // The receiver answered, and took the job: its endpoint works, whatever the report says later.
+  if (applied && project.eventsUrl) deps.health?.success(project.id);
+}
+
 /** Stores the attempt's result and the job's next state (done, retry at a time, failed, or released). */
 async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: SendResult): Promise<void> {
+  if (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion) return recordAccepted(deps, job, project, attempt, sent);
   const { store, clock, metrics, workerId } = deps;
   const result = toAttemptResult(sent, project.acceptAny2xx);
   const finishedAt = clock.now();

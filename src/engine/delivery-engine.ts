@@ -8,6 +8,7 @@ import { releaseResumedProjects } from '../scheduler/project-holds.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { EventDelivery } from '../delivery/event-delivery.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
+import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
 import type { ImmediateDelivery } from '../services/jobs-service.js';
 import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
@@ -26,6 +27,8 @@ interface DeliveryEngineOptions {
   globalConcurrency: number;
   /** Buckets for projects' deliveryRatePerSecond (SPEC section 11): Redis with REDIS_URL, else this process's memory. */
   rateLimiter: RateLimiter;
+  /** Tokens for deliveries to projects with asyncCompletion (SPEC section 11). */
+  callbackTokens: CallbackTokens;
   /**
    * Rescue every lease at start, not only expired ones. Right for the embedded store, where one
    * process serves a database file, so any lease found at start belongs to a process that died.
@@ -75,6 +78,7 @@ export class DeliveryEngine {
           .catch((error: unknown) => options.log.warn({ err: error, projectId }, "recording a receiver's Retry-After for other instances failed"));
       },
       rateLimiter: options.rateLimiter,
+      callbackTokens: options.callbackTokens,
       onRequeued: (runAt) => this.claimLoop.notifyDue(runAt),
       globalConcurrency: options.globalConcurrency,
       signingSecrets: options.signingSecrets,

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { hashApiKey, looksLikeApiKey, sameHash } from '../crypto/api-keys.js';
+import { looksLikeCallbackToken } from '../crypto/callback-tokens.js';
 import { UnauthorizedError } from '../errors.js';
 import type { Plan } from '../plans.js';
 import type { ApiKeyPrincipal, Store, TeamRow } from '../store/store.js';
@@ -59,6 +60,12 @@ export class AuthService {
       this.deps.store.apiKeyTouch({ keyId: principal.key.id, now }).catch(this.deps.onBackgroundError);
     }
     return { ...principal, plan: this.deps.planOf(principal.team) };
+  }
+
+  /** The bearer token when it is an async completion callback token (checked by the report itself, against its attempt). */
+  callbackToken(authorization: string | undefined): string | null {
+    const token = bearerToken(authorization);
+    return token !== null && looksLikeCallbackToken(token) ? token : null;
   }
 
   authenticateAdmin(authorization: string | undefined): void {

@@ -35,5 +35,7 @@ export function attemptView(attempt: AttemptRow): Record<string, unknown> {
     durationMs: attempt.durationMs,
     error: attempt.error,
     responseBody: attempt.responseBody,
+    acceptedAt: formatNullableTimestamp(attempt.acceptedAt),
+    reportedAt: formatNullableTimestamp(attempt.reportedAt),
   };
 }

@@ -24,6 +24,8 @@ export function projectView(project: ProjectRow) {
     acceptAny2xx: project.acceptAny2xx,
     paused: project.paused,
     deliveryRatePerSecond: project.deliveryRatePerSecond,
+    asyncCompletion: project.asyncCompletion,
+    asyncCompletionTimeoutMs: project.asyncCompletionTimeoutMs,
     eventsUrl: project.eventsUrl,
     eventsFormat: project.eventsFormat,
     retentionDays: project.retentionDays,

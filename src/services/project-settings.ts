@@ -12,9 +12,13 @@ export const PROJECT_DEFAULTS = {
   eventsUrl: null,
   eventsFormat: 'json',
   deliveryRatePerSecond: null,
+  asyncCompletion: false,
+  asyncCompletionTimeoutMs: 3_600_000,
 } as const;
 /** SPEC section 11: attempts a project may start per second, when it sets a rate. */
 export const DELIVERY_RATE_RANGE = [0.1, 10_000] as const;
+/** SPEC section 11: how long an attempt accepted with 202 waits for its report. */
+export const ASYNC_COMPLETION_TIMEOUT_RANGE = [1_000, 604_800_000] as const;
 export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
 export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;
 /** Our bounds where the contract is silent: up to a day before the first retry, a week at most between two. */

@@ -1,11 +1,13 @@
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../crypto/secret-box.js';
+import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import type { Plans } from '../plans.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 import { AuthService } from './auth-service.js';
 import { JobsService, type ImmediateDelivery } from './jobs-service.js';
+import { AttemptReports } from './attempt-reports.js';
 import { ManageService } from './manage-service.js';
 import { RateLimitService } from './rate-limit-service.js';
 import { AccessService } from './access-service.js';
@@ -20,6 +22,8 @@ import type { RateLimiter } from '../rate-limits/token-bucket.js';
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
 export interface Services {
   jobs: JobsService;
+  /** Async completion's reports on accepted attempts (SPEC section 11). */
+  reports: AttemptReports;
   rateLimits: RateLimitService;
   manage: ManageService;
   auth: AuthService;
@@ -36,6 +40,7 @@ export interface Services {
 interface ServiceDeps {
   store: Store;
   rateLimiter: RateLimiter;
+  callbackTokens: CallbackTokens;
   metrics: Metrics;
   webhookClient: WebhookSender;
   /** Set by the server once its delivery engine exists; the CLI has none. */
@@ -85,6 +90,13 @@ export function createServices(deps: ServiceDeps): Services {
     sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
     jobs,
+    reports: new AttemptReports({
+      store: deps.store,
+      clock: deps.clock,
+      metrics: deps.metrics,
+      tokens: deps.callbackTokens,
+      onJobDue: (runAt) => deps.onJobDue(runAt),
+    }),
     retention: new RetentionService({
       store: deps.store,
       clock: deps.clock,

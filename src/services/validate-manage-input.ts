@@ -5,6 +5,7 @@
 import { InvalidRequestError } from '../errors.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../store/store.js';
 import {
+  ASYNC_COMPLETION_TIMEOUT_RANGE,
   DELIVERY_CONCURRENCY_RANGE,
   DELIVERY_RATE_RANGE,
   DELIVERY_TIMEOUT_RANGE,
@@ -91,6 +92,13 @@ export async function readProjectPatch(
       throw new InvalidRequestError(`deliveryRatePerSecond must be null (no limit) or a number from ${min} to ${max}`, { field: 'deliveryRatePerSecond' });
     }
     patch.deliveryRatePerSecond = rate;
+  }
+  if ('asyncCompletion' in body) {
+    if (typeof body.asyncCompletion !== 'boolean') throw new InvalidRequestError('asyncCompletion must be true or false', { field: 'asyncCompletion' });
+    patch.asyncCompletion = body.asyncCompletion;
+  }
+  if ('asyncCompletionTimeoutMs' in body) {
+    patch.asyncCompletionTimeoutMs = readInteger(body.asyncCompletionTimeoutMs, 'asyncCompletionTimeoutMs', ASYNC_COMPLETION_TIMEOUT_RANGE);
   }
   if ('paused' in body) {
     if (typeof body.paused !== 'boolean') throw new InvalidRequestError('paused must be true or false', { field: 'paused' });

@@ -8,6 +8,7 @@
  * its writer thread (sqlite/writes.ts).
  */
 import {
+  AWAITING_REPORT,
   JOB_STATUSES,
   type AnswerTemplate,
   type AttemptFinishParams,
@@ -60,8 +61,13 @@ type LeaseRescuePlan =
 
 export function leaseRescuePlan(row: ExpiredLeaseRow): LeaseRescuePlan {
   const { leaseOwner, leaseAttemptId, ...job } = row;
-  if (job.status === 'DISPATCHED' || leaseAttemptId === null) return { kind: 'requeue', lease: { job, attemptNumber: null } };
-  return { kind: 'finish', lease: { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount }, leaseOwner, attemptId: leaseAttemptId };
+  if (job.status === 'DISPATCHED' || leaseAttemptId === null) return { kind: 'requeue', lease: { job, attemptNumber: null, awaitedReport: false } };
+  return {
+    kind: 'finish',
+    lease: { job, attemptNumber: job.attemptCount - job.roundStartAttemptCount, awaitedReport: leaseOwner === AWAITING_REPORT },
+    leaseOwner,
+    attemptId: leaseAttemptId,
+  };
 }
 
 const LEASE_EXPIRED_ERROR = 'lease expired: the worker stopped before the attempt finished';
@@ -69,7 +75,8 @@ const LEASE_EXPIRED_ERROR = 'lease expired: the worker stopped before the attemp
 /**
  * The finish that records a started attempt whose lease ran out, on behalf of the worker that
  * held it: lease_expired, timed from the start (the job's updatedAt), then retried at the time
- * `retryAt` gave for this lease and its project, or FAILED when it gave none.
+ * `retryAt` gave for this lease and its project, or FAILED when it gave none. An attempt accepted
+ * with 202 whose report never came ends as `timeout` instead (SPEC section 11).
  */
 export function leaseExpiredFinish(
   plan: Extract<LeaseRescuePlan, { kind: 'finish' }>,
@@ -81,7 +88,15 @@ export function leaseExpiredFinish(
     attemptId: plan.attemptId,
     workerId: plan.leaseOwner,
     now: params.now,
-    result: { outcome: 'lease_expired', statusCode: null, durationMs: params.now - plan.lease.job.updatedAt, error: LEASE_EXPIRED_ERROR, responseBody: null },
+    result: plan.lease.awaitedReport
+      ? {
+          outcome: 'timeout',
+          statusCode: null,
+          durationMs: params.now - plan.lease.job.updatedAt,
+          error: `no report within asyncCompletionTimeoutMs (${params.project.asyncCompletionTimeoutMs} ms) of the 202 or the last "running" report`,
+          responseBody: null,
+        }
+      : { outcome: 'lease_expired', statusCode: null, durationMs: params.now - plan.lease.job.updatedAt, error: LEASE_EXPIRED_ERROR, responseBody: null },
     next: runAt === null ? { kind: 'fail' } : { kind: 'retry', runAt },
   };
 }

@@ -33,6 +33,8 @@ export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal 
       eventsUrl: row.eventsUrl as string | null,
       eventsFormat: row.eventsFormat as EventsFormat,
       deliveryRatePerSecond: row.deliveryRatePerSecond as number | null,
+      asyncCompletion: row.asyncCompletion === true || row.asyncCompletion === 1,
+      asyncCompletionTimeoutMs: row.asyncCompletionTimeoutMs as number,
       createdAt: row.createdAt as number,
     },
     team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },

@@ -41,6 +41,10 @@ interface ProjectSettings {
   eventsFormat: EventsFormat;
   /** At most this many attempts start per second (SPEC section 11); null, no limit. */
   deliveryRatePerSecond: number | null;
+  /** A 202 means "accepted, working on it" (SPEC section 11): the attempt waits for the receiver's report. */
+  asyncCompletion: boolean;
+  /** How long an accepted attempt waits for its report (and a "running" report extends it by). */
+  asyncCompletionTimeoutMs: number;
 }
 
 export const EVENTS_FORMATS = ['json', 'slack'] as const;
@@ -119,7 +123,20 @@ export interface AttemptRow {
   durationMs: number | null;
   error: string | null;
   responseBody: string | null;
+  /** When the receiver answered 202 to a project with asyncCompletion (SPEC section 11). */
+  acceptedAt: number | null;
+  /** When the receiver last reported on it (a "running" report included). */
+  reportedAt: number | null;
+  /** While the attempt waits for its report: the deadline, after which it ends as `timeout`. */
+  reportBy: number | null;
 }
+
+/**
+ * The lease owner of a job whose attempt was accepted with 202 and waits for the receiver's
+ * report: no worker holds it (worker ids start with `wrk_`), and its lease's expiry is the report's
+ * deadline, which the lease rescue of any instance enforces.
+ */
+export const AWAITING_REPORT = 'async';
 
 export interface NewJob {
   id: string;
@@ -276,7 +293,36 @@ export interface AttemptFinishParams {
   now: number;
   result: AttemptResult;
   next: AttemptNext;
+  /** The receiver's own report ends the attempt (SPEC section 11): reportedAt is set to `now`. */
+  reported?: boolean;
 }
+
+/** A 202 to a project with asyncCompletion: the attempt waits for a report until `deadline`. */
+export interface AttemptAcceptParams {
+  jobId: string;
+  attemptId: string;
+  workerId: string;
+  now: number;
+  deadline: number;
+  statusCode: number;
+  responseBody: string | null;
+}
+
+/** A job and one of its attempts, as a report on that attempt needs them. */
+export interface AttemptWithJob {
+  job: JobRow;
+  project: ProjectRow;
+  attempt: AttemptRow;
+}
+
+/**
+ * The receiver's report on an attempt still waiting for it, applied only while it waits (and its
+ * deadline is after `now`): `running` moves the deadline; `finish` records the attempt's result
+ * and moves the job on as attemptFinish does.
+ */
+export type AttemptReport =
+  | { kind: 'running'; deadline: number }
+  | { kind: 'finish'; result: AttemptResult; next: AttemptNext };
 
 export interface JobRescueParams {
   now: number;
@@ -290,6 +336,8 @@ export interface JobRescueParams {
 export interface ExpiredLease {
   job: JobRow;
   attemptNumber: number | null;
+  /** The attempt was accepted with 202 and no report came by its deadline: it ends as `timeout`. */
+  awaitedReport: boolean;
 }
 
 export interface Store extends ScheduleStore, EventStore {
@@ -427,11 +475,26 @@ export interface Store extends ScheduleStore, EventStore {
   attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null>;
   /** Records the attempt's result and moves the job on, only if this worker still holds that attempt's lease. */
   attemptFinish(params: AttemptFinishParams): Promise<boolean>;
+  /**
+   * The receiver answered 202 to a project with asyncCompletion: the lease holder hands the job to
+   * AWAITING_REPORT until `deadline`, the attempt stays pending (accepted at `now`). False when the
+   * lease was lost.
+   */
+  attemptAccept(params: AttemptAcceptParams): Promise<boolean>;
+  /** The job, its project and the attempt, when the attempt is one of the job's; null otherwise. */
+  attemptGetWithJob(params: { jobId: string; attemptId: string }): Promise<AttemptWithJob | null>;
+  /**
+   * A receiver's report (SPEC section 11) on an attempt waiting for one whose deadline is after
+   * `now`; false, changing nothing, when it no longer waits (reported, timed out, never accepted).
+   */
+  attemptReport(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean>;
   /** Extends the leases this worker holds on these jobs. */
   jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void>;
   /**
    * Jobs whose lease expired at `now`: a DISPATCHED one returns to QUEUED due at once; a STARTED
    * one has its attempt recorded as lease_expired and is retried (runAt from `retryAt`) or FAILED.
+   * A job waiting for its receiver's report is rescued only once its deadline is before `now`,
+   * whatever `expiredBefore` says (no dead worker holds it), its attempt ending as `timeout`.
    */
   jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]>;
   /**

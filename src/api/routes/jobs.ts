@@ -3,16 +3,27 @@ import type { Services } from '../../services/services.js';
 import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type JobRequestContext, type RenderedAnswer } from '../../services/jobs-service.js';
 import { rateLimitHeaders } from '../../services/rate-limit-service.js';
 import { validateIdempotencyKey } from '../../services/validate-job-input.js';
+import { REPORT_ERROR_MAX, REPORT_OUTCOMES, type ReportAuth } from '../../services/attempt-reports.js';
 import { BATCH_BODY_LIMIT } from '../body-limits.js';
 import * as s from '../schemas.js';
 
 const security = [{ apiKey: [] }];
 const tags = ['jobs'];
 
+const REPORT_ROUTE = '/api/jobs/:jobId/attempts/:attemptId/result';
+
 /** Authentication comes first under /api/, before body size, parsing and validation, on every path. */
 export function authenticateApiRequests(app: FastifyInstance, services: Services): void {
   app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/api/')) return;
+    // An async completion report may carry its attempt's callback token instead of an API key:
+    // the report checks it against its own job and attempt (SPEC section 11).
+    const callbackToken = request.routeOptions.url === REPORT_ROUTE ? services.auth.callbackToken(request.headers.authorization) : null;
+    if (callbackToken) {
+      const { jobId, attemptId } = request.params as { jobId: string; attemptId: string };
+      services.reports.checkToken(callbackToken, jobId, attemptId);
+      return;
+    }
     const principal = await services.auth.authenticateApiKey(request.headers.authorization);
     request.principal = principal;
     // Second in SPEC's order, before the body is even read: a refused request costs no parsing.
@@ -32,6 +43,7 @@ function sendRendered(reply: FastifyReply, answer: RenderedAnswer): FastifyReply
 }
 
 type JobParams = { Params: { jobId: string } };
+type AttemptParams = { Params: { jobId: string; attemptId: string } };
 
 export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   const jobs = services.jobs;
@@ -167,6 +179,39 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app,
       },
     },
     async (request) => jobs.attempts(context(request), request.params.jobId),
+  );
+
+  app.post<AttemptParams>(
+    REPORT_ROUTE,
+    {
+      schema: {
+        summary: 'Report the result of an attempt accepted with 202 (async completion)',
+        description:
+          'Authenticated by the callbackToken the delivery carried ("Authorization: Bearer pcb_…"), or by an API key of the project. ' +
+          '"running" extends the deadline by asyncCompletionTimeoutMs from now.',
+        tags,
+        security: [{ apiKey: [] }, { callbackToken: [] }],
+        params: {
+          type: 'object',
+          properties: { jobId: { type: 'string' }, attemptId: { type: 'string' } },
+          required: ['jobId', 'attemptId'],
+        },
+        body: {
+          type: 'object',
+          properties: {
+            outcome: { type: 'string', enum: [...REPORT_OUTCOMES] },
+            error: { type: ['string', 'null'], maxLength: REPORT_ERROR_MAX, description: 'with "failure" only' },
+          },
+        },
+        response: { 200: s.jobStatus, ...s.errors(400, 401, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { principal } = request;
+      // Without a principal, the hook above checked the callback token against this job and attempt.
+      const auth: ReportAuth = principal ? { kind: 'apiKey', projectId: principal.project.id } : { kind: 'token' };
+      return services.reports.report(auth, request.params.jobId, request.params.attemptId, request.body);
+    },
   );
 
   app.post<JobParams>(

@@ -2,7 +2,7 @@ import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { UnauthorizedError } from '../../errors.js';
 import type { Viewer } from '../../services/access-service.js';
-import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
+import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import type { Services } from '../../services/services.js';
 import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../../services/session-service.js';
 import * as s from '../schemas.js';
@@ -144,7 +144,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   );
   app.patch<ProjectParams>(
     '/manage/v1/projects/:projectId',
-    opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses, retention, pause or events", {
+    opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses, retention, pause, events, rate or async completion", {
       params: idParams('projectId'),
       body: {
         type: 'object',
@@ -158,6 +158,8 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
           retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
           paused: { type: 'boolean' },
           deliveryRatePerSecond: { type: ['number', 'null'] },
+          asyncCompletion: { type: 'boolean' },
+          asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
           eventsUrl: { type: ['string', 'null'] },
           eventsFormat: { type: 'string' },
         },

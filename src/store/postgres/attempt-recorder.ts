@@ -1,6 +1,15 @@
 import { UnavailableError } from '../../errors.js';
 import { jobAfterAttempt, leaseExpiredFinish, leaseRescuePlan, type ExpiredLeaseRow } from '../job-rules.js';
-import type { AttemptFinishParams, AttemptStartParams, ExpiredLease, JobRescueParams, ProjectRow } from '../store.js';
+import {
+  AWAITING_REPORT,
+  type AttemptAcceptParams,
+  type AttemptFinishParams,
+  type AttemptReport,
+  type AttemptStartParams,
+  type ExpiredLease,
+  type JobRescueParams,
+  type ProjectRow,
+} from '../store.js';
 import type { ConnectionPool, Queryable } from './connection-pool.js';
 import * as q from './queries.js';
 import { TickBatcher } from './tick-batcher.js';
@@ -26,6 +35,40 @@ export class AttemptRecorder {
   finish(params: AttemptFinishParams): Promise<boolean> {
     return this.finishes.run(params);
   }
+
+  accept(params: AttemptAcceptParams): Promise<boolean> {
+    return this.accepts.run(params);
+  }
+
+  /** A receiver's report, guarded on the attempt still waiting for it (locked until the commit). */
+  report(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean> {
+    const { jobId, attemptId, now, report } = params;
+    if (report.kind === 'running') {
+      return this.db.rows<{ n: number }>(q.JobReportRunning, [jobId, attemptId, now, report.deadline]).then((rows) => rows[0]!.n === 1);
+    }
+    return this.db.transaction(async (client) => {
+      const waiting = await this.db.rows(q.JobAwaitingReportLock, [jobId, attemptId, now], client);
+      if (waiting.length === 0) return false;
+      const applied = await this.finishIn(client, { jobId, attemptId, workerId: AWAITING_REPORT, now, result: report.result, next: report.next, reported: true });
+      if (applied && report.next.kind === 'retry') await this.db.notifyDue(report.next.runAt, now, client);
+      return applied;
+    });
+  }
+
+  /** 202s answered in the same event-loop turn share one statement. */
+  private readonly accepts = new TickBatcher<AttemptAcceptParams, boolean>(async (batch) => {
+    const rows = await this.db.rows<{ jobId: string }>(q.AttemptAcceptMany, [
+      batch.map((b) => b.jobId),
+      batch.map((b) => b.attemptId),
+      batch.map((b) => b.workerId),
+      batch.map((b) => b.now),
+      batch.map((b) => b.deadline),
+      batch.map((b) => b.statusCode),
+      batch.map((b) => b.responseBody),
+    ]);
+    const applied = new Set(rows.map((row) => row.jobId));
+    return batch.map((b) => applied.has(b.jobId));
+  }, mayBeOneRowsFault);
 
   /** Attempts starting in the same event-loop turn (jobs due at the same moment) share one statement. */
   private readonly starts = new TickBatcher<AttemptStartParams, { attemptNumber: number } | null>(async (batch) => {
@@ -93,6 +136,7 @@ export class AttemptRecorder {
         result.durationMs,
         result.error,
         result.responseBody,
+        params.reported === true,
       ],
       client,
     );
@@ -105,7 +149,7 @@ export class AttemptRecorder {
    */
   rescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
     return this.db.transaction(async (client) => {
-      const expired = await this.db.rows<ExpiredLeaseRow>(q.JobListExpiredLeases, [params.expiredBefore, params.limit], client);
+      const expired = await this.db.rows<ExpiredLeaseRow>(q.JobListExpiredLeases, [params.expiredBefore, params.limit, params.now], client);
       const rescued: ExpiredLease[] = [];
       for (const plan of expired.map(leaseRescuePlan)) {
         const { job } = plan.lease;

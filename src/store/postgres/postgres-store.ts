@@ -21,6 +21,9 @@
 import { UnavailableError } from '../../errors.js';
 import { countsByStatus } from '../job-rules.js';
 import type {
+  AttemptAcceptParams,
+  AttemptReport,
+  AttemptWithJob,
   ApiKeyPrincipal,
   ApiKeyRow,
   AttemptFinishParams,
@@ -172,7 +175,7 @@ export class PostgresStore implements Store {
   }
 
   private static projectValues(p: ProjectRow): unknown[] {
-    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond];
+    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.asyncCompletion, p.asyncCompletionTimeoutMs];
   }
 
   async projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
@@ -180,7 +183,7 @@ export class PostgresStore implements Store {
     await this.db.transaction(async (client) => {
       await this.db.query(
         q.ProjectInsert,
-        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.createdAt],
+        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.asyncCompletion, p.asyncCompletionTimeoutMs, p.createdAt],
         client,
       );
       await this.db.query(q.WebhookSecretInsert, [s.id, s.projectId, s.ciphertext, s.createdAt, s.expiresAt], client);
@@ -354,6 +357,21 @@ export class PostgresStore implements Store {
 
   attemptFinish(params: AttemptFinishParams): Promise<boolean> {
     return this.attempts.finish(params);
+  }
+
+  attemptAccept(params: AttemptAcceptParams): Promise<boolean> {
+    return this.attempts.accept(params);
+  }
+
+  async attemptGetWithJob(params: { jobId: string; attemptId: string }): Promise<AttemptWithJob | null> {
+    const [attempt] = await this.db.rows<AttemptRow>(q.AttemptGetOfJob, [params.jobId, params.attemptId]);
+    const [job] = attempt ? await this.db.rows<JobRow>(q.JobGetById, [params.jobId]) : [];
+    const project = job && (await this.projectGet(job.projectId));
+    return attempt && job && project ? { job, project, attempt } : null;
+  }
+
+  attemptReport(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean> {
+    return this.attempts.report(params);
   }
 
   async jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {

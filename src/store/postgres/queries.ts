@@ -2,14 +2,15 @@
  * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
-import { JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, JOB_STATUSES } from '../store.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
 const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
   retry_initial_delay_ms AS "retryInitialDelayMs", retry_factor AS "retryFactor", retry_max_delay_ms AS "retryMaxDelayMs",
   delivery_timeout_ms AS "deliveryTimeoutMs", delivery_concurrency AS "deliveryConcurrency", accept_any_2xx AS "acceptAny2xx",
   retention_days AS "retentionDays", paused, events_url AS "eventsUrl", events_format AS "eventsFormat",
-  delivery_rate_per_second AS "deliveryRatePerSecond", created_at AS "createdAt"`;
+  delivery_rate_per_second AS "deliveryRatePerSecond", async_completion AS "asyncCompletion",
+  async_completion_timeout_ms AS "asyncCompletionTimeoutMs", created_at AS "createdAt"`;
 const API_KEY_COLUMNS = `id, project_id AS "projectId", name, prefix, created_at AS "createdAt", last_used_at AS "lastUsedAt",
   revoked_at AS "revokedAt"`;
 const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
@@ -18,9 +19,10 @@ const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "proje
   ${t}.created_at AS "createdAt", ${t}.updated_at AS "updatedAt", ${t}.completed_at AS "completedAt", ${t}.failed_at AS "failedAt",
   ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId"`;
 const JOB_COLUMNS = jobColumns();
-const ATTEMPT_COLUMNS = `id, job_id AS "jobId", attempt_number AS "attemptNumber", started_at AS "startedAt",
-  finished_at AS "finishedAt", outcome, status_code AS "statusCode", duration_ms AS "durationMs", error,
-  response_body AS "responseBody"`;
+const attemptColumns = (t: string) => `${t}.id, ${t}.job_id AS "jobId", ${t}.attempt_number AS "attemptNumber",
+  ${t}.started_at AS "startedAt", ${t}.finished_at AS "finishedAt", ${t}.outcome, ${t}.status_code AS "statusCode",
+  ${t}.duration_ms AS "durationMs", ${t}.error, ${t}.response_body AS "responseBody", ${t}.accepted_at AS "acceptedAt",
+  ${t}.reported_at AS "reportedAt"`;
 
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
 const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused';
@@ -40,8 +42,8 @@ export const TeamCount = 'SELECT count(*)::int AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
   retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
-  events_url, events_format, delivery_rate_per_second, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`;
+  events_url, events_format, delivery_rate_per_second, async_completion, async_completion_timeout_ms, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1`;
 export const ProjectGetForUpdate = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1 FOR UPDATE`;
 export const ProjectGetMany = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ANY($1::text[])`;
@@ -49,7 +51,7 @@ export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE 
 export const ProjectUpdate = `UPDATE projects SET name = $2, webhook_url = $3, retry_max_retries = $4, retry_initial_delay_ms = $5,
   retry_factor = $6, retry_max_delay_ms = $7, delivery_timeout_ms = $8, delivery_concurrency = $9, accept_any_2xx = $10,
   retention_days = $11, paused = $12, events_url = $13, events_format = $14,
-  delivery_rate_per_second = $15 WHERE id = $1`;
+  delivery_rate_per_second = $15, async_completion = $16, async_completion_timeout_ms = $17 WHERE id = $1`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
@@ -61,7 +63,8 @@ export const ApiKeyFindByHash = `SELECT k.id AS "keyId", k.project_id AS "keyPro
   p.retry_initial_delay_ms AS "retryInitialDelayMs", p.retry_factor AS "retryFactor", p.retry_max_delay_ms AS "retryMaxDelayMs",
   p.delivery_timeout_ms AS "deliveryTimeoutMs", p.delivery_concurrency AS "deliveryConcurrency",
   p.accept_any_2xx AS "acceptAny2xx", p.retention_days AS "retentionDays", p.paused, p.events_url AS "eventsUrl",
-  p.events_format AS "eventsFormat", p.delivery_rate_per_second AS "deliveryRatePerSecond", p.created_at AS "createdAt"
+  p.events_format AS "eventsFormat", p.delivery_rate_per_second AS "deliveryRatePerSecond", p.async_completion AS "asyncCompletion",
+  p.async_completion_timeout_ms AS "asyncCompletionTimeoutMs", p.created_at AS "createdAt"
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = $1`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`;
@@ -234,8 +237,8 @@ export const AttemptFinishMany = `WITH input AS (
     WHERE jobs.id = i.job_id AND jobs.status = 'STARTED' AND jobs.lease_owner = i.worker_id AND jobs.lease_attempt_id = i.attempt_id
     RETURNING jobs.id, jobs.project_id, jobs.status, jobs.attempt_count, jobs.last_error, jobs.schedule_id, i.attempt_id, i.now
   ), attempt AS (
-    UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = i.status_code, duration_ms = i.duration_ms,
-      error = i.error, response_body = i.response_body
+    UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = COALESCE(i.status_code, attempts.status_code),
+      duration_ms = i.duration_ms, error = i.error, response_body = COALESCE(i.response_body, attempts.response_body)
     FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
   ), ${JOB_FAILED_EVENT}
   SELECT id AS "jobId" FROM job`;
@@ -252,15 +255,19 @@ export const AttemptFinish = `WITH job AS (
     WHERE id = $1 AND status = 'STARTED' AND lease_owner = $3 AND lease_attempt_id = $2
     RETURNING id, project_id, status, attempt_count, last_error, schedule_id, $2::text AS attempt_id, $4::bigint AS now
   ), attempt AS (
-    UPDATE attempts SET finished_at = $4, outcome = $9, status_code = $10, duration_ms = $11, error = $12, response_body = $13
+    -- An attempt accepted with 202 keeps that answer's status and body when its report or deadline ends it.
+    UPDATE attempts SET finished_at = $4, outcome = $9, status_code = COALESCE($10, status_code), duration_ms = $11, error = $12,
+      response_body = COALESCE($13, response_body), reported_at = CASE WHEN $14 THEN $4 ELSE reported_at END
     WHERE id = $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM job)
   ), ${JOB_FAILED_EVENT}
   SELECT count(*)::int AS n FROM job`;
 export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
   FROM unnest($2::text[], $3::bigint[]) AS v(id, expires_at)
   WHERE jobs.id = v.id AND jobs.lease_owner = $1 AND jobs.status IN ('DISPATCHED', 'STARTED')`;
+/** A lease waiting for a receiver's report is no dead worker's: it expires at its deadline ($3, now), never earlier. */
 export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS "leaseOwner", lease_attempt_id AS "leaseAttemptId" FROM jobs
-  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < $1 ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < $1 AND (lease_owner <> '${AWAITING_REPORT}' OR lease_expires_at < $3)
+  ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
 export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = $2
   WHERE id = $1 AND status = 'DISPATCHED' AND lease_expires_at < $3`;
@@ -270,7 +277,38 @@ export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "
   WHERE status = 'DISPATCHED' AND lease_owner = $1`;
 export const JobCountByStatus = 'SELECT status, count(*)::int AS n FROM jobs GROUP BY status';
 
-export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = $1 ORDER BY started_at, attempt_number`;
+/** reportBy: the deadline of the attempt waiting for its report, read from its job's lease. */
+const attemptWithDeadline = (where: string) => `SELECT ${attemptColumns('a')},
+  CASE WHEN j.lease_owner = '${AWAITING_REPORT}' AND j.lease_attempt_id = a.id THEN j.lease_expires_at END AS "reportBy"
+  FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE ${where}`;
+export const AttemptListByJob = `${attemptWithDeadline('a.job_id = $1')} ORDER BY a.started_at, a.attempt_number`;
+export const AttemptGetOfJob = attemptWithDeadline('a.id = $2 AND a.job_id = $1');
+export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`;
+/** 202s to projects with asyncCompletion (SPEC section 11), many in one statement: each worker hands its lease to the report's deadline. */
+export const AttemptAcceptMany = `WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[], $7::text[])
+      AS i(job_id, attempt_id, worker_id, now, deadline, status_code, response_body)
+  ), job AS (
+    UPDATE jobs SET lease_owner = '${AWAITING_REPORT}', lease_expires_at = i.deadline
+    FROM input i
+    WHERE jobs.id = i.job_id AND jobs.status = 'STARTED' AND jobs.lease_owner = i.worker_id AND jobs.lease_attempt_id = i.attempt_id
+    RETURNING jobs.id
+  ), attempt AS (
+    UPDATE attempts SET accepted_at = i.now, status_code = i.status_code, response_body = i.response_body
+    FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
+  )
+  SELECT id AS "jobId" FROM job`;
+/** The attempt still waits for its report and its deadline is after $3 (now); locked for the report's transaction. */
+export const JobAwaitingReportLock = `SELECT 1 AS waiting FROM jobs WHERE id = $1 AND status = 'STARTED' AND lease_owner = '${AWAITING_REPORT}'
+  AND lease_attempt_id = $2 AND lease_expires_at > $3 FOR UPDATE`;
+/** A "running" report: the deadline moves (the job itself does not change, so neither does its updatedAt). */
+export const JobReportRunning = `WITH job AS (
+    UPDATE jobs SET lease_expires_at = $4 WHERE id = $1 AND status = 'STARTED' AND lease_owner = '${AWAITING_REPORT}'
+      AND lease_attempt_id = $2 AND lease_expires_at > $3 RETURNING id
+  ), attempt AS (
+    UPDATE attempts SET reported_at = $3 WHERE id = $2 AND EXISTS (SELECT 1 FROM job)
+  )
+  SELECT count(*)::int AS n FROM job`;
 
 /**
  * Takes the key for this request, or finds it taken. A concurrent request with the same key

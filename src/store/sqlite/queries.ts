@@ -2,14 +2,15 @@
  * Every SQL statement of the embedded store, named after the store method that runs it.
  * Columns are aliased to the camelCase row types of store.ts so rows need little mapping.
  */
-import { JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, JOB_STATUSES } from '../store.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
   retry_initial_delay_ms AS retryInitialDelayMs, retry_factor AS retryFactor, retry_max_delay_ms AS retryMaxDelayMs,
   delivery_timeout_ms AS deliveryTimeoutMs, delivery_concurrency AS deliveryConcurrency, accept_any_2xx AS acceptAny2xx,
   retention_days AS retentionDays, paused, events_url AS eventsUrl, events_format AS eventsFormat,
-  delivery_rate_per_second AS deliveryRatePerSecond, created_at AS createdAt`;
+  delivery_rate_per_second AS deliveryRatePerSecond, async_completion AS asyncCompletion,
+  async_completion_timeout_ms AS asyncCompletionTimeoutMs, created_at AS createdAt`;
 const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at AS createdAt, last_used_at AS lastUsedAt,
   revoked_at AS revokedAt`;
 const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
@@ -17,9 +18,10 @@ const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, schedule
   round_start_attempt_count AS roundStartAttemptCount, last_error AS lastError, created_at AS createdAt,
   updated_at AS updatedAt, completed_at AS completedAt, failed_at AS failedAt, cancelled_at AS cancelledAt,
   schedule_id AS scheduleId`;
-const ATTEMPT_COLUMNS = `id, job_id AS jobId, attempt_number AS attemptNumber, started_at AS startedAt,
-  finished_at AS finishedAt, outcome, status_code AS statusCode, duration_ms AS durationMs, error,
-  response_body AS responseBody`;
+const attemptColumns = (t: string) => `${t}.id, ${t}.job_id AS jobId, ${t}.attempt_number AS attemptNumber,
+  ${t}.started_at AS startedAt, ${t}.finished_at AS finishedAt, ${t}.outcome, ${t}.status_code AS statusCode,
+  ${t}.duration_ms AS durationMs, ${t}.error, ${t}.response_body AS responseBody, ${t}.accepted_at AS acceptedAt,
+  ${t}.reported_at AS reportedAt`;
 
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
 const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
@@ -46,16 +48,18 @@ export const TeamCount = 'SELECT count(*) AS n FROM teams';
 
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
   retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
-  events_url, events_format, delivery_rate_per_second, created_at)
+  events_url, events_format, delivery_rate_per_second, async_completion, async_completion_timeout_ms, created_at)
   VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
-  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @paused, @eventsUrl, @eventsFormat, @deliveryRatePerSecond, @createdAt)`;
+  @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @paused, @eventsUrl, @eventsFormat, @deliveryRatePerSecond,
+  @asyncCompletion, @asyncCompletionTimeoutMs, @createdAt)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ?`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = ? ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @webhookUrl, retry_max_retries = @retryMaxRetries,
   retry_initial_delay_ms = @retryInitialDelayMs, retry_factor = @retryFactor, retry_max_delay_ms = @retryMaxDelayMs,
   delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx,
   retention_days = @retentionDays, paused = @paused, events_url = @eventsUrl, events_format = @eventsFormat,
-  delivery_rate_per_second = @deliveryRatePerSecond WHERE id = @id`;
+  delivery_rate_per_second = @deliveryRatePerSecond, async_completion = @asyncCompletion,
+  async_completion_timeout_ms = @asyncCompletionTimeoutMs WHERE id = @id`;
 
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)
   VALUES (@id, @projectId, @name, @hash, @prefix, @createdAt, @lastUsedAt, @revokedAt)`;
@@ -67,7 +71,8 @@ export const ApiKeyFindByHash = `SELECT k.id AS keyId, k.project_id AS keyProjec
   p.retry_initial_delay_ms AS retryInitialDelayMs, p.retry_factor AS retryFactor, p.retry_max_delay_ms AS retryMaxDelayMs,
   p.delivery_timeout_ms AS deliveryTimeoutMs, p.delivery_concurrency AS deliveryConcurrency,
   p.accept_any_2xx AS acceptAny2xx, p.retention_days AS retentionDays, p.paused, p.events_url AS eventsUrl,
-  p.events_format AS eventsFormat, p.delivery_rate_per_second AS deliveryRatePerSecond, p.created_at AS createdAt
+  p.events_format AS eventsFormat, p.delivery_rate_per_second AS deliveryRatePerSecond, p.async_completion AS asyncCompletion,
+  p.async_completion_timeout_ms AS asyncCompletionTimeoutMs, p.created_at AS createdAt
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = ?`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`;
@@ -174,15 +179,32 @@ export const JobFinishAttempt = `UPDATE jobs SET status = @status,
   completed_at = CASE WHEN @status = 'COMPLETED' THEN @now ELSE completed_at END,
   failed_at = CASE WHEN @status = 'FAILED' THEN @now ELSE failed_at END
   WHERE id = @jobId AND status = 'STARTED' AND lease_owner = @workerId AND lease_attempt_id = @attemptId`;
-export const AttemptFinish = `UPDATE attempts SET finished_at = @now, outcome = @outcome, status_code = @statusCode,
-  duration_ms = @durationMs, error = @error, response_body = @responseBody WHERE id = @attemptId AND outcome IS NULL`;
+/** An attempt accepted with 202 keeps that answer's status and body when its report or deadline ends it. */
+export const AttemptFinish = `UPDATE attempts SET finished_at = @now, outcome = @outcome, status_code = COALESCE(@statusCode, status_code),
+  duration_ms = @durationMs, error = @error, response_body = COALESCE(@responseBody, response_body),
+  reported_at = CASE WHEN @reported = 1 THEN @now ELSE reported_at END
+  WHERE id = @attemptId AND outcome IS NULL`;
+/** A 202 to a project with asyncCompletion (SPEC section 11): the worker hands the lease to the report's deadline. */
+export const JobAccept = `UPDATE jobs SET lease_owner = '${AWAITING_REPORT}', lease_expires_at = @deadline
+  WHERE id = @jobId AND status = 'STARTED' AND lease_owner = @workerId AND lease_attempt_id = @attemptId`;
+export const AttemptAccept = `UPDATE attempts SET accepted_at = @now, status_code = @statusCode, response_body = @responseBody
+  WHERE id = @attemptId AND outcome IS NULL`;
+/** The attempt still waits for its report, and its deadline is after @now. */
+const AWAITING_REPORT_GUARD = `id = @jobId AND status = 'STARTED' AND lease_owner = '${AWAITING_REPORT}'
+  AND lease_attempt_id = @attemptId AND lease_expires_at > @now`;
+export const JobAwaitingReportCheck = `SELECT 1 AS waiting FROM jobs WHERE ${AWAITING_REPORT_GUARD}`;
+/** A "running" report: the deadline moves (the job itself does not change, so neither does its updatedAt). */
+export const JobReportRunning = `UPDATE jobs SET lease_expires_at = @deadline WHERE ${AWAITING_REPORT_GUARD}`;
+export const AttemptReported = 'UPDATE attempts SET reported_at = @now WHERE id = @attemptId';
 export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = @leaseExpiresAt
   WHERE id = @jobId AND lease_owner = @workerId AND status IN ('DISPATCHED', 'STARTED')`;
+/** A lease waiting for a receiver's report is no dead worker's: it expires at its deadline, never earlier. */
+const EXPIRED_LEASE = `lease_expires_at < @expiredBefore AND (lease_owner <> '${AWAITING_REPORT}' OR lease_expires_at < @now)`;
 export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS leaseOwner, lease_attempt_id AS leaseAttemptId FROM jobs
-  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < @expiredBefore ORDER BY lease_expires_at LIMIT @limit`;
-/** The started attempt's lease is still the one the rescuer read as expired (not renewed since). */
+  WHERE status IN ('DISPATCHED', 'STARTED') AND ${EXPIRED_LEASE} ORDER BY lease_expires_at LIMIT @limit`;
+/** The started attempt's lease is still the one the rescuer read as expired (not renewed or reported on since). */
 export const JobLeaseExpiredCheck = `SELECT 1 AS expired FROM jobs WHERE id = @jobId AND status = 'STARTED'
-  AND lease_attempt_id = @attemptId AND lease_expires_at < @expiredBefore`;
+  AND lease_attempt_id = @attemptId AND ${EXPIRED_LEASE}`;
 export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = @now
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
@@ -193,7 +215,13 @@ export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS l
   WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
 
-export const AttemptListByJob = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY started_at, attempt_number`;
+/** reportBy: the deadline of the attempt waiting for its report, read from its job's lease. */
+const attemptWithDeadline = (where: string) => `SELECT ${attemptColumns('a')},
+  CASE WHEN j.lease_owner = '${AWAITING_REPORT}' AND j.lease_attempt_id = a.id THEN j.lease_expires_at END AS reportBy
+  FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE ${where}`;
+export const AttemptListByJob = `${attemptWithDeadline('a.job_id = ?')} ORDER BY a.started_at, a.attempt_number`;
+export const AttemptGetOfJob = attemptWithDeadline('a.id = @attemptId AND a.job_id = @jobId');
+export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 
 export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,
   created_at AS createdAt FROM idempotency_keys WHERE project_id = ? AND endpoint = ? AND key = ?`;

@@ -15,6 +15,9 @@
 import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 import type {
+  AttemptAcceptParams,
+  AttemptReport,
+  AttemptWithJob,
   ApiKeyPrincipal,
   ApiKeyRow,
   AttemptFinishParams,
@@ -321,6 +324,21 @@ export class SqliteStore implements Store {
     return this.writer.run('attemptFinish', params);
   }
 
+  attemptAccept(params: AttemptAcceptParams): Promise<boolean> {
+    return this.writer.run('attemptAccept', params);
+  }
+
+  async attemptGetWithJob(params: { jobId: string; attemptId: string }): Promise<AttemptWithJob | null> {
+    const attempt = this.sql(q.AttemptGetOfJob).get(params) as AttemptRow | undefined;
+    const job = attempt && (this.sql(q.JobGetById).get(params.jobId) as JobRow | undefined);
+    const project = job && this.cached.project(job.projectId);
+    return attempt && job && project ? { job, project, attempt } : null;
+  }
+
+  attemptReport(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean> {
+    return this.writer.run('attemptReport', params);
+  }
+
   jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {
     return this.writer.run('jobLeaseRenew', params);
   }
@@ -331,7 +349,7 @@ export class SqliteStore implements Store {
    * finished in between is left alone and not reported.
    */
   async jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
-    const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, limit: params.limit }) as ExpiredLeaseRow[];
+    const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, now: params.now, limit: params.limit }) as ExpiredLeaseRow[];
     if (expired.length === 0) return [];
     const plans = expired.map(leaseRescuePlan);
     const rescues = plans.map((plan): LeaseRescue => {

@@ -4,25 +4,28 @@
  * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements.
  */
 import type Database from 'better-sqlite3';
-import type {
-  ApiKeyRow,
-  AttemptFinishParams,
-  AttemptStartParams,
-  ClaimedJob,
-  FailedJobsFilter,
-  JobClaimParams,
-  JobCreateResult,
-  JobRow,
-  JobStatus,
-  JobTransitionResult,
-  NewJob,
-  ProjectPatch,
-  ProjectRow,
-  PrunedJobs,
-  SessionRow,
-  TeamRow,
-  UserWithPassword,
-  WebhookSecretRow,
+import {
+  AWAITING_REPORT,
+  type AttemptAcceptParams,
+  type AttemptReport,
+  type ApiKeyRow,
+  type AttemptFinishParams,
+  type AttemptStartParams,
+  type ClaimedJob,
+  type FailedJobsFilter,
+  type JobClaimParams,
+  type JobCreateResult,
+  type JobRow,
+  type JobStatus,
+  type JobTransitionResult,
+  type NewJob,
+  type ProjectPatch,
+  type ProjectRow,
+  type PrunedJobs,
+  type SessionRow,
+  type TeamRow,
+  type UserWithPassword,
+  type WebhookSecretRow,
 } from '../store.js';
 import type { JobCreateParams } from '../store.js';
 import { utcDay } from '../../timestamp.js';
@@ -36,13 +39,18 @@ type Statement = Database.Statement<unknown[], unknown>;
 /** Prepares a statement once per connection and reuses it. */
 export type Sql = (text: string) => Statement;
 
-/** SQLite has no boolean: acceptAny2xx comes back as 0/1. */
+/** SQLite has no boolean: acceptAny2xx, paused and asyncCompletion come back as 0/1. */
 export function toProject(row: unknown): ProjectRow {
-  const project = row as Omit<ProjectRow, 'acceptAny2xx' | 'paused'> & { acceptAny2xx: number; paused: number };
-  return { ...project, acceptAny2xx: project.acceptAny2xx === 1, paused: project.paused === 1 };
+  const project = row as Omit<ProjectRow, 'acceptAny2xx' | 'paused' | 'asyncCompletion'> & { acceptAny2xx: number; paused: number; asyncCompletion: number };
+  return { ...project, acceptAny2xx: project.acceptAny2xx === 1, paused: project.paused === 1, asyncCompletion: project.asyncCompletion === 1 };
 }
 
-const projectParams = (project: ProjectRow) => ({ ...project, acceptAny2xx: project.acceptAny2xx ? 1 : 0, paused: project.paused ? 1 : 0 });
+const projectParams = (project: ProjectRow) => ({
+  ...project,
+  acceptAny2xx: project.acceptAny2xx ? 1 : 0,
+  paused: project.paused ? 1 : 0,
+  asyncCompletion: project.asyncCompletion ? 1 : 0,
+});
 
 /**
  * Tells the server's read cache, and that of any other process on this file (the CLI beside a
@@ -95,7 +103,7 @@ function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
     ...jobAfterAttempt(params),
   }).changes;
   if (changed === 0) return false;
-  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...params.result });
+  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...params.result, reported: params.reported ? 1 : 0 });
   if (params.next.kind === 'fail') sql(q.EventInsertJobFailed).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now });
   return true;
 }
@@ -285,6 +293,23 @@ export const WRITES = {
     return finishAttempt(sql, params);
   },
 
+  attemptAccept(sql: Sql, p: AttemptAcceptParams): boolean {
+    if (sql(q.JobAccept).run(p).changes === 0) return false;
+    sql(q.AttemptAccept).run(p);
+    return true;
+  },
+
+  attemptReport(sql: Sql, p: { jobId: string; attemptId: string; now: number; report: AttemptReport }): boolean {
+    const guard = { jobId: p.jobId, attemptId: p.attemptId, now: p.now };
+    if (p.report.kind === 'running') {
+      if (sql(q.JobReportRunning).run({ ...guard, deadline: p.report.deadline }).changes === 0) return false;
+      sql(q.AttemptReported).run(guard);
+      return true;
+    }
+    if (sql(q.JobAwaitingReportCheck).get(guard) === undefined) return false;
+    return finishAttempt(sql, { ...guard, workerId: AWAITING_REPORT, result: p.report.result, next: p.report.next, reported: true });
+  },
+
   jobLeaseRenew(sql: Sql, p: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): void {
     const renew = sql(q.JobLeaseRenew);
     for (const lease of p.leases) renew.run({ workerId: p.workerId, ...lease });
@@ -301,7 +326,7 @@ export const WRITES = {
         return sql(q.JobRequeueExpired).run({ jobId: rescue.jobId, now: p.now, expiredBefore: p.expiredBefore }).changes === 1;
       }
       const { jobId, attemptId } = rescue.finish;
-      const expired = sql(q.JobLeaseExpiredCheck).get({ jobId, expiredBefore: p.expiredBefore, attemptId });
+      const expired = sql(q.JobLeaseExpiredCheck).get({ jobId, expiredBefore: p.expiredBefore, attemptId, now: p.now });
       return expired !== undefined && finishAttempt(sql, rescue.finish);
     });
   },
