@@ -68,6 +68,8 @@ describe('/manage/v1', () => {
       acceptAny2xx: false,
       paused: false,
       deliveryRatePerSecond: null,
+      asyncCompletion: false,
+      asyncCompletionTimeoutMs: 3_600_000,
       eventsUrl: null,
       eventsFormat: 'json',
       retentionDays: null,

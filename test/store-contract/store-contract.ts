@@ -409,7 +409,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.attemptStart({ jobId: 'job_s1', attemptId: 'att_1', workerId: 'wrk_a', now: T0 + 1, leaseExpiresAt: T0 + 1000 })).toEqual({ attemptNumber: 1 });
         expect((await store.jobGet({ projectId: project.id, jobId: 'job_s1' }))!).toMatchObject({ status: 'STARTED', attemptCount: 1 });
         expect(await store.attemptListByJob('job_s1')).toEqual([
-          { id: 'att_1', jobId: 'job_s1', attemptNumber: 1, startedAt: T0 + 1, finishedAt: null, outcome: null, statusCode: null, durationMs: null, error: null, responseBody: null },
+          { id: 'att_1', jobId: 'job_s1', attemptNumber: 1, startedAt: T0 + 1, finishedAt: null, outcome: null, statusCode: null, durationMs: null, error: null, responseBody: null, acceptedAt: null, reportedAt: null, reportBy: null },
         ]);
         const wrong = await store.attemptFinish({ jobId: 'job_s1', attemptId: 'att_other', workerId: 'wrk_a', now: T0 + 2, result: success, next: { kind: 'complete' } });
         expect(wrong).toBe(false);
@@ -469,6 +469,83 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(late).toBe(false);
         expect(await store.jobGet({ projectId: project.id, jobId: 'job_l2' })).toMatchObject({ status: 'QUEUED' });
         expect((await store.attemptListByJob('job_l2'))[0]).toMatchObject({ outcome: 'lease_expired' });
+      });
+
+      describe('async completion (SPEC section 11)', () => {
+        const accepted = { statusCode: 202, responseBody: 'accepted' };
+        /** A job STARTED by wrk_a at T0 and accepted with 202 at T0 + 10, its report due by T0 + 1 000 010. */
+        async function acceptedJob(id: string, maxRetries = 1) {
+          const project = await makeProject();
+          await create(project, [job(id, { maxRetries })]);
+          await claim(T0);
+          await store.attemptStart({ jobId: id, attemptId: `att_${id}`, workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 60_000 });
+          const ok = await store.attemptAccept({ jobId: id, attemptId: `att_${id}`, workerId: 'wrk_a', now: T0 + 10, deadline: T0 + 1_000_010, ...accepted });
+          return { project, ok, attemptId: `att_${id}` };
+        }
+        const rescue = (now: number, expiredBefore = now) => store.jobRescueExpiredLeases({ now, expiredBefore, limit: 10, retryAt: () => now + 5 });
+
+        it('an accept is the lease holder\'s only; it leaves the job STARTED and the attempt pending, its deadline in the lease', async () => {
+          const { project, ok, attemptId } = await acceptedJob('job_a1');
+          expect(ok).toBe(true);
+          expect(await store.attemptAccept({ jobId: 'job_a1', attemptId, workerId: 'wrk_a', now: T0 + 11, deadline: T0 + 5, ...accepted })).toBe(false);
+          expect(await store.jobGet({ projectId: project.id, jobId: 'job_a1' })).toMatchObject({ status: 'STARTED', attemptCount: 1, updatedAt: T0 });
+          expect(await store.attemptListByJob('job_a1')).toEqual([
+            expect.objectContaining({ id: attemptId, outcome: null, finishedAt: null, statusCode: 202, responseBody: 'accepted', acceptedAt: T0 + 10, reportedAt: null, reportBy: T0 + 1_000_010 }),
+          ]);
+          expect(await store.attemptGetWithJob({ jobId: 'job_a1', attemptId })).toMatchObject({ job: { id: 'job_a1', status: 'STARTED' }, project: { id: project.id }, attempt: { id: attemptId, reportBy: T0 + 1_000_010 } });
+          expect(await store.attemptGetWithJob({ jobId: 'job_other', attemptId })).toBeNull();
+          // The worker no longer holds it: its renewals and its finish change nothing.
+          await store.jobLeaseRenew({ workerId: 'wrk_a', leases: [{ jobId: 'job_a1', leaseExpiresAt: T0 + 100 }] });
+          expect(await store.attemptFinish({ jobId: 'job_a1', attemptId, workerId: 'wrk_a', now: T0 + 20, result: success, next: { kind: 'complete' } })).toBe(false);
+          expect((await store.attemptListByJob('job_a1'))[0]).toMatchObject({ reportBy: T0 + 1_000_010, outcome: null });
+        });
+
+        it('a report ends the pending attempt once, keeping its 202; "running" moves the deadline; nothing applies past the deadline', async () => {
+          const { project, attemptId } = await acceptedJob('job_a2');
+          const running = await store.attemptReport({ jobId: 'job_a2', attemptId, now: T0 + 500, report: { kind: 'running', deadline: T0 + 2_000_000 } });
+          expect(running).toBe(true);
+          expect((await store.attemptListByJob('job_a2'))[0]).toMatchObject({ reportBy: T0 + 2_000_000, reportedAt: T0 + 500, outcome: null });
+          const done = { outcome: 'success' as const, statusCode: null, durationMs: 1_000, error: null, responseBody: null };
+          expect(await store.attemptReport({ jobId: 'job_a2', attemptId, now: T0 + 1_000, report: { kind: 'finish', result: done, next: { kind: 'complete' } } })).toBe(true);
+          expect(await store.jobGet({ projectId: project.id, jobId: 'job_a2' })).toMatchObject({ status: 'COMPLETED', completedAt: T0 + 1_000 });
+          expect((await store.attemptListByJob('job_a2'))[0]).toMatchObject({ outcome: 'success', statusCode: 202, responseBody: 'accepted', reportedAt: T0 + 1_000, finishedAt: T0 + 1_000, reportBy: null });
+          // Once ended, no report applies.
+          expect(await store.attemptReport({ jobId: 'job_a2', attemptId, now: T0 + 1_001, report: { kind: 'finish', result: done, next: { kind: 'complete' } } })).toBe(false);
+          expect(await store.attemptReport({ jobId: 'job_a2', attemptId, now: T0 + 1_001, report: { kind: 'running', deadline: T0 + 9_000_000 } })).toBe(false);
+
+          const late = await acceptedJob('job_a3');
+          expect(await store.attemptReport({ jobId: 'job_a3', attemptId: late.attemptId, now: T0 + 1_000_010, report: { kind: 'running', deadline: T0 + 3_000_000 } })).toBe(false);
+          expect(await store.attemptReport({ jobId: 'job_a3', attemptId: late.attemptId, now: T0 + 1_000_010, report: { kind: 'finish', result: done, next: { kind: 'complete' } } })).toBe(false);
+          expect(await store.jobGet({ projectId: late.project.id, jobId: 'job_a3' })).toMatchObject({ status: 'STARTED' });
+        });
+
+        it('a failure report retries or fails the job as a failed attempt does', async () => {
+          const { project, attemptId } = await acceptedJob('job_a4', 1);
+          const failed = { outcome: 'http_error' as const, statusCode: null, durationMs: 50, error: 'out of disk', responseBody: null };
+          expect(await store.attemptReport({ jobId: 'job_a4', attemptId, now: T0 + 50, report: { kind: 'finish', result: failed, next: { kind: 'retry', runAt: T0 + 1_050 } } })).toBe(true);
+          expect(await store.jobGet({ projectId: project.id, jobId: 'job_a4' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 1_050, lastError: 'out of disk' });
+          expect((await store.attemptListByJob('job_a4'))[0]).toMatchObject({ outcome: 'http_error', statusCode: 202, error: 'out of disk', reportedAt: T0 + 50 });
+          expect((await claim(T0 + 1_050)).map((j) => j.id)).toEqual(['job_a4']);
+        });
+
+        it('the lease rescue ends an unreported attempt as timeout at its deadline, never earlier, even when taking over every lease at start', async () => {
+          const { project, attemptId } = await acceptedJob('job_a5', 1);
+          // A start's take-over of every lease (expiredBefore far ahead) leaves a deadline still ahead alone.
+          expect(await rescue(T0 + 20, Number.MAX_SAFE_INTEGER)).toEqual([]);
+          expect(await rescue(T0 + 1_000_010)).toEqual([]);
+          const rescued = await rescue(T0 + 1_000_011);
+          expect(rescued).toEqual([expect.objectContaining({ attemptNumber: 1, awaitedReport: true })]);
+          expect(await store.jobGet({ projectId: project.id, jobId: 'job_a5' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 1_000_016 });
+          expect((await store.attemptListByJob('job_a5'))[0]).toMatchObject({
+            outcome: 'timeout',
+            statusCode: 202,
+            responseBody: 'accepted',
+            reportedAt: null,
+            finishedAt: T0 + 1_000_011,
+            error: expect.stringContaining('no report within asyncCompletionTimeoutMs'),
+          });
+          expect(await store.attemptReport({ jobId: 'job_a5', attemptId, now: T0 + 1_000_012, report: { kind: 'running', deadline: T0 + 9_000_000 } })).toBe(false);
+        });
       });
 
       it('renews leases for the holder, and releases DISPATCHED jobs on shutdown', async () => {
