@@ -10,6 +10,7 @@ const RESCUE_BATCH = 100;
 /**
  * Returns jobs whose worker died to the queue: a DISPATCHED one (never sent) is due at once with
  * no attempt counted; a STARTED one counts a lease_expired attempt and follows its retry policy.
+ * It also ends attempts accepted with 202 whose report did not come by their deadline (timeout).
  */
 export class LeaseRescuer {
   private timer: NodeJS.Timeout | null = null;
@@ -55,12 +56,14 @@ export class LeaseRescuer {
       for (const lease of rescued) {
         if (lease.attemptNumber === null) earliest = now;
         else {
-          this.deps.metrics.attempts.inc({ outcome: 'lease_expired' });
+          this.deps.metrics.attempts.inc({ outcome: lease.awaitedReport ? 'timeout' : 'lease_expired' });
           if (lease.attemptNumber > lease.job.maxRetries) this.deps.metrics.jobsFailed.inc();
         }
       }
       if (rescued.length > 0) {
-        this.deps.log.warn({ count: rescued.length }, 'rescued jobs whose lease expired');
+        const timedOut = rescued.filter((lease) => lease.awaitedReport).length;
+        if (timedOut > 0) this.deps.log.info({ count: timedOut }, 'attempts accepted with 202 timed out waiting for their report');
+        if (rescued.length > timedOut) this.deps.log.warn({ count: rescued.length - timedOut }, 'rescued jobs whose lease expired');
         this.deps.onRequeued(Number.isFinite(earliest) ? earliest : now);
       }
       if (rescued.length < RESCUE_BATCH) return total;

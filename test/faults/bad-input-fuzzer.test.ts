@@ -270,6 +270,19 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
         notAnObject,
       )
       .map((body) => ({ endpoint: 'bulk replay', options: withKey(p.key, { method: 'POST', url: '/api/jobs/retry', payload: json(body) }) }));
+    // Async completion reports (SPEC section 11): a wrong outcome or error, on an attempt that does not wait for one.
+    const reports = fc
+      .tuple(
+        fc.oneof(
+          fc.record({ outcome: fc.oneof(fc.constantFrom('SUCCESS', 'done', 'timeout', '', null, 1, true), edgyString.filter((s) => !['success', 'failure', 'running'].includes(s))) }),
+          fc.record({ outcome: fc.constant('failure'), error: fc.oneof(fc.constantFrom(1, true, {}, []), fc.string({ minLength: 1_001, maxLength: 1_100 })) }),
+          fc.record({ outcome: fc.constantFrom('success', 'running'), error: fc.string({ minLength: 1, maxLength: 20 }) }),
+          fc.constantFrom({ outcome: 'success' }, { outcome: 'failure', error: 'x' }, { outcome: 'running' }),
+          notAnObject,
+        ),
+        fc.oneof(fc.constantFrom('att_nope', '%00', 'att_' + 'A'.repeat(300)), fc.string({ unit: 'binary', maxLength: 30 }).map(encodeURIComponent)),
+      )
+      .map(([body, attemptId]) => ({ endpoint: 'report', options: withKey(p.key, { method: 'POST', url: `/api/jobs/${queuedJobId}/attempts/${attemptId}/result`, payload: json(body) }) }));
     const mediaTypes = fc
       .tuple(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data', 'application/jsonx', 'json'), fc.constantFrom('/api/jobs/dispatch', '/api/jobs/dispatch/batch'))
       .map(([contentType, url]) => ({ endpoint: 'media type', options: withKey(p.key, { method: 'POST', url, payload: validDispatch, headers: { 'content-type': contentType } }) }));
@@ -279,15 +292,29 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
       .map((key) => ({ endpoint: 'idempotency key', options: withKey(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: validDispatch, headers: { 'idempotency-key': key } }) }));
     const unauthenticated = fc
       .tuple(
-        fc.oneof(fc.constant(undefined), fc.constantFrom('Bearer', 'Bearer ', `Bearer ${p.key}x`, `Bearer ${p.key.slice(0, -1)}`, `Basic ${p.key}`, `Bearer ${ADMIN_TOKEN}`), fc.string().map((s) => `Bearer pk_${s}`).filter(isSendableHeaderValue)),
-        fc.constantFrom('/api/jobs/dispatch', '/api/jobs/dispatch/batch', '/api/jobs', `/api/jobs/${queuedJobId}`, `/api/jobs/${queuedJobId}/attempts`, `/api/jobs/${queuedJobId}/retry`, '/api/nope'),
+        fc.oneof(
+          fc.constant(undefined),
+          fc.constantFrom('Bearer', 'Bearer ', `Bearer ${p.key}x`, `Bearer ${p.key.slice(0, -1)}`, `Basic ${p.key}`, `Bearer ${ADMIN_TOKEN}`, `Bearer pcb_${'A'.repeat(43)}`),
+          fc.string().map((s) => `Bearer pk_${s}`).filter(isSendableHeaderValue),
+          fc.base64String({ minLength: 40, maxLength: 48 }).map((s) => `Bearer pcb_${s.replace(/[+/=]/g, '_')}`),
+        ),
+        fc.constantFrom(
+          '/api/jobs/dispatch',
+          '/api/jobs/dispatch/batch',
+          '/api/jobs',
+          `/api/jobs/${queuedJobId}`,
+          `/api/jobs/${queuedJobId}/attempts`,
+          `/api/jobs/${queuedJobId}/retry`,
+          `/api/jobs/${queuedJobId}/attempts/att_nope/result`,
+          '/api/nope',
+        ),
         fc.constantFrom('GET', 'POST', 'PATCH', 'DELETE'),
       )
       .map(([authorization, url, method]) => ({
         endpoint: 'unauthenticated',
         options: { method, url, headers: authorization === undefined ? {} : { authorization }, payload: method === 'GET' ? undefined : validDispatch } as InjectOptions,
       }));
-    await run(fc.oneof(dispatch, batch, reschedule, idCalls, list, listRange, replay, mediaTypes, idempotencyKeys, unauthenticated), RUNS_PER_PROPERTY * 4);
+    await run(fc.oneof(dispatch, batch, reschedule, idCalls, list, listRange, replay, reports, mediaTypes, idempotencyKeys, unauthenticated), RUNS_PER_PROPERTY * 4);
   });
 
   it('batch: every item wrong answers 200 with an error per item in request order, and stores nothing', { timeout: 300_000 }, async () => {
@@ -320,6 +347,8 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
       fc.record({ webhookUrl: badUrl }),
       fc.record({ name: badName }),
       fc.record({ paused: fc.oneof(fc.constantFrom('true', 1, 0, null), edgyString) }),
+      fc.record({ asyncCompletion: fc.oneof(fc.constantFrom('true', 1, 0, null), edgyString) }),
+      fc.record({ asyncCompletionTimeoutMs: fc.oneof(fc.integer({ max: 999 }), fc.integer({ min: 604_800_001 }), fc.constantFrom('60000', null, 1.5, 1e308)) }),
       fc.record({ eventsUrl: badUrl }),
       fc.record({ eventsFormat: fc.oneof(fc.constantFrom('JSON', 'Slack', '', null, 1), edgyString.filter((s) => s !== 'json' && s !== 'slack')) }),
       fc.record({ retryPolicy: fc.oneof(notAnObject, fc.record({ factor: fc.oneof(fc.constantFrom('4', null, -1, 0, 1e308), edgyString) }, { requiredKeys: ['factor'] }), fc.record({ maxRetries: fc.constantFrom(-1, 4, 99, '3', 1.5) }), fc.record({ initialDelayMs: fc.constantFrom(-1, '30000', 1.5, 1e308) }), fc.record({ maxDelayMs: fc.constantFrom(-1, 'x', 1.5, 1e308) })) }),

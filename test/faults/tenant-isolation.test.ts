@@ -14,6 +14,7 @@ const JOB_ID_CALLS: { method: Method; path: (jobId: string) => string; payload?:
   { method: 'PATCH', path: (id) => `/api/jobs/${id}`, payload: { scheduledFor: null } },
   { method: 'GET', path: (id) => `/api/jobs/${id}/attempts` },
   { method: 'POST', path: (id) => `/api/jobs/${id}/retry` },
+  { method: 'POST', path: (id) => `/api/jobs/${id}/attempts/att_0000000000000000000000000000/result`, payload: { outcome: 'success' } },
 ];
 
 /**
