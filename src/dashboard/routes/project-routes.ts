@@ -26,6 +26,8 @@ function settingsValues(project: ProjectRow): SettingsValues {
     deliveryConcurrency: String(project.deliveryConcurrency),
     deliveryRatePerSecond: project.deliveryRatePerSecond === null ? '' : String(project.deliveryRatePerSecond),
     acceptAny2xx: project.acceptAny2xx,
+    asyncCompletion: project.asyncCompletion,
+    asyncCompletionTimeoutMs: String(project.asyncCompletionTimeoutMs),
     retentionDays: project.retentionDays === null ? '' : String(project.retentionDays),
     eventsUrl: project.eventsUrl ?? '',
     eventsFormat: project.eventsFormat,
@@ -49,6 +51,9 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
     deliveryRatePerSecond: rate === '' ? null : formNumber(rate),
     // An unchecked checkbox sends nothing at all.
     acceptAny2xx: form.acceptAny2xx === 'true',
+    asyncCompletion: form.asyncCompletion === 'true',
+    // Changes only when the form has it (as the events fields below).
+    ...(form.asyncCompletionTimeoutMs !== undefined && { asyncCompletionTimeoutMs: formNumber(form.asyncCompletionTimeoutMs) }),
     retentionDays: retentionDays === '' ? null : formNumber(retentionDays),
     // The events fields change only when the form has them (an empty URL means none).
     ...(form.eventsUrl !== undefined && { eventsUrl: form.eventsUrl.trim() === '' ? null : form.eventsUrl.trim() }),
@@ -174,6 +179,8 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
         deliveryConcurrency: form.deliveryConcurrency ?? '',
         deliveryRatePerSecond: form.deliveryRatePerSecond ?? '',
         acceptAny2xx: form.acceptAny2xx === 'true',
+        asyncCompletion: form.asyncCompletion === 'true',
+        asyncCompletionTimeoutMs: form.asyncCompletionTimeoutMs ?? String(row.asyncCompletionTimeoutMs),
         retentionDays: form.retentionDays ?? '',
         eventsUrl: form.eventsUrl ?? row.eventsUrl ?? '',
         eventsFormat: form.eventsFormat ?? row.eventsFormat,

@@ -1,5 +1,5 @@
 import type { apiKeyView } from '../../services/manage-views.js';
-import { DELIVERY_CONCURRENCY_RANGE, DELIVERY_RATE_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
+import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_RATE_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectRow } from '../../store/store.js';
 import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
@@ -234,6 +234,8 @@ export interface SettingsValues {
   deliveryConcurrency: string;
   deliveryRatePerSecond: string;
   acceptAny2xx: boolean;
+  asyncCompletion: boolean;
+  asyncCompletionTimeoutMs: string;
   retentionDays: string;
   eventsUrl: string;
   eventsFormat: string;
@@ -273,6 +275,33 @@ function eventsCard(project: ProjectRow, v: SettingsValues, error: FormError | n
   </section>`;
 }
 
+/** Async completion (SPEC section 11): a 202 means "accepted, working on it", and the receiver reports the result later. */
+function asyncCompletionCard(v: SettingsValues, error: FormError | null | undefined): SafeHtml {
+  const [min, max] = ASYNC_COMPLETION_TIMEOUT_RANGE;
+  const checkFailed = error?.field === 'asyncCompletion';
+  return html`<section class="card">
+    <h2>Async completion</h2>
+    <div class="field field-check${checkFailed ? ' field-error' : ''}">
+      <input id="f-asyncCompletion" name="asyncCompletion" type="checkbox" value="true"${v.asyncCompletion ? html` checked` : ''} aria-describedby="f-asyncCompletion-hint${checkFailed ? ' f-asyncCompletion-error' : ''}"${checkFailed ? html` aria-invalid="true"` : ''}>
+      <label for="f-asyncCompletion">Async completion: a 202 answer means "accepted, working on it"</label>
+    </div>
+    ${checkFailed ? html`<p class="error" id="f-asyncCompletion-error">${error!.message}</p>` : ''}
+    <p class="hint" id="f-asyncCompletion-hint">The job then stays STARTED until the receiver reports the result
+      (<code>success</code>, <code>failure</code> or <code>running</code>) with <code>POST /api/jobs/:jobId/attempts/:attemptId/result</code>,
+      authenticated by the <code>callbackToken</code> each delivery carries. Other answers count as before.</p>
+    ${field({
+      name: 'asyncCompletionTimeoutMs',
+      label: 'Wait for a report at most (ms)',
+      type: 'number',
+      value: v.asyncCompletionTimeoutMs,
+      required: true,
+      hint: `${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')} (7 days). From the 202, or from the last "running" report; past it the attempt ends as timeout and is retried as the retry policy says.`,
+      error,
+      attrs: html`min="${min}" max="${max}"`,
+    })}
+  </section>`;
+}
+
 export function settingsPage(
   ctx: PageContext,
   o: { project: ProjectRow; values: SettingsValues; maxRetriesCap: number; defaultRetentionDays: number; error?: FormError | null; notice?: string | null },
@@ -306,6 +335,7 @@ export function settingsPage(
             <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>
           </div>
         </section>
+        ${asyncCompletionCard(v, o.error)}
         <section class="card">
           <h2>Retention</h2>
           ${field({ name: 'retentionDays', label: 'Keep finished jobs for (days)', type: 'number', value: v.retentionDays, hint: `Completed, failed and cancelled jobs are deleted with their attempts this many days after they finished. Empty means the server's default (${o.defaultRetentionDays} days). ${RETENTION_DAYS_RANGE[0]} to ${RETENTION_DAYS_RANGE[1]}.`, error: o.error, attrs: html`min="${RETENTION_DAYS_RANGE[0]}" max="${RETENTION_DAYS_RANGE[1]}"` })}
