@@ -41,6 +41,17 @@ function failedWindow(createdFrom: number | null, createdBefore: number | null, 
   };
 }
 
+/**
+ * The report's deadline of an attempt that waits for one (SPEC section 11): accepted with 202,
+ * not ended, its job STARTED; null otherwise. The job API's attempt view does not carry the
+ * store's `reportBy`, so it is rebuilt the way the store sets it: asyncCompletionTimeoutMs after
+ * the 202 or the last "running" report (exact unless the setting was changed since then).
+ */
+function reportDeadline(job: JobView, attempt: Omit<AttemptView, 'reportBy'>, timeoutMs: number): number | null {
+  if (job.status !== 'STARTED' || attempt.outcome !== null || attempt.acceptedAt === null) return null;
+  return Date.parse(attempt.reportedAt ?? attempt.acceptedAt) + timeoutMs;
+}
+
 /** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
 export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { access, jobs } = deps.services;
@@ -113,7 +124,8 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     const job = (await jobs.get(ctx, request.params.jobId)) as unknown as JobView;
     const { attempts } = await jobs.attempts(ctx, request.params.jobId);
     const page = await pageContext(deps, request, ctx.team);
-    return jobPage(page, { project: ctx.project, job, attempts: attempts as unknown as AttemptView[], ...extra });
+    const views = (attempts as unknown as Omit<AttemptView, 'reportBy'>[]).map((a) => ({ ...a, reportBy: reportDeadline(job, a, ctx.project.asyncCompletionTimeoutMs) }));
+    return jobPage(page, { project: ctx.project, job, attempts: views, now: deps.clock.now(), ...extra });
   }
 
   app.get<JobParams>('/projects/:projectId/jobs/:jobId', async (request, reply) => sendPage(reply, await renderJob(request, { notice: noticeFrom(request) })));

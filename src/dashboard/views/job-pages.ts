@@ -32,6 +32,11 @@ export interface AttemptView {
   durationMs: number | null;
   error: string | null;
   responseBody: string | null;
+  /** Async completion (SPEC section 11): when the receiver answered 202, and last reported on it ("running" included). */
+  acceptedAt: string | null;
+  reportedAt: string | null;
+  /** While the attempt waits for the receiver's report: the deadline (epoch ms), after which it ends as `timeout`; null otherwise. */
+  reportBy: number | null;
 }
 
 export interface JobFilter {
@@ -180,6 +185,9 @@ function timeline(job: JobView, attempts: AttemptView[]): TimelineEntry[] {
   const entries: TimelineEntry[] = [{ at: job.createdAt, label: 'QUEUED', detail: job.scheduledFor ? html`to run at ${time(job.scheduledFor)}` : 'to run at once' }];
   for (const a of attempts) {
     entries.push({ at: a.startedAt, label: 'STARTED', detail: `attempt ${a.attemptNumber} sent` });
+    if (a.acceptedAt) entries.push({ at: a.acceptedAt, label: 'accepted', detail: `attempt ${a.attemptNumber}: HTTP 202, the receiver reports the result` });
+    // A "running" report (a final one is the attempt's end, below).
+    if (a.reportedAt && a.outcome === null) entries.push({ at: a.reportedAt, label: 'still running', detail: `reported by the receiver on attempt ${a.attemptNumber}` });
     if (a.finishedAt) {
       entries.push({
         at: a.finishedAt,
@@ -199,13 +207,38 @@ function timeline(job: JobView, attempts: AttemptView[]): TimelineEntry[] {
     .sort((a, b) => a.at.localeCompare(b.at));
 }
 
+/**
+ * A STARTED job whose attempt the receiver accepted with 202 (SPEC section 11): since when it
+ * waits for the report, the last "running" report, and when it times out. `now` tells a deadline
+ * just passed (the lease rescue ends the attempt as timeout on its next pass).
+ */
+function awaitingReport(job: JobView, attempts: AttemptView[], now: number): SafeHtml {
+  const waiting = job.status === 'STARTED' ? attempts.find((a) => a.reportBy !== null) : undefined;
+  if (!waiting || waiting.reportBy === null) return html``;
+  const overdue = waiting.reportBy <= now;
+  return html`<section class="alert alert-note" aria-labelledby="awaiting-title" data-testid="awaiting-report">
+    <h2 id="awaiting-title">Waiting for the receiver's report</h2>
+    <p>Attempt ${waiting.attemptNumber} was accepted (HTTP 202): the receiver reports its result with the attempt's <code>callbackToken</code>.</p>
+    <dl class="facts">
+      <dt>Accepted</dt><dd>${waiting.acceptedAt ? time(waiting.acceptedAt) : html`<span class="muted">—</span>`}</dd>
+      ${waiting.reportedAt ? html`<dt>Last report</dt><dd>${time(waiting.reportedAt)} (still running)</dd>` : ''}
+      <dt>${overdue ? 'Timed out at' : 'Times out at'}</dt><dd>${time(waiting.reportBy)}${
+        overdue ? ' (no report came: the attempt is about to end as timeout)' : ' (then the attempt ends as timeout and is retried as the retry policy says)'
+      }</dd>
+    </dl>
+  </section>`;
+}
+
 export function jobPage(
   ctx: PageContext,
-  o: { project: ProjectRow; job: JobView; attempts: AttemptView[]; error?: FormError | null; notice?: string | null; rescheduleValue?: string },
+  o: { project: ProjectRow; job: JobView; attempts: AttemptView[]; now: number; error?: FormError | null; notice?: string | null; rescheduleValue?: string },
 ): SafeHtml {
   const { project, job } = o;
   const base = `/projects/${project.id}/jobs/${job.jobId}`;
   const queued = job.status === 'QUEUED';
+  const awaiting = job.status === 'STARTED' && o.attempts.some((a) => a.reportBy !== null);
+  // The attempts table shows when the receiver accepted and reported only for a job that has any.
+  const asyncColumns = o.attempts.some((a) => a.acceptedAt !== null || a.reportedAt !== null);
   return layout({
     title: `Job ${job.jobId}`,
     ctx,
@@ -215,6 +248,7 @@ export function jobPage(
       <h1 class="job-title"><code>${job.jobId}</code> ${statusBadge(job.status)}</h1>
       ${notice(o.notice)}
       ${errorSummary(o.error)}
+      ${awaitingReport(job, o.attempts, o.now)}
       <div class="grid">
         <section class="card">
           <h2>Schedule</h2>
@@ -255,7 +289,7 @@ export function jobPage(
               </details>`
             : job.status === 'FAILED'
               ? postForm(ctx, `${base}/retry`, html`<p>Queue it again to run at once, with a fresh retry budget.</p><button type="submit" class="button">Retry job</button>`)
-              : html`<p class="muted">No actions: ${job.status === 'COMPLETED' || job.status === 'CANCELLED' ? 'this job is final.' : 'a delivery is in progress.'}</p>`}
+              : html`<p class="muted">No actions: ${job.status === 'COMPLETED' || job.status === 'CANCELLED' ? 'this job is final.' : awaiting ? "the receiver accepted it and reports the result." : 'a delivery is in progress.'}</p>`}
         </section>
       </div>
       <section class="card">
@@ -273,12 +307,18 @@ export function jobPage(
         ${o.attempts.length === 0
           ? html`<p class="muted">No attempt yet.</p>`
           : html`<div class="table-wrap"><table class="table table-cards" aria-label="Attempts, oldest first">
-              <thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col">Status</th><th scope="col">Duration</th><th scope="col">Error</th><th scope="col">Response body</th></tr></thead>
+              <thead><tr><th scope="col">#</th><th scope="col">Started</th>${asyncColumns ? html`<th scope="col">Accepted</th><th scope="col">Reported</th>` : ''}<th scope="col">Outcome</th><th scope="col">Status</th><th scope="col">Duration</th><th scope="col">Error</th><th scope="col">Response body</th></tr></thead>
               <tbody>${o.attempts.map(
                 (a) => html`<tr class="attempt">
                   <td data-label="#">${a.attemptNumber}</td>
                   <td data-label="Started">${time(a.startedAt, true)}</td>
-                  <td data-label="Outcome">${a.outcome ? html`<span class="badge badge-${a.outcome === 'success' ? 'completed' : 'failed'}">${a.outcome}</span>` : html`<span class="muted">in flight</span>`}</td>
+                  ${asyncColumns
+                    ? html`<td data-label="Accepted">${a.acceptedAt ? time(a.acceptedAt, true) : html`<span class="muted">—</span>`}</td>
+                      <td data-label="Reported">${a.reportedAt ? time(a.reportedAt, true) : html`<span class="muted">—</span>`}</td>`
+                    : ''}
+                  <td data-label="Outcome">${a.outcome
+                    ? html`<span class="badge badge-${a.outcome === 'success' ? 'completed' : 'failed'}">${a.outcome}</span>`
+                    : html`<span class="muted">${a.reportBy !== null ? "waiting for the receiver's report" : 'in flight'}</span>`}</td>
                   <td data-label="Status">${a.statusCode ?? '—'}</td>
                   <td data-label="Duration">${duration(a.durationMs)}</td>
                   <td data-label="Error">${a.error ?? ''}</td>
