@@ -221,7 +221,9 @@ export class ManageService {
       body,
       timeoutMs: project.deliveryTimeoutMs,
     });
-    const { outcome, statusCode, durationMs, responseBody, error } = toAttemptResult(sent, project.acceptAny2xx);
+    // With async completion a 202 is the answer a receiver should give ("accepted, working on it").
+    const accepted = project.asyncCompletion && sent.kind === 'answered' && sent.statusCode === 202;
+    const { outcome, statusCode, durationMs, responseBody, error } = toAttemptResult(sent, project.acceptAny2xx || accepted);
     return { outcome, statusCode, durationMs, responseBody, error };
   }
 

@@ -65,6 +65,8 @@ describe('delivery', () => {
       durationMs: expect.any(Number),
       error: null,
       responseBody: 'ok',
+      acceptedAt: null,
+      reportedAt: null,
     });
   });
 
@@ -277,6 +279,13 @@ describe('delivery', () => {
     expect(new Webhook(p.webhookSecret).verify(request.body, request.headers as Record<string, string>)).toBeTruthy();
     const none = await t.makeProject({ webhookUrl: null });
     expect((await t.admin({ method: 'POST', url: `/manage/v1/projects/${none.projectId}/test-delivery` })).json().error).toBe('WEBHOOK_NOT_CONFIGURED');
+    // With async completion a 202 is what the receiver should answer; a 204 still is not.
+    await t.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: { asyncCompletion: true } });
+    const accepted = await t.admin({ method: 'POST', url: `/manage/v1/projects/${p.projectId}/test-delivery` });
+    expect(accepted.json()).toMatchObject({ outcome: 'success', statusCode: 202, error: null });
+    expect(receiver.requests.at(-1)!.json).not.toHaveProperty('callbackToken');
+    receiver.answer({ status: 204 });
+    expect((await t.admin({ method: 'POST', url: `/manage/v1/projects/${p.projectId}/test-delivery` })).json()).toMatchObject({ outcome: 'http_error', statusCode: 204 });
   });
 
   it('exposes metrics', async () => {
