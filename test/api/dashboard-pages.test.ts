@@ -200,6 +200,37 @@ describe('dashboard pages', () => {
     expect((await t.services.manage.getProject(p.projectId)).deliveryRatePerSecond).toBeNull();
   });
 
+  it('saves async completion and its report timeout, refuses a timeout out of range beside its field, and clears async completion when unchecked', async () => {
+    const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
+    const url = `/projects/${p.projectId}/settings`;
+    const before = (await get(url)).body;
+    expect(before).toMatch(/<input id="f-asyncCompletion" name="asyncCompletion" type="checkbox" value="true" aria-describedby/);
+    expect(before).not.toMatch(/<input[^>]*name="asyncCompletion"[^>]*checked/);
+    expect(before).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="3600000"/);
+    expect(before).toContain('callbackToken');
+    expect(before).toContain('1,000 to 604,800,000');
+
+    const saved = await post(url, { ...fields, asyncCompletion: 'true', asyncCompletionTimeoutMs: '120000' });
+    expect(saved.statusCode).toBe(303);
+    expect(saved.headers.location).toBe(`${url}?done=settings-saved`);
+    expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ asyncCompletion: true, asyncCompletionTimeoutMs: 120_000 });
+    const page = (await get(url)).body;
+    expect(page).toMatch(/<input[^>]*name="asyncCompletion"[^>]*checked/);
+    expect(page).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="120000"/);
+
+    const refused = await post(url, { ...fields, asyncCompletion: 'true', asyncCompletionTimeoutMs: '999' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('id="f-asyncCompletionTimeoutMs-error">asyncCompletionTimeoutMs must be an integer from 1000 to 604800000</p>');
+    expect(refused.body).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="999"[^>]*aria-describedby="f-asyncCompletionTimeoutMs-hint f-asyncCompletionTimeoutMs-error" aria-invalid="true"/);
+    // What was typed stays, the checkbox included.
+    expect(refused.body).toMatch(/<input[^>]*name="asyncCompletion"[^>]*checked/);
+    expect((await t.services.manage.getProject(p.projectId)).asyncCompletionTimeoutMs).toBe(120_000);
+
+    // Unchecked, the box sends nothing: off. A form without the timeout leaves it as it was.
+    expect((await post(url, fields)).statusCode).toBe(303);
+    expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ asyncCompletion: false, asyncCompletionTimeoutMs: 120_000 });
+  });
+
   it("saves the project's retention, shows the server's default when it is empty, and refuses one out of range", async () => {
     const fields = { 'retryPolicy.maxRetries': '', 'retryPolicy.initialDelayMs': '30000', 'retryPolicy.factor': '4', 'retryPolicy.maxDelayMs': '3600000', deliveryTimeoutMs: '5000', deliveryConcurrency: '7' };
     const url = `/projects/${p.projectId}/settings`;
@@ -497,7 +528,8 @@ describe('dashboard pages over real deliveries', () => {
     t = await makeTestApp({ clock: systemClock, delivery: true });
     receiver = await new TestReceiver().start();
     receiver.answer((request) => {
-      const payload = request.json.payload as { answer?: string; fail?: boolean } | undefined;
+      const payload = request.json.payload as { answer?: string; fail?: boolean; accept?: boolean } | undefined;
+      if (payload?.accept) return { status: 202, body: 'accepted' };
       return payload?.fail ? { status: 500, body: 'no' } : { status: 200, body: payload?.answer ?? 'ok' };
     });
     victim = await t.makeProject({ webhookUrl: receiver.url });
@@ -543,6 +575,52 @@ describe('dashboard pages over real deliveries', () => {
     expect(page.body).not.toContain('<script>alert');
     expect(page.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(page.body).toMatch(/<tr class="attempt">[^]*&lt;script&gt;alert\(2\)&lt;\/script&gt;[^]*<\/tr>/);
+  });
+
+  it("shows a job whose attempt was accepted with 202 as waiting for the receiver's report, until the report ends it", async () => {
+    const TIMEOUT = 10 * 60_000;
+    const asyncProject = await t.makeProject({ webhookUrl: receiver.url, settings: { asyncCompletion: true, asyncCompletionTimeoutMs: TIMEOUT } });
+    await t.services.users.create({ email: 'async@example.com', password: PASSWORD, teamIds: [asyncProject.teamId], operator: false });
+    const jobId = await dispatch(asyncProject, { payload: { accept: true } });
+    await receiver.waitFor(() => receiver.forJob(jobId).length === 1);
+    const { attemptId, callbackToken } = receiver.forJob(jobId)[0]!.json as { attemptId: string; callbackToken: string };
+    const accepted = await eventually(async () => (await t.store.attemptListByJob(jobId))[0], { what: 'the 202 recorded', until: (a) => a?.acceptedAt != null });
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const url = `/projects/${asyncProject.projectId}/jobs/${jobId}`;
+    const viewer = await signIn(t, 'async@example.com', PASSWORD);
+    const page = async () => (await t.app.inject({ method: 'GET', url, headers: { cookie: viewer.cookie } })).body;
+    const notice = (body: string) => /<section class="alert alert-note"[^>]*data-testid="awaiting-report">[^]*?<\/section>/.exec(body)?.[0];
+
+    const waiting = await page();
+    expect(waiting).toContain('<span class="badge badge-started">STARTED</span>');
+    const box = notice(waiting)!;
+    expect(box).toContain("Waiting for the receiver's report");
+    expect(box).toContain(`<dt>Accepted</dt><dd><time datetime="${iso(accepted!.acceptedAt!)}">`);
+    expect(box).not.toContain('Last report');
+    // The deadline the store keeps.
+    expect(accepted!.reportBy).toBe(accepted!.acceptedAt! + TIMEOUT);
+    expect(box).toContain(`<dt>Times out at</dt><dd><time datetime="${iso(accepted!.reportBy!)}">`);
+    // Near the top: before the job's cards.
+    expect(waiting.indexOf('data-testid="awaiting-report"')).toBeLessThan(waiting.indexOf('<h2>Schedule</h2>'));
+    expect(waiting).toMatch(/<td data-label="Accepted"><time datetime="[^"]+">/);
+    expect(waiting).toContain('<td data-label="Outcome"><span class="muted">waiting for the receiver&#39;s report</span>');
+
+    const report = (outcome: string) =>
+      t.app.inject({ method: 'POST', url: `/api/jobs/${jobId}/attempts/${attemptId}/result`, headers: { authorization: `Bearer ${callbackToken}` }, payload: { outcome } });
+    expect((await report('running')).statusCode).toBe(200);
+    const running = (await t.store.attemptListByJob(jobId))[0]!;
+    const moved = notice(await page())!;
+    expect(moved).toContain(`<dt>Last report</dt><dd><time datetime="${iso(running.reportedAt!)}">`);
+    expect(moved).toContain(`<dt>Times out at</dt><dd><time datetime="${iso(running.reportBy!)}">`);
+
+    expect((await report('success')).statusCode).toBe(200);
+    const done = await page();
+    expect(done).toContain('<span class="badge badge-completed">COMPLETED</span>');
+    expect(notice(done)).toBeUndefined();
+    expect(done).not.toContain("Waiting for the receiver's report");
+    const ended = (await t.store.attemptListByJob(jobId))[0]!;
+    expect(done).toMatch(new RegExp(`<td data-label="Reported"><time datetime="${iso(ended.reportedAt!)}">`));
+    expect(done).toMatch(/<td data-label="Outcome"><span class="badge badge-completed">success<\/span>/);
   });
 
   it("answers every form of another team's project with the 404 of an unknown id, and changes nothing", async () => {
