@@ -15,6 +15,8 @@
  *     timer fires a hair early on the monotonic clock, and in steps of at most 2^31−1 ms, the
  *     longest Node timer), then is forwarded; its 201 (or batch 200) leaves at once.
  * No authentication, no signature, no attempt records: only what a pipe needs.
+ * With BARE_ASYNC=1 (bench/async-completion.ts), a 202 from the receiver is a forward taken too, and
+ * POST /result/:jobId (the receiver's report) answers 200 at once: a pipe has nothing to complete.
  *
  * The forwarded body is `{"jobId", "payload"}`, the payload byte for byte as accepted.
  */
@@ -38,6 +40,7 @@ const receiverUrl = process.env.BARE_RECEIVER_URL;
 if (!receiverUrl) throw new Error('BARE_RECEIVER_URL is required');
 const answerAtOnce = process.env.BARE_ANSWER === 'at-once';
 if (!answerAtOnce && (process.env.BARE_ANSWER ?? '') !== '') throw new Error(`BARE_ANSWER must be "at-once" or unset, got "${process.env.BARE_ANSWER}"`);
+const asyncCompletion = process.env.BARE_ASYNC === '1';
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const agent = new Agent({ keepAliveTimeout: 30_000 });
 let forwardErrors = 0;
@@ -51,7 +54,7 @@ async function forward(jobId: string, payload: string): Promise<void> {
       body: `{"jobId":${JSON.stringify(jobId)},"payload":${payload}}`,
     });
     await response.body.dump();
-    if (response.statusCode !== 200) forwardErrors += 1;
+    if (response.statusCode !== 200 && !(asyncCompletion && response.statusCode === 202)) forwardErrors += 1;
   } catch (error) {
     forwardErrors += 1;
     if (forwardErrors <= 5) console.error('bare pipe: forward failed', error);
@@ -89,6 +92,7 @@ app.post('/api/jobs/dispatch/batch', async (request) => {
   if (!Array.isArray(jobs) || jobs.length < 1 || jobs.length > 100) throw new Error('jobs must be an array of 1 to 100 dispatch bodies');
   return { jobs: await Promise.all(jobs.map((job) => take(job, receivedAt))) };
 });
+if (asyncCompletion) app.post<{ Params: { jobId: string } }>('/result/:jobId', async (request) => ({ jobId: request.params.jobId, status: 'COMPLETED' }));
 app.get('/bare/stats', async () => ({ forwardErrors }));
 
 process.once('SIGTERM', () => {

@@ -19,8 +19,18 @@
  * bound, which a BullMQ user avoids; removing every job at once is the other common choice and
  * saves the trim of the completed set.
  *
+ * Async completion (BULLMQ_ASYNC=1, for bench/async-completion.ts), what a user builds with BullMQ
+ * for a receiver that answers 202 and reports later: on a 202 the processor waits, keeping the job
+ * active (its lock renewed by the Worker), until POST /result/:jobId (the receiver's report) resolves
+ * that job's wait, or an hour passes (then the job fails, and is retried like any failure); the
+ * processor then returns and BullMQ completes the job. The route answers 200 {jobId, status:
+ * "COMPLETED"} once the Worker's `completed` event says the job is completed in Redis (as Punctual's
+ * report answers once the job is COMPLETED in its store); 404 when no job of that id is waiting.
+ * The wait is registered before the POST leaves: the report can reach the front before the 202.
+ *
  * Env: BULLMQ_RECEIVER_URL (required), REDIS_URL (default redis://127.0.0.1:6379),
  * BULLMQ_LIMIT_PER_SECOND (the Worker's `limiter`, for bench/rate.ts; none by default),
+ * BULLMQ_ASYNC ("1": async completion as above; off by default),
  * BULLMQ_PREFIX (key prefix, default "bull": bench/compare.ts gives each run its own and deletes
  * its keys afterwards), BULLMQ_QUEUE (default "webhooks").
  */
@@ -47,6 +57,9 @@ const prefix = process.env.BULLMQ_PREFIX?.trim() || 'bull';
 const queueName = process.env.BULLMQ_QUEUE?.trim() || 'webhooks';
 /** bench/rate.ts: BullMQ's own rate limit, the queue's (a limit per group is in its paid edition). */
 const limitPerSecond = Number(process.env.BULLMQ_LIMIT_PER_SECOND ?? '') || null;
+const asyncCompletion = process.env.BULLMQ_ASYNC === '1';
+/** How long a 202'd job waits for its report (Punctual's default asyncCompletionTimeoutMs). */
+const REPORT_TIMEOUT_MS = 3_600_000;
 const DEFAULT_MAX_RETRIES = 3;
 const FIRST_RETRY_MS = 30_000;
 const JOB_NAME = 'webhook';
@@ -59,23 +72,53 @@ const queue = new Queue<JobData>(queueName, { connection, prefix });
 const agent = new Agent({ keepAliveTimeout: 30_000 });
 let deliveryFailures = 0;
 
+/** Async completion: each 202'd job's wait for its report, and each reported job's wait for its completion. */
+const reportWaits = new Map<string, () => void>();
+const completionWaits = new Map<string, (status: 'COMPLETED' | 'FAILED') => void>();
+
+/** A wait for the report on `jobId`, registered at once; `cancel` drops it (a no-op once reported). */
+function reportWait(jobId: string): { reported: Promise<void>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const cancel = () => {
+    clearTimeout(timer);
+    reportWaits.delete(jobId);
+  };
+  const reported = new Promise<void>((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no report within ${REPORT_TIMEOUT_MS} ms`)), REPORT_TIMEOUT_MS);
+    reportWaits.set(jobId, () => {
+      cancel();
+      resolve();
+    });
+  });
+  reported.catch(() => {}); // awaited only after a 202; a timeout before then is not unhandled
+  return { reported, cancel };
+}
+
 const worker = new Worker<JobData>(
   queueName,
   async (job: Job<JobData>) => {
-    const response = await request(receiverUrl, {
-      method: 'POST',
-      dispatcher: agent,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jobId: job.id, payload: job.data.payload }),
-    });
-    await response.body.dump();
-    if (response.statusCode < 200 || response.statusCode > 299) throw new Error(`the webhook answered ${response.statusCode}`);
+    const wait = asyncCompletion ? reportWait(job.id!) : null;
+    try {
+      const response = await request(receiverUrl, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jobId: job.id, payload: job.data.payload }),
+      });
+      await response.body.dump();
+      if (wait && response.statusCode === 202) return await wait.reported;
+      if (response.statusCode < 200 || response.statusCode > 299) throw new Error(`the webhook answered ${response.statusCode}`);
+    } finally {
+      wait?.cancel();
+    }
   },
   { connection, prefix, concurrency: 64, ...(limitPerSecond !== null && { limiter: { max: limitPerSecond, duration: 1_000 } }) },
 );
-worker.on('failed', () => {
+worker.on('failed', (job) => {
   deliveryFailures += 1;
+  if (job?.id !== undefined) completionWaits.get(job.id)?.('FAILED');
 });
+if (asyncCompletion) worker.on('completed', (job) => completionWaits.get(job.id!)?.('COMPLETED'));
 worker.on('error', (error) => console.error('bullmq worker:', error));
 queue.on('error', (error) => console.error('bullmq queue:', error));
 
@@ -113,6 +156,19 @@ app.post('/api/jobs/dispatch/batch', async (req) => {
   const added = await queue.addBulk(jobs.map(({ data, opts }) => ({ name: JOB_NAME, data, opts })));
   return { jobs: added.map((job, i) => ({ jobId: job.id, ...jobs[i]!.answer })) };
 });
+if (asyncCompletion) {
+  app.post<{ Params: { jobId: string } }>('/result/:jobId', async (req, reply) => {
+    const { jobId } = req.params;
+    const report = reportWaits.get(jobId);
+    if (!report) return reply.code(404).send({ error: `no job ${jobId} is waiting for a report` });
+    const status = await new Promise<'COMPLETED' | 'FAILED'>((resolve) => {
+      completionWaits.set(jobId, resolve);
+      report();
+    });
+    completionWaits.delete(jobId);
+    return reply.code(status === 'COMPLETED' ? 200 : 500).send({ jobId, status });
+  });
+}
 app.get('/bullmq/stats', async () => ({ deliveryFailures }));
 
 process.once('SIGTERM', () => {

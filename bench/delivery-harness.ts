@@ -184,17 +184,30 @@ export class Receiver {
     return new Receiver(child, `http://127.0.0.1:${port}/hook`);
   }
 
-  private ask(type: 'count' | 'stats' | 'dump' | 'arrivals', phase: string, path?: string): Promise<Record<string, unknown>> {
+  private ask(type: 'count' | 'stats' | 'dump' | 'arrivals' | 'async' | 'reports', phase: string, extra: { path?: string; callbackBase?: string } = {}): Promise<Record<string, unknown>> {
     const id = this.nextId++;
     return new Promise((done) => {
       this.waiting.set(id, done);
-      this.child.send({ id, type, phase, path });
+      this.child.send({ id, type, phase, ...extra });
     });
+  }
+
+  /**
+   * Async completion (bench/async-completion.ts): from now on the phase's deliveries are answered
+   * 202, each followed by its success report to `callbackBase` (bench/receiver.ts says where).
+   */
+  async answerAsync(phase: string, callbackBase: string): Promise<void> {
+    await this.ask('async', phase, { callbackBase });
+  }
+
+  /** The phase's reports: distinct keys answered 200, when the last of them was (wall-clock ms), and the refused. */
+  async reports(phase: string): Promise<{ reported: number; refused: number; firstRefusal: string | null; lastReport: number }> {
+    return (await this.ask('reports', phase)) as unknown as { reported: number; refused: number; firstRefusal: string | null; lastReport: number };
   }
 
   /** Writes the phase's deliveries (`jobId key arrival` lines) to `path`. */
   async dump(phase: string, path: string): Promise<void> {
-    await this.ask('dump', phase, path);
+    await this.ask('dump', phase, { path });
   }
 
   /** Each key's first arrival (wall-clock ms, sub-millisecond) in the phase. */
@@ -202,8 +215,8 @@ export class Receiver {
     return ((await this.ask('arrivals', phase)) as { arrivals: Record<string, number> }).arrivals;
   }
 
-  async count(phase: string): Promise<{ unique: number; deliveries: number; malformed: number }> {
-    return (await this.ask('count', phase)) as { unique: number; deliveries: number; malformed: number };
+  async count(phase: string): Promise<{ unique: number; deliveries: number; malformed: number; reported: number }> {
+    return (await this.ask('count', phase)) as { unique: number; deliveries: number; malformed: number; reported: number };
   }
 
   async stats(phase: string): Promise<PhaseStats & { malformed: number }> {
@@ -211,14 +224,16 @@ export class Receiver {
   }
 
   /**
-   * Waits until `expected` distinct jobs of the phase have arrived, or until none arrived for
-   * `idleMs` after `notBefore` (then the rest are lost). Returns the distinct count.
+   * Waits until `expected` distinct jobs of the phase have arrived (with `reports`: have had their
+   * report answered 200), or until none did for `idleMs` after `notBefore` (then the rest are lost).
+   * Returns the distinct count.
    */
-  async waitFor(phase: string, expected: number, options: { idleMs: number; notBefore?: number }): Promise<number> {
+  async waitFor(phase: string, expected: number, options: { idleMs: number; notBefore?: number; reports?: boolean }): Promise<number> {
     let last = -1;
     let lastChange = Date.now();
     for (;;) {
-      const { unique } = await this.count(phase);
+      const counts = await this.count(phase);
+      const unique = options.reports ? counts.reported : counts.unique;
       if (unique >= expected) return unique;
       const now = Date.now();
       if (unique !== last) {
@@ -477,15 +492,47 @@ export async function startPunctual(
 
 /**
  * With `answerAtOnce`, a job due now gets its 201 before its forward (BARE_ANSWER=at-once in
- * bench/bare-pipe.ts); with `compiled`, it runs as plain JavaScript (compiledBenchServer).
+ * bench/bare-pipe.ts); with `compiled`, it runs as plain JavaScript (compiledBenchServer); with
+ * `async`, a 202 is a forward taken and POST /result/:jobId answers 200 (BARE_ASYNC=1).
  */
-export async function startBare(receiverUrl: string, options: { answerAtOnce?: boolean; compiled?: boolean } = {}): Promise<System> {
+export async function startBare(receiverUrl: string, options: { answerAtOnce?: boolean; compiled?: boolean; async?: boolean } = {}): Promise<System> {
   const execArgv = (process.env.BENCH_BARE_EXEC_ARGV ?? '').split(' ').filter(Boolean);
-  const env = { BARE_RECEIVER_URL: receiverUrl, BARE_ANSWER: options.answerAtOnce ? 'at-once' : '' };
+  const env = { BARE_RECEIVER_URL: receiverUrl, BARE_ANSWER: options.answerAtOnce ? 'at-once' : '', BARE_ASYNC: options.async ? '1' : '' };
   const entry = options.compiled ? compiledBenchServer('bare-pipe.ts') : 'bare-pipe.ts';
   const { child, info } = await spawnWithJsonLine<{ port: number }>(entry, env, execArgv);
   const origin = `http://127.0.0.1:${info.port}`;
   return { name: 'bare', origin, child, origins: [origin], children: [child], headers: { 'content-type': 'application/json' } };
+}
+
+/**
+ * bench/bullmq-front.ts as plain JavaScript (compiledBenchServer) on Redis at `redisUrl`, under a
+ * key prefix of the caller's (queue "webhooks"), delivering to `receiverUrl`; `limitPerSecond` sets
+ * the Worker's limiter (BULLMQ_LIMIT_PER_SECOND), `async` the wait for a report after a 202
+ * (BULLMQ_ASYNC=1).
+ */
+export async function startBullmq(receiverUrl: string, options: { redisUrl: string; prefix: string; limitPerSecond?: number; async?: boolean }): Promise<System> {
+  const front = await spawnWithJsonLine<{ port: number }>(compiledBenchServer('bullmq-front.ts'), {
+    BULLMQ_RECEIVER_URL: receiverUrl,
+    REDIS_URL: options.redisUrl,
+    BULLMQ_PREFIX: options.prefix,
+    BULLMQ_QUEUE: 'webhooks',
+    BULLMQ_LIMIT_PER_SECOND: options.limitPerSecond === undefined ? '' : String(options.limitPerSecond),
+    BULLMQ_ASYNC: options.async ? '1' : '',
+  });
+  const origin = `http://127.0.0.1:${front.info.port}`;
+  return { name: 'bullmq', origin, child: front.child, origins: [origin], children: [front.child], headers: { 'content-type': 'application/json' } };
+}
+
+/** A call to Punctual's management API (/manage/v1) with the admin token; throws unless 2xx. */
+export async function manage(origin: string, token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${origin}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
 }
 
 /** SIGTERM (so a --cpu-prof profile gets written), SIGKILL after 10 s. */

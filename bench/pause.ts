@@ -23,6 +23,7 @@ import {
   latenessOptions,
   latenessRun,
   machineLine,
+  manage,
   ms,
   payloadFiller,
   positiveNumber,
@@ -36,17 +37,6 @@ import { postgresUrlFromEnv } from './pg-bench.js';
 
 const P99_DELTA_GOAL_MS = 2;
 const pausedJobs = Math.round(positiveNumber('BENCH_PAUSED_JOBS', 100_000) / 100) * 100;
-
-async function manage(origin: string, token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${origin}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
 
 async function main(): Promise<number> {
   const o = latenessOptions();

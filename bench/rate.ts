@@ -15,14 +15,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  compiledBenchServer,
   insertBacklog,
   machineLine,
   payloadFiller,
   positiveNumber,
   sleep,
-  spawnWithJsonLine,
   startAll,
+  startBullmq,
   stopSystem,
   type Receiver,
   type System,
@@ -57,15 +56,7 @@ async function measure(receiver: Receiver, system: System, phase: string, jobs: 
 
 async function bullmqAt(receiver: Receiver, rate: number): Promise<{ system: System; close: () => Promise<void> }> {
   const prefix = `punctual-rate-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-  const front = await spawnWithJsonLine<{ port: number }>(compiledBenchServer('bullmq-front.ts'), {
-    BULLMQ_RECEIVER_URL: receiver.url,
-    REDIS_URL: redisUrl,
-    BULLMQ_PREFIX: prefix,
-    BULLMQ_QUEUE: 'webhooks',
-    BULLMQ_LIMIT_PER_SECOND: String(rate),
-  });
-  const origin = `http://127.0.0.1:${front.info.port}`;
-  const system: System = { name: 'bullmq', origin, child: front.child, origins: [origin], children: [front.child], headers: { 'content-type': 'application/json' } };
+  const system = await startBullmq(receiver.url, { redisUrl, prefix, limitPerSecond: rate });
   return { system, close: () => stopSystem(system) };
 }
 
