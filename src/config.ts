@@ -27,6 +27,11 @@ export interface Config {
   allowPrivateWebhooks: boolean;
   plans: Plans;
   logLevel: string;
+  /**
+   * JSON lines for a log collector, or readable lines for a person at a terminal (LOG_FORMAT;
+   * by default pretty when standard output is a terminal outside production).
+   */
+  logFormat: LogFormat;
   /** Delivery attempts in flight at once, across all projects, per instance. */
   deliveryConcurrency: number;
   /** On SIGTERM, how long in-flight deliveries may run before they are aborted and released. */
@@ -36,6 +41,8 @@ export interface Config {
 }
 
 export type TrustProxy = boolean | number | string[];
+
+export type LogFormat = 'json' | 'pretty';
 
 export class ConfigError extends Error {}
 
@@ -68,6 +75,13 @@ function parseRetentionDays(value: string | undefined): number {
     throw new ConfigError(`PUNCTUAL_RETENTION_DAYS must be a number of days from ${MIN_SERVER_RETENTION_DAYS} to ${max}, got "${value}"`);
   }
   return days;
+}
+
+function parseLogFormat(value: string | undefined, production: boolean, stdoutIsTerminal: boolean): LogFormat {
+  const text = value?.trim().toLowerCase() ?? '';
+  if (text === '') return stdoutIsTerminal && !production ? 'pretty' : 'json';
+  if (text === 'json' || text === 'pretty') return text;
+  throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${value}"`);
 }
 
 /** proxy-addr's names for ranges (127.0.0.1/8 and ::1; 169.254.0.0/16 and fe80::/10; 10/8, 172.16/12, 192.168/16 and fc00::/7). */
@@ -126,7 +140,8 @@ function parseDatabase(env: NodeJS.ProcessEnv): Config['database'] {
   throw new ConfigError('DATABASE_URL must be sqlite:<path> or postgres://…');
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/** `stdoutIsTerminal` picks the default LOG_FORMAT; a test passes it instead of having a terminal. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTerminal = process.stdout.isTTY === true): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const production = nodeEnv === 'production';
   const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
@@ -162,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateWebhooks: parseBoolean('PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS', env.PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS, !production),
     plans: loadPlans(env.PUNCTUAL_PLANS?.trim() || undefined),
     logLevel: env.LOG_LEVEL?.trim() || 'info',
+    logFormat: parseLogFormat(env.LOG_FORMAT, production, stdoutIsTerminal),
     deliveryConcurrency: parseIntegerIn('PUNCTUAL_DELIVERY_CONCURRENCY', env.PUNCTUAL_DELIVERY_CONCURRENCY, 256, 1, 10_000),
     // The whole shutdown must fit in 30 s: drain, then abort and record, then close.
     shutdownDrainMs: parseIntegerIn('PUNCTUAL_SHUTDOWN_DRAIN_MS', env.PUNCTUAL_SHUTDOWN_DRAIN_MS, 20_000, 0, 20_000),
