@@ -148,7 +148,9 @@ function record(arrival: number, text: string): Delivery | null {
 
 /** Async completion: the callback base of each phase answered 202 (none by default). */
 const callbackBases = new Map<string, string>();
-const reportAgent = new Agent({ keepAliveTimeout: 30_000 });
+// A pool, as a real receiver keeps: a system that forwards thousands at once (the bare pipe) would
+// otherwise get a connection per report.
+const reportAgent = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
 
 /** The success report of a delivery answered 202, sent right after the answer. */
 async function report(base: string, delivery: Delivery): Promise<void> {
