@@ -82,6 +82,13 @@ export function redactedUrl(url: string): Attributes {
 
 const FINE_OUTCOMES = new Set(['success', 'accepted']);
 
+/**
+ * How long exporting the last spans may hold up a shutdown. A reachable collector takes them in
+ * milliseconds; an unreachable one is retried with backoff (6.5 s before the exit with the port
+ * closed), and the whole shutdown has 30 s.
+ */
+const SHUTDOWN_FLUSH_MS = 2_000;
+
 export function createOtelTracer(options: { serviceVersion: string }): Tracer {
   // Later merges win: the environment's service name and attributes over Punctual's defaults.
   const resource = defaultResource()
@@ -150,6 +157,14 @@ export function createOtelTracer(options: { serviceVersion: string }): Tracer {
       };
     },
 
-    shutdown: () => provider.shutdown(),
+    async shutdown() {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS);
+      });
+      // Spans that could not be exported are lost, never a reason for the shutdown to fail.
+      await Promise.race([provider.shutdown().catch(() => {}), deadline]);
+      clearTimeout(timer);
+    },
   };
 }
