@@ -38,6 +38,12 @@ export interface Config {
   shutdownDrainMs: number;
   /** Days final jobs are kept where a project sets none (PUNCTUAL_RETENTION_DAYS, SPEC section 12). */
   retentionDays: number;
+  /**
+   * Export spans of dispatches, claims and attempts over OTLP/HTTP (src/tracing/): on when
+   * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set and OTEL_SDK_DISABLED
+   * is not true. The SDK reads those and the other OTEL_ variables itself.
+   */
+  otlpTracing: boolean;
 }
 
 export type TrustProxy = boolean | number | string[];
@@ -116,6 +122,22 @@ function parseTrustProxy(value: string | undefined): TrustProxy {
   return entries;
 }
 
+function parseOtlpTracing(env: NodeJS.ProcessEnv): boolean {
+  const endpoints = (['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const).filter((name) => env[name]?.trim());
+  for (const name of endpoints) {
+    let url: URL | null = null;
+    try {
+      url = new URL(env[name]!.trim());
+    } catch {
+      // reported below
+    }
+    if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
+      throw new ConfigError(`${name} must be an http or https URL (e.g. http://localhost:4318), got "${env[name]}"`);
+    }
+  }
+  return endpoints.length > 0 && !parseBoolean('OTEL_SDK_DISABLED', env.OTEL_SDK_DISABLED, false);
+}
+
 function parseDatabase(env: NodeJS.ProcessEnv): Config['database'] {
   const url = env.DATABASE_URL?.trim();
   const synchronous = (env.PUNCTUAL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
@@ -182,5 +204,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
     // The whole shutdown must fit in 30 s: drain, then abort and record, then close.
     shutdownDrainMs: parseIntegerIn('PUNCTUAL_SHUTDOWN_DRAIN_MS', env.PUNCTUAL_SHUTDOWN_DRAIN_MS, 20_000, 0, 20_000),
     retentionDays: parseRetentionDays(env.PUNCTUAL_RETENTION_DAYS),
+    otlpTracing: parseOtlpTracing(env),
   };
 }

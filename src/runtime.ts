@@ -15,7 +15,8 @@ import type { ImmediateDelivery } from './services/jobs-service.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
-import { USER_AGENT } from './version.js';
+import { loadTracer, type Tracer } from './tracing/tracer.js';
+import { USER_AGENT, VERSION } from './version.js';
 
 export interface Runtime {
   config: Config;
@@ -28,6 +29,8 @@ export interface Runtime {
   rateLimiter: RateLimiter;
   /** Async completion's per-attempt tokens (SPEC section 11), keyed by PUNCTUAL_SECRET_KEY like the sealed secrets. */
   callbackTokens: CallbackTokens;
+  /** Span export (OTEL_EXPORTER_OTLP_ENDPOINT); null when off, and then the SDK is never loaded. */
+  tracer: Tracer | null;
   /** Set when this start generated the admin token (shown once). */
   generatedAdminToken: string | null;
   /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
@@ -95,6 +98,7 @@ export async function openRuntime(
       options.onRateLimitWarning?.(new Error(`Redis at REDIS_URL did not answer at start; limiting per instance until it does`));
     }
     const callbackTokens = new CallbackTokens(secretKey);
+    const tracer = await loadTracer({ enabled: config.otlpTracing, serviceVersion: VERSION });
     let jobDue: (runAt: number) => void = () => {};
     let immediate: ImmediateDelivery | null = null;
     const services = createServices({
@@ -104,6 +108,7 @@ export async function openRuntime(
       webhookClient,
       rateLimiter,
       callbackTokens,
+      tracer,
       onJobDue: (runAt) => jobDue(runAt),
       immediateDelivery: () => immediate,
       plans: config.plans,
@@ -122,6 +127,7 @@ export async function openRuntime(
       webhookClient,
       rateLimiter,
       callbackTokens,
+      tracer,
       generatedAdminToken: admin.generated,
       setJobDueListener: (listener) => {
         jobDue = listener;
@@ -130,6 +136,9 @@ export async function openRuntime(
         immediate = delivery;
       },
       async close() {
+        // By now the server stopped taking requests and the engine drained: every span has ended,
+        // and this exports what the batch still holds.
+        await tracer?.shutdown();
         await rateLimiter.close();
         await webhookClient.close();
         await store.close();
@@ -158,6 +167,7 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     globalConcurrency: runtime.config.deliveryConcurrency,
     rateLimiter: runtime.rateLimiter,
     callbackTokens: runtime.callbackTokens,
+    tracer: runtime.tracer,
     takeOverLeasesAtStart: runtime.store.soleInstance,
     ...(random && { random }),
   });

@@ -48,7 +48,7 @@ export async function serve(config: Config): Promise<void> {
         ? log.warn({ err: error }, 'lost the PostgreSQL LISTEN connection: caches off and wake-ups from other instances paused until it is back')
         : log.info('PostgreSQL LISTEN connection up'),
   });
-  const app = await buildServer({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics });
+  const app = await buildServer({ config, store: runtime.store, clock, services: runtime.services, metrics: runtime.metrics, tracer: runtime.tracer });
   log = app.log;
   const engine = createDeliveryEngine(runtime, app.log);
 

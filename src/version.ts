@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
 
 /** The package version (src/ and dist/ both sit one level below package.json). */
-const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 export const USER_AGENT = `Punctual/${VERSION}`;

@@ -30,9 +30,20 @@ describe('configuration', () => {
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     [{ PUNCTUAL_SQLITE_SYNCHRONOUS: 'OFF' }, /PUNCTUAL_SQLITE_SYNCHRONOUS/],
     [{ DATABASE_URL: 'postgres://localhost/test' }, /PUNCTUAL_SECRET_KEY is required/],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL/],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://collector' }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT/],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318', OTEL_SDK_DISABLED: 'sometimes' }, /OTEL_SDK_DISABLED/],
   ])('refuses %j with a message naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('exports spans when an OTLP endpoint is set, unless OTEL_SDK_DISABLED', () => {
+    expect(loadConfig({}).otlpTracing).toBe(false);
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).otlpTracing).toBe(false);
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' }).otlpTracing).toBe(true);
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector.example/v1/traces' }).otlpTracing).toBe(true);
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318', OTEL_SDK_DISABLED: 'true' }).otlpTracing).toBe(false);
   });
 
   it('reads DATABASE_URL=sqlite:<path>', () => {

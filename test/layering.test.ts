@@ -13,6 +13,7 @@ const LAYERS: { layer: string; holds: string[] }[] = [
   { layer: 'foundation', holds: ['errors.ts', 'clock.ts', 'timestamp.ts', 'version.ts', 'plans.ts', 'config.ts', 'retention.ts', 'background-loop.ts'] },
   { layer: 'cron', holds: ['cron/'] },
   { layer: 'crypto', holds: ['crypto/'] },
+  { layer: 'tracing', holds: ['tracing/'] },
   { layer: 'threads', holds: ['threads/'] },
   { layer: 'store', holds: ['store/'] },
   { layer: 'metrics', holds: ['metrics.ts'] },
@@ -75,6 +76,14 @@ describe('the layering of src/', () => {
         .map((target) => `${file} imports ${target}`);
     });
     expect(reaching).toEqual([]);
+  });
+
+  it('keeps OpenTelemetry in one module, which only a dynamic import loads', () => {
+    const otel = files.filter((file) => /from\s*'@opentelemetry\//.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(otel).toEqual(['tracing/otel-tracer.ts']);
+    const staticImporters = files.filter((file) => /\bfrom\s*'\.{1,2}\/[^']*otel-tracer\.js'/.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(staticImporters).toEqual([]);
+    expect(importsOf('tracing/tracer.ts')).toContain('tracing/otel-tracer.ts');
   });
 
   it('finds the imports it checks (a parser that sees none would pass anything)', () => {

@@ -12,6 +12,7 @@ import { SESSION_COOKIE } from '../services/session-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Services } from '../services/services.js';
 import type { Store } from '../store/store.js';
+import type { Tracer } from '../tracing/tracer.js';
 import { fromFrameworkError, installErrorHandler, sendError } from './error-handler.js';
 import { installJsonBodyParser } from './json-body.js';
 import { BODY_LIMIT } from './body-limits.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   clock: Clock;
   services: Services;
   metrics: Metrics;
+  /** Span export (src/tracing/); absent or null: off. */
+  tracer?: Tracer | null;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -192,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(healthRoutes, { store: deps.store });
   await app.register(metricsRoutes, { metrics: deps.metrics });
-  await app.register(jobRoutes, { services: deps.services });
+  await app.register(jobRoutes, { services: deps.services, tracer: deps.tracer ?? null });
   await app.register(scheduleRoutes, { services: deps.services });
   await app.register(manageRoutes, { services: deps.services });
   if (!deps.config.production) await app.register(devReceiverRoutes);

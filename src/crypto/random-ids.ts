@@ -28,6 +28,25 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+const HEX = '0123456789abcdef';
+
+/**
+ * A W3C Trace Context span id: 16 lower-case hex digits from the CSPRNG, never all zeros (which the
+ * spec reserves for "invalid").
+ */
+export function newSpanId(): string {
+  for (;;) {
+    let out = '';
+    let zero = true;
+    for (let i = 0; i < 8; i += 1) {
+      const byte = randomByte();
+      if (byte !== 0) zero = false;
+      out += HEX[byte >> 4]! + HEX[byte & 15]!;
+    }
+    if (!zero) return out;
+  }
+}
+
 /** Digits, then upper, then lower case: base62 in ASCII order, so fixed-width numbers sort as text. */
 const SORTABLE_BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

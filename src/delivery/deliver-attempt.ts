@@ -8,6 +8,8 @@ import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
 import type { WebhookHealth } from './webhook-health.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
+import { continueTrace, type TraceContext } from '../tracing/trace-context.js';
+import type { AttemptSpan, AttemptSpanResult, Tracer } from '../tracing/tracer.js';
 
 /** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
 export const LEASE_MARGIN_MS = 30_000;
@@ -28,6 +30,8 @@ export interface DeliveryDeps {
   onBackpressure?: (projectId: string, until: number) => void;
   /** Signs the callbackToken of deliveries to projects with asyncCompletion (SPEC section 11). */
   callbackTokens: CallbackTokens;
+  /** Span export, when on: each attempt is a span, and its id the delivery's traceparent. */
+  tracer?: Tracer | null;
   random?: () => number;
 }
 
@@ -107,9 +111,27 @@ export async function deliverAttempt(
 ): Promise<void> {
   const attempt = await prepareAttempt(deps, job, project, shutdown);
   if (!attempt) return;
-  const sent = await callWebhook(deps, job, project, secrets, attempt, shutdown);
+  const span = deps.tracer ? startAttemptSpan(deps.tracer, deps.clock, job, project, attempt) : null;
+  // Each attempt has a span id of its own in the job's trace (SPEC section 4): its span's with
+  // export on, else a fresh one; a job without a trace sends none.
+  const trace = span ? span.context : job.traceparent === null ? null : { traceparent: continueTrace(job.traceparent), tracestate: job.tracestate };
+  const sent = await callWebhook(deps, job, project, secrets, attempt, trace, shutdown);
   onAnswered();
+  span?.end(attemptSpanResult(sent, project));
   await recordOutcome(deps, job, project, attempt, sent);
+}
+
+/** The attempt's span, from the moment its request leaves (the due time, when that is ahead). */
+function startAttemptSpan(tracer: Tracer, clock: Clock, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt): AttemptSpan {
+  const startTime = Date.now() + Math.max(0, job.runAt - clock.now());
+  return tracer.startAttempt(job, { attemptId: attempt.attemptId, attemptNumber: attempt.attemptNumber, url: project.webhookUrl, startTime });
+}
+
+function attemptSpanResult(sent: SendResult, project: ProjectRow): AttemptSpanResult {
+  if (sent.kind === 'aborted') return { outcome: 'aborted', statusCode: null, error: sent.error };
+  if (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion) return { outcome: 'accepted', statusCode: 202, error: null };
+  const { outcome, statusCode, error } = toAttemptResult(sent, project.acceptAny2xx);
+  return { outcome, statusCode, error };
 }
 
 interface StartedAttempt {
@@ -151,6 +173,7 @@ async function callWebhook(
   project: ProjectRow,
   secrets: string[],
   attempt: StartedAttempt,
+  trace: TraceContext | null,
   shutdown?: AbortSignal,
 ): Promise<SendResult> {
   const { clock, metrics } = deps;
@@ -178,6 +201,7 @@ async function callWebhook(
       }),
       timeoutMs: project.deliveryTimeoutMs,
       sendAt,
+      trace,
     },
     shutdown,
   );

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { TraceContext } from '../tracing/trace-context.js';
 
 /** The HMAC key of a `whsec_…` secret is its base64-decoded bytes (Standard Webhooks). */
 function secretBytes(secret: string): Buffer {
@@ -14,15 +15,24 @@ function webhookSignature(secrets: string[], id: string, timestamp: number, body
   return secrets.map((secret) => `v1,${sign(secret, id, timestamp, body)}`).join(' ');
 }
 
-/** The signed headers of one request: Authorization with the newest secret, Standard Webhooks with all active ones. */
-export function webhookHeaders(webhookId: string, secrets: string[], body: string, nowMs: number): Record<string, string> {
+/**
+ * The signed headers of one request: Authorization with the newest secret, Standard Webhooks with
+ * all active ones; and the attempt's trace context when its job has one (SPEC section 4), outside
+ * the signature as the spec's signed content is id, timestamp and body.
+ */
+export function webhookHeaders(webhookId: string, secrets: string[], body: string, nowMs: number, trace?: TraceContext | null): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
-  return {
+  const headers: Record<string, string> = {
     authorization: `Bearer ${secrets[0] ?? ''}`,
     'webhook-id': webhookId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': webhookSignature(secrets, webhookId, timestamp, body),
   };
+  if (trace) {
+    headers.traceparent = trace.traceparent;
+    if (trace.tracestate !== null) headers.tracestate = trace.tracestate;
+  }
+  return headers;
 }
 
 /** A receiver's check: does any v1 entry match this secret? (Used by `punctual listen`.) */

@@ -3,6 +3,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
 import { isBlockedAddress } from './address-guard.js';
 import { webhookHeaders } from './signature.js';
+import type { TraceContext } from '../tracing/trace-context.js';
 
 /** The response body kept with an attempt. */
 export const RESPONSE_BODY_LIMIT = 4096;
@@ -30,6 +31,8 @@ export interface WebhookRequest {
   timestampMs: number;
   body: string;
   timeoutMs: number;
+  /** The attempt's place in its job's trace, sent as traceparent (and tracestate); none when the job has no trace. */
+  trace?: TraceContext | null;
   /**
    * The wall-clock instant (Date.now()) before which the request does not leave. A job is handed
    * over a little ahead of its time and waits here, on the thread that sends it, so the moment it
@@ -123,7 +126,7 @@ export class WebhookClient implements WebhookSender {
       return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0, lateMs: 0 };
     }
     const lateMs = request.sendAt === undefined ? 0 : Date.now() - request.sendAt;
-    const headers = webhookHeaders(request.webhookId, request.secrets, request.body, request.timestampMs);
+    const headers = webhookHeaders(request.webhookId, request.secrets, request.body, request.timestampMs, request.trace);
     return { ...(await this.send(request.url, headers, request.body, request.timeoutMs, abort)), lateMs };
   }
 

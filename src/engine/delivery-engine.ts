@@ -14,6 +14,7 @@ import type { ImmediateDelivery } from '../services/jobs-service.js';
 import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
+import type { Tracer } from '../tracing/tracer.js';
 
 interface DeliveryEngineOptions {
   store: Store;
@@ -29,6 +30,8 @@ interface DeliveryEngineOptions {
   rateLimiter: RateLimiter;
   /** Tokens for deliveries to projects with asyncCompletion (SPEC section 11). */
   callbackTokens: CallbackTokens;
+  /** Span export (claims and attempts), when on. */
+  tracer: Tracer | null;
   /**
    * Rescue every lease at start, not only expired ones. Right for the embedded store, where one
    * process serves a database file, so any lease found at start belongs to a process that died.
@@ -50,7 +53,7 @@ export class DeliveryEngine {
   readonly health: WebhookHealth;
 
   constructor(private readonly options: DeliveryEngineOptions) {
-    const deps = { store: options.store, clock: options.clock, metrics: options.metrics, log: options.log, random: options.random };
+    const deps = { store: options.store, clock: options.clock, metrics: options.metrics, log: options.log, random: options.random, tracer: options.tracer };
     const onError = (error: unknown) => options.log.error({ err: error }, 'events: a background step failed; it is tried again');
     this.events = new EventDelivery({
       store: options.store,

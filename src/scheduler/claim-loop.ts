@@ -4,6 +4,7 @@ import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
 import type { Dispatcher } from '../delivery/dispatcher.js';
 import { UnavailableError } from '../errors.js';
 import type { Store } from '../store/store.js';
+import type { Tracer } from '../tracing/tracer.js';
 
 /** Claims per transaction. */
 const CLAIM_BATCH_SIZE = 100;
@@ -52,7 +53,15 @@ export class ClaimLoop {
   private claimUncertain = false;
 
   constructor(
-    private readonly deps: { store: Store; clock: Clock; dispatcher: Dispatcher; workerId: string; log: FastifyBaseLogger },
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      dispatcher: Dispatcher;
+      workerId: string;
+      log: FastifyBaseLogger;
+      /** Span export, when on: a claim span per claimed job that has a trace. */
+      tracer?: Tracer | null;
+    },
   ) {
     deps.dispatcher.onCapacity = () => {
       if (this.starved || this.skippedProjects) this.notifyDue(this.deps.clock.now());
@@ -131,6 +140,7 @@ export class ClaimLoop {
           const excludeProjectIds = dispatcher.saturatedProjects();
           this.skippedProjects = excludeProjectIds.length > 0;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
+          const claimSpans = this.deps.tracer?.startClaim();
           const claimed = await store.jobClaimDue({
             excludeProjectIds,
             now,
@@ -139,6 +149,7 @@ export class ClaimLoop {
             workerId: this.deps.workerId,
             leaseExtraMs: LEASE_MARGIN_MS,
           });
+          if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
           if (claimed.length > 0) await dispatcher.submit(claimed);
           if (claimed.length === limit) this.again = true;
         } while (this.again && this.running);

@@ -20,6 +20,8 @@ import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
 import { pageOf, readListLimit, readSeqCursor, readTimestampParam, singleValues } from './list-query.js';
+import type { TraceContext } from '../tracing/trace-context.js';
+import type { Tracer } from '../tracing/tracer.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
 export interface JobRequestContext {
@@ -54,6 +56,8 @@ interface JobsServiceDeps {
   store: Store;
   clock: Clock;
   metrics: Metrics;
+  /** Span export, when on: jobs created already claimed get their claim span here. */
+  tracer: Tracer | null;
   /** Tells the scheduler a job is due at this instant (after dispatch, reschedule or retry). */
   onJobDue: (runAt: number) => void;
   /** This instance's dispatcher, when it delivers: jobs due at once go to it without a claim. */
@@ -89,7 +93,7 @@ export class JobsService {
     return Math.min(asked ?? project.retryMaxRetries ?? plan.maxRetriesCap, plan.maxRetriesCap);
   }
 
-  private newJob(input: DispatchInput, ctx: JobRequestContext, now: number): NewJob {
+  private newJob(input: DispatchInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
     return {
       id: newJobId(now),
       payload: input.payload,
@@ -97,6 +101,8 @@ export class JobsService {
       // A time in the past means "at once"; the asked time is still kept as scheduledFor.
       runAt: Math.max(input.scheduledFor ?? now, now),
       maxRetries: JobsService.effectiveMaxRetries(input.maxRetries, ctx.project, ctx.plan),
+      traceparent: trace?.traceparent ?? null,
+      tracestate: trace?.tracestate ?? null,
     };
   }
 
@@ -128,6 +134,8 @@ export class JobsService {
     const immediate = this.deps.immediateDelivery();
     const dueNow = jobs.filter((job) => job.runAt <= now).length;
     const claimDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
+    // Jobs created already claimed are claimed by this very statement: their claim span covers it.
+    const claimSpans = claimDueNow && this.deps.tracer ? this.deps.tracer.startClaim() : null;
     const result = await this.deps.store.jobCreate({
       projectId: ctx.project.id,
       teamId: ctx.team.id,
@@ -145,15 +153,22 @@ export class JobsService {
         field: 'Idempotency-Key',
       });
     }
-    if (result.kind === 'created') this.created(jobs, result.created, result.claimed, immediate);
+    if (result.kind === 'created') {
+      if (claimSpans && result.claimed.length > 0) claimSpans.end(result.claimed, { workerId: claimDueNow!.workerId, atDispatch: true });
+      this.created(jobs, result.created, result.claimed, immediate);
+    }
     return result;
   }
 
-  async dispatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null): Promise<RenderedAnswer> {
+  /**
+   * `trace`: the W3C trace the job's deliveries continue (SPEC section 4), or null. It is not part
+   * of the request's identity: an Idempotency-Key replay answers as before, whatever it carries.
+   */
+  async dispatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
     const input = validateDispatchInput(body, ctx.receivedAt);
     if (!ctx.project.webhookUrl) throw webhookNotConfigured();
     const now = this.deps.clock.now();
-    const job = this.newJob(input, ctx, now);
+    const job = this.newJob(input, ctx, now, trace);
     const answer = JSON.stringify({
       jobId: job.id,
       status: 'QUEUED',
@@ -169,7 +184,8 @@ export class JobsService {
     return { statusCode: 201, body: answer, replayed: false };
   }
 
-  async dispatchBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null): Promise<RenderedAnswer> {
+  /** Every job of the batch continues the one `trace`, as `dispatch`. */
+  async dispatchBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
     if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"jobs": [...]}');
     const items = body.jobs;
     if (!Array.isArray(items) || items.length < 1 || items.length > BATCH_MAX_JOBS) {
@@ -179,7 +195,7 @@ export class JobsService {
     const now = this.deps.clock.now();
     const checked = items.map((item): { job: NewJob } | { error: PunctualError } => {
       try {
-        return { job: this.newJob(validateDispatchInput(item, ctx.receivedAt), ctx, now) };
+        return { job: this.newJob(validateDispatchInput(item, ctx.receivedAt), ctx, now, trace) };
       } catch (error) {
         if (error instanceof PunctualError) return { error };
         throw error;

@@ -18,6 +18,7 @@ import { RetentionService } from './retention-service.js';
 import { ScheduleFiring } from './schedule-firing.js';
 import { SchedulesService } from './schedules-service.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
+import type { Tracer } from '../tracing/tracer.js';
 
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
 export interface Services {
@@ -43,6 +44,8 @@ interface ServiceDeps {
   callbackTokens: CallbackTokens;
   metrics: Metrics;
   webhookClient: WebhookSender;
+  /** Span export, when on (a job created already claimed gets its claim span here). */
+  tracer: Tracer | null;
   /** Set by the server once its delivery engine exists; the CLI has none. */
   onJobDue: (runAt: number) => void;
   immediateDelivery: () => ImmediateDelivery | null;
@@ -69,6 +72,7 @@ export function createServices(deps: ServiceDeps): Services {
     store: deps.store,
     clock: deps.clock,
     metrics: deps.metrics,
+    tracer: deps.tracer,
     onJobDue: (runAt) => deps.onJobDue(runAt),
     immediateDelivery: deps.immediateDelivery,
   });

@@ -108,6 +108,13 @@ export interface JobRow {
   cancelledAt: number | null;
   /** The schedule that created it (SPEC section 9), else null. */
   scheduleId: string | null;
+  /**
+   * The W3C traceparent its deliveries continue (SPEC section 4): the dispatch request's, or with
+   * OpenTelemetry export on its dispatch span's; null when there was none (a schedule's job).
+   */
+  traceparent: string | null;
+  /** The tracestate that came with it, carried along unchanged; null when none did. */
+  tracestate: string | null;
 }
 
 export type AttemptOutcome = 'success' | 'http_error' | 'timeout' | 'network_error' | 'lease_expired';
@@ -146,6 +153,9 @@ export interface NewJob {
   maxRetries: number;
   /** A schedule's job: the schedule, and for a fire of its cron (not a trigger) the fire instant. */
   schedule?: { id: string; fireAt: number | null };
+  /** The trace its deliveries continue (JobRow.traceparent); absent or null: none. */
+  traceparent?: string | null;
+  tracestate?: string | null;
 }
 
 /** A response kept under an Idempotency-Key, replayed byte for byte. */

@@ -439,6 +439,32 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.attemptStart({ jobId: 'job_f1', attemptId: 'att_f3', workerId: 'wrk_a', now: T0 + 600, leaseExpiresAt: T0 + 2000 })).toEqual({ attemptNumber: 1 });
       });
 
+      it("keeps a job's trace context through claims and a retry; a job without one reads null", async () => {
+        const project = await makeProject();
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+        const tracestate = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
+        await create(project, [job('job_t1', { traceparent, tracestate, maxRetries: 0 }), job('job_t2', { traceparent, tracestate: null }), job('job_t0')]);
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_t1' })).toMatchObject({ traceparent, tracestate });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_t0' })).toMatchObject({ traceparent: null, tracestate: null });
+        const claimed = await claim(T0);
+        expect(claimed.map((j) => [j.id, j.traceparent, j.tracestate])).toEqual([
+          ['job_t1', traceparent, tracestate],
+          ['job_t2', traceparent, null],
+          ['job_t0', null, null],
+        ]);
+        await store.attemptStart({ jobId: 'job_t1', attemptId: 'att_t1', workerId: 'wrk_a', now: T0, leaseExpiresAt: T0 + 1000 });
+        await store.attemptFinish({ jobId: 'job_t1', attemptId: 'att_t1', workerId: 'wrk_a', now: T0 + 5, result: failure, next: { kind: 'fail' } });
+        expect(await store.jobRetryIfFailed({ projectId: project.id, jobId: 'job_t1', now: T0 + 10 })).toMatchObject({ ok: true, job: { traceparent, tracestate } });
+        expect((await claim(T0 + 10)).map((j) => [j.id, j.traceparent, j.tracestate])).toEqual([['job_t1', traceparent, tracestate]]);
+        // Created already claimed (a store that hands jobs due at once to the dispatching worker), it carries its context too.
+        const immediate = await create(project, [job('job_t3', { traceparent, tracestate })], {
+          claimDueNow: { workerId: 'wrk_b', leaseExpiresAt: T0 + 60_000, limit: 1 },
+        });
+        const handed = immediate.kind === 'created' ? immediate.claimed : [];
+        const t3 = handed.length > 0 ? handed : await claim(T0, 10, 'wrk_b');
+        expect(t3.map((j) => [j.id, j.traceparent, j.tracestate])).toEqual([['job_t3', traceparent, tracestate]]);
+      });
+
       it('rescues expired leases: DISPATCHED back to QUEUED without an attempt, STARTED as lease_expired', async () => {
         const project = await makeProject();
         await create(project, [job('job_l1'), job('job_l2', { maxRetries: 1 }), job('job_l3', { maxRetries: 0 })]);

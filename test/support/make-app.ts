@@ -93,7 +93,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
     },
   });
   const { store, services } = runtime;
-  const app = await buildServer({ config, store, clock, services, metrics: runtime.metrics, logger: false });
+  const app = await buildServer({ config, store, clock, services, metrics: runtime.metrics, tracer: runtime.tracer, logger: false });
   await app.ready();
   let engine: DeliveryEngine | null = null;
   if (options.delivery) {

@@ -1,5 +1,7 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { Services } from '../../services/services.js';
+import { readTraceContext, type TraceContext } from '../../tracing/trace-context.js';
+import type { DispatchSpan, Tracer } from '../../tracing/tracer.js';
 import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type JobRequestContext, type RenderedAnswer } from '../../services/jobs-service.js';
 import { rateLimitHeaders } from '../../services/rate-limit-service.js';
 import { validateIdempotencyKey } from '../../services/validate-job-input.js';
@@ -42,17 +44,53 @@ function sendRendered(reply: FastifyReply, answer: RenderedAnswer): FastifyReply
   return reply.code(answer.statusCode).type('application/json').send(answer.body);
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** A dispatch request's span, when span export is on. */
+    dispatchSpan: DispatchSpan | null;
+  }
+}
+
+/**
+ * With span export on, a dispatch route's span: begun once the request is authenticated (this
+ * route hook runs after the global ones, so an unauthenticated request makes none) and ended with
+ * whatever answer it gets. With export off, no hook at all.
+ */
+function dispatchTracing(tracer: Tracer | null): Pick<RouteShorthandOptions, 'onRequest' | 'onResponse'> {
+  if (!tracer) return {};
+  return {
+    onRequest: async (request) => {
+      request.dispatchSpan = tracer.startDispatch(readTraceContext(request.headers), request.routeOptions.url ?? request.url);
+    },
+    onResponse: async (request, reply) => {
+      request.dispatchSpan?.end({ statusCode: reply.statusCode, projectId: request.principal?.project.id ?? null });
+    },
+  };
+}
+
+/**
+ * The trace the dispatched jobs continue (SPEC section 4): the dispatch span's when export is on,
+ * else the request's own traceparent, if it sent a valid one.
+ */
+const dispatchTrace = (request: FastifyRequest): TraceContext | null => request.dispatchSpan?.context ?? readTraceContext(request.headers);
+
 type JobParams = { Params: { jobId: string } };
 type AttemptParams = { Params: { jobId: string; attemptId: string } };
 
-export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer | null }> = async (app, { services, tracer }) => {
   const jobs = services.jobs;
+  app.decorateRequest('dispatchSpan', null);
+  const traced = dispatchTracing(tracer);
+  const traceDescription =
+    'A W3C `traceparent` header (and its `tracestate`) is continued onto every delivery of the job, each attempt with a span id of its own; an invalid one is ignored.';
 
   app.post(
     '/api/jobs/dispatch',
     {
+      ...traced,
       schema: {
         summary: 'Queue a job',
+        description: traceDescription,
         tags,
         security,
         body: s.dispatchBody,
@@ -60,16 +98,20 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app,
       },
     },
     async (request, reply) =>
-      sendRendered(reply, await jobs.dispatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']))),
+      sendRendered(
+        reply,
+        await jobs.dispatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), dispatchTrace(request)),
+      ),
   );
 
   app.post(
     '/api/jobs/dispatch/batch',
     {
       bodyLimit: BATCH_BODY_LIMIT,
+      ...traced,
       schema: {
         summary: 'Queue up to 100 jobs in one transaction',
-        description: 'Items are validated one by one; the answer lists, in request order, each job or its error.',
+        description: `Items are validated one by one; the answer lists, in request order, each job or its error. ${traceDescription}`,
         tags,
         security,
         body: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: {} } } },
@@ -79,7 +121,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services }> = async (app,
     async (request, reply) =>
       sendRendered(
         reply,
-        await jobs.dispatchBatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key'])),
+        await jobs.dispatchBatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), dispatchTrace(request)),
       ),
   );
 

@@ -138,9 +138,9 @@ export class JobCreator {
     return new Map(entries.map((params, i) => [quotaKey(params), Number(rows[i]!.n)]));
   }
 
-  /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 16 of them) JobInsertGroupWithFires. */
+  /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 18 of them) JobInsertGroupWithFires. */
   private runInsertGroup(args: unknown[], client?: Queryable) {
-    return this.db.query(args.length > 14 ? q.JobInsertGroupWithFires : q.JobInsertGroup, args, client);
+    return this.db.query(args.length > 16 ? q.JobInsertGroupWithFires : q.JobInsertGroup, args, client);
   }
 
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
@@ -162,6 +162,8 @@ export class JobCreator {
     // two groups taking the same rows in opposite orders deadlock.
     const perTeam = [...counts.keys()].sort().map((key) => counts.get(key)!);
     const earliest = Math.min(...jobs.map((j) => j.runAt));
+    // Most groups carry no trace context: then no per-job array is built for it (null pads, see the query).
+    const traced = jobs.some((j) => j.traceparent != null);
     return [
       now,
       jobs.map((j) => j.id),
@@ -177,6 +179,8 @@ export class JobCreator {
       randomInt(USAGE_SHARDS),
       jobs.map((j) => j.schedule?.id ?? null),
       jobs.map((j) => j.schedule?.fireAt ?? null),
+      traced ? jobs.map((j) => j.traceparent ?? null) : null,
+      traced ? jobs.map((j) => j.tracestate ?? null) : null,
       // JobInsertGroupWithFires counts usage from these.
       ...(jobs.some((j) => j.schedule?.fireAt != null) ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
     ];

@@ -17,7 +17,7 @@ const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, schedule
   queued_at AS queuedAt, max_retries AS maxRetries, attempt_count AS attemptCount,
   round_start_attempt_count AS roundStartAttemptCount, last_error AS lastError, created_at AS createdAt,
   updated_at AS updatedAt, completed_at AS completedAt, failed_at AS failedAt, cancelled_at AS cancelledAt,
-  schedule_id AS scheduleId`;
+  schedule_id AS scheduleId, traceparent, tracestate`;
 const attemptColumns = (t: string) => `${t}.id, ${t}.job_id AS jobId, ${t}.attempt_number AS attemptNumber,
   ${t}.started_at AS startedAt, ${t}.finished_at AS finishedAt, ${t}.outcome, ${t}.status_code AS statusCode,
   ${t}.duration_ms AS durationMs, ${t}.error, ${t}.response_body AS responseBody, ${t}.accepted_at AS acceptedAt,
@@ -91,14 +91,15 @@ export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at 
 
 /** A schedule's fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is. */
 export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  created_at, updated_at, schedule_id, schedule_fire_at, on_hold) VALUES (@id, @projectId, 'QUEUED', @payload, @scheduledFor, @runAt, @now,
-  @maxRetries, @now, @now, @scheduleId, @scheduleFireAt, @onHold) ON CONFLICT DO NOTHING`;
+  created_at, updated_at, schedule_id, schedule_fire_at, on_hold, traceparent, tracestate) VALUES (@id, @projectId, 'QUEUED', @payload,
+  @scheduledFor, @runAt, @now, @maxRetries, @now, @now, @scheduleId, @scheduleFireAt, @onHold, @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
 /** Whether a project's jobs are held (it is paused): read once per creation, in its transaction. */
 export const ProjectPausedGet = 'SELECT paused FROM projects WHERE id = ?';
 /** A job due at once, created already claimed by the instance that accepted it. */
 export const JobInsertClaimed = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  lease_owner, lease_expires_at, created_at, updated_at, schedule_id, schedule_fire_at) VALUES (@id, @projectId, 'DISPATCHED', @payload,
-  @scheduledFor, @runAt, @now, @maxRetries, @workerId, @leaseExpiresAt, @now, @now, @scheduleId, @scheduleFireAt) ON CONFLICT DO NOTHING`;
+  lease_owner, lease_expires_at, created_at, updated_at, schedule_id, schedule_fire_at, traceparent, tracestate) VALUES (@id, @projectId,
+  'DISPATCHED', @payload, @scheduledFor, @runAt, @now, @maxRetries, @workerId, @leaseExpiresAt, @now, @now, @scheduleId, @scheduleFireAt,
+  @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**

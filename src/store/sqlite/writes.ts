@@ -82,6 +82,8 @@ function claimedJob(seq: number, row: NewJob & { projectId: string; now: number;
     failedAt: null,
     cancelledAt: null,
     scheduleId: row.schedule?.id ?? null,
+    traceparent: row.traceparent ?? null,
+    tracestate: row.tracestate ?? null,
     leaseExpiresAt: row.leaseExpiresAt,
   };
 }
@@ -207,7 +209,16 @@ export const WRITES = {
     const claimed: ClaimedJob[] = [];
     const created = params.jobs.map((job) => {
       if (quota && used >= quota.limit) return false;
-      const row = { ...job, projectId: params.projectId, now: params.now, scheduleId: job.schedule?.id ?? null, scheduleFireAt: job.schedule?.fireAt ?? null, onHold };
+      const row = {
+        ...job,
+        projectId: params.projectId,
+        now: params.now,
+        scheduleId: job.schedule?.id ?? null,
+        scheduleFireAt: job.schedule?.fireAt ?? null,
+        onHold,
+        traceparent: job.traceparent ?? null,
+        tracestate: job.tracestate ?? null,
+      };
       if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
         const claimedRow = { ...row, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
         const result = sql(q.JobInsertClaimed).run(claimedRow);
