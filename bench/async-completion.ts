@@ -26,6 +26,9 @@
  * job of the async project COMPLETED with exactly one attempt whose acceptedAt and reportedAt are
  * set, every job of the plain project COMPLETED with one attempt.
  *
+ * Each measured phase first waits for a quiet machine and is run again when other processes were
+ * busy during it (BENCH_MAX_OTHERS, BENCH_RETRIES, BENCH_QUIET_WAIT_S below).
+ *
  * Goal (issue 16): Punctual async/plain >= 0.5 (async completion, twice the HTTP work per job,
  * costs at most half the throughput). Exits non-zero when not met, when a job was not done, a
  * report refused, or the store check failed.
@@ -52,6 +55,7 @@ import {
   stopSystem,
   type CpuUse,
   type PunctualSystem,
+  waitForQuietMachine,
   type System,
 } from './delivery-harness.js';
 import { postgresUrlFromEnv } from './pg-bench.js';
@@ -65,6 +69,14 @@ const payloadBytes = Math.round(positiveNumber('BENCH_PAYLOAD_BYTES', 1024));
 const filler = payloadFiller(payloadBytes);
 const redisUrl = process.env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379';
 const IDLE_MS = 15_000;
+/**
+ * The machine is shared: each measured phase waits (up to BENCH_QUIET_WAIT_S) until other
+ * processes use at most BENCH_MAX_OTHERS CPUs, and is run again (up to BENCH_RETRIES times) when
+ * they used more during it; the last run is the one reported, with a note when it was still busy.
+ */
+const maxOthers = positiveNumber('BENCH_MAX_OTHERS', 0.3);
+const retries = Math.round(Number(process.env.BENCH_RETRIES ?? 2));
+const quietWaitS = positiveNumber('BENCH_QUIET_WAIT_S', 300);
 
 type Mode = 'plain' | 'async';
 const MODES: Mode[] = ['plain', 'async'];
@@ -191,13 +203,27 @@ async function main(): Promise<number> {
 
     const runs: Run[] = [];
     const warmups: Run[] = [];
+    const rerun: Run[] = [];
+    const notes: string[] = [];
     const measured = async (started: Started, mode: Mode) => {
       const name = started.system.name;
       warmups.push(await measure(receiver, started, `${name}-${mode}-warm`, mode, warmupJobs));
-      const run = await measure(receiver, started, `${name}-${mode}`, mode, jobs);
-      runs.push(run);
-      console.log(`${name} ${mode}: ${run.done} of ${run.jobs} done in ${run.seconds.toFixed(3)} s`);
+      for (let attempt = 0; ; attempt += 1) {
+        await waitForQuietMachine(maxOthers, quietWaitS);
+        const run = await measure(receiver, started, `${name}-${mode}${attempt > 0 ? `-again${attempt}` : ''}`, mode, jobs);
+        const others = run.cpu.cpus.others ?? 0;
+        console.log(`${name} ${mode}: ${run.done} of ${run.jobs} done in ${run.seconds.toFixed(3)} s; other processes used ${others.toFixed(2)} CPUs`);
+        if (others <= maxOthers || attempt >= retries) {
+          if (others > maxOthers) notes.push(`NOTE: ${name} ${mode}: other processes used ${others.toFixed(2)} CPUs, above ${maxOthers}, after ${retries} retries`);
+          runs.push(run);
+          break;
+        }
+        rerun.push(run);
+        console.log(`  above ${maxOthers}: running it again`);
+      }
     };
+    /** Jobs dispatched to Punctual in `mode`: the warm-up, the measured run and the runs done again. */
+    const dispatched = (mode: Mode) => [...warmups, ...rerun, ...runs].filter((r) => r.system === 'punctual' && r.mode === mode).reduce((n, r) => n + r.jobs, 0);
 
     for (const mode of MODES) {
       const bare = await startBare(receiver.url, { compiled: true, async: mode === 'async' });
@@ -229,10 +255,11 @@ async function main(): Promise<number> {
     await measured({ system: { ...punctual, headers: { ...punctual.headers, authorization: `Bearer ${asyncKey}` } }, pids }, 'async');
 
     // The receiver has a plain delivery before Punctual records its outcome: allow the last ones to land.
-    const total = jobs + warmupJobs;
+    const plainTotal = dispatched('plain');
+    const asyncTotal = dispatched('async');
     const checkFrom = Date.now();
     let plainCheck = checkProject(punctual, punctual.projectId);
-    while ((plainCheck.completed < total || plainCheck.oneAttempt < total) && Date.now() - checkFrom < 10_000) {
+    while ((plainCheck.completed < plainTotal || plainCheck.oneAttempt < plainTotal) && Date.now() - checkFrom < 10_000) {
       await new Promise((wait) => setTimeout(wait, 100));
       plainCheck = checkProject(punctual, punctual.projectId);
     }
@@ -258,20 +285,21 @@ async function main(): Promise<number> {
       `punctual async / bullmq async: ${ratio(punctualAsync, run('bullmq', 'async')).toFixed(2)}; ` +
         `punctual async / bare async: ${ratio(punctualAsync, run('bare', 'async')).toFixed(2)}`,
     );
-    const asyncOk = asyncCheck.jobs === total && asyncCheck.completed === total && asyncCheck.acceptedAndReported === total;
-    const plainOk = plainCheck.jobs === total && plainCheck.completed === total && plainCheck.oneAttempt === total;
+    const asyncOk = asyncCheck.jobs === asyncTotal && asyncCheck.completed === asyncTotal && asyncCheck.acceptedAndReported === asyncTotal;
+    const plainOk = plainCheck.jobs === plainTotal && plainCheck.completed === plainTotal && plainCheck.oneAttempt === plainTotal;
     console.log(
       `punctual store, async project: ${asyncCheck.jobs} jobs, ${asyncCheck.completed} COMPLETED, ${asyncCheck.oneAttempt} with one attempt, ` +
-        `${asyncCheck.acceptedAndReported} of those accepted and reported, for ${total} dispatched: ${asyncOk ? 'ok' : 'FAIL'}`,
+        `${asyncCheck.acceptedAndReported} of those accepted and reported, for ${asyncTotal} dispatched: ${asyncOk ? 'ok' : 'FAIL'}`,
     );
     console.log(
       `punctual store, plain project: ${plainCheck.jobs} jobs, ${plainCheck.completed} COMPLETED, ${plainCheck.oneAttempt} with one attempt, ` +
-        `for ${total} dispatched: ${plainOk ? 'ok' : 'FAIL'}`,
+        `for ${plainTotal} dispatched: ${plainOk ? 'ok' : 'FAIL'}`,
     );
 
+    for (const note of notes) console.log(note);
     let failed = !asyncOk || !plainOk;
-    for (const r of [...warmups, ...runs]) {
-      const what = `${r.system} ${r.mode}${warmups.includes(r) ? ' warm-up' : ''}`;
+    for (const r of [...warmups, ...rerun, ...runs]) {
+      const what = `${r.system} ${r.mode}${warmups.includes(r) ? ' warm-up' : rerun.includes(r) ? ' (a run done again)' : ''}`;
       if (r.refused > 0) console.log(`FAIL: ${what}: ${r.refused} reports refused, first: ${r.firstRefusal}`);
       if (r.done < r.jobs) console.log(`FAIL: ${what}: ${r.jobs - r.done} jobs not done`);
       if (r.refused > 0 || r.done < r.jobs) failed = true;

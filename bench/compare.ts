@@ -70,6 +70,7 @@ import {
   startBare,
   startPunctual,
   stopSystem,
+  waitForQuietMachine,
   type CpuUse,
   type PunctualSystem,
   type System,
@@ -693,22 +694,10 @@ async function runCell(workload: WorkloadId, id: SystemId): Promise<Cell> {
   }
 }
 
-/** CPUs the rest of the machine uses over one second (nothing of ours runs between cells). */
-function othersNow(): Promise<number> {
-  const stop = cpuMeter({ loader: [process.pid] });
-  return sleep(1000).then(() => stop().cpus.others ?? 0);
-}
-
 /** Waits for a quiet machine, runs the cell, and runs it again while others used too much CPU during it. */
 async function measureCell(workload: WorkloadId, id: SystemId): Promise<Cell> {
   for (let attempt = 0; ; attempt += 1) {
-    const waitFrom = Date.now();
-    let others = await othersNow();
-    while (others > maxOthers && Date.now() - waitFrom < quietWaitS * 1000) {
-      if (Date.now() - waitFrom < 1500) console.log(`  waiting for a quiet machine: other processes use ${others.toFixed(2)} CPUs (at most ${maxOthers})`);
-      others = await othersNow();
-    }
-    if (Date.now() - waitFrom > 1500) console.log(`  waited ${((Date.now() - waitFrom) / 1000).toFixed(0)} s; other processes now use ${others.toFixed(2)} CPUs`);
+    await waitForQuietMachine(maxOthers, quietWaitS);
     const cell = await runCell(workload, id);
     if (cell.others <= maxOthers) return cell;
     if (attempt >= retries) {

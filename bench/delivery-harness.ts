@@ -981,6 +981,27 @@ export function cpuMeter(processes: Record<string, number | number[]>, extra?: (
   };
 }
 
+/** CPUs the rest of the machine uses over one second (call it when nothing of the benchmark's runs). */
+export function othersNow(): Promise<number> {
+  const stop = cpuMeter({ loader: [process.pid] });
+  return sleep(1000).then(() => stop().cpus.others ?? 0);
+}
+
+/**
+ * The machine is shared (tests of other work may run beside): waits, up to `waitS` seconds, until
+ * other processes use at most `maxOthers` CPUs, saying so when it waits. Returns what they use then.
+ */
+export async function waitForQuietMachine(maxOthers: number, waitS: number, indent = '  '): Promise<number> {
+  const waitFrom = Date.now();
+  let others = await othersNow();
+  while (others > maxOthers && Date.now() - waitFrom < waitS * 1000) {
+    if (Date.now() - waitFrom < 1500) console.log(`${indent}waiting for a quiet machine: other processes use ${others.toFixed(2)} CPUs (at most ${maxOthers})`);
+    others = await othersNow();
+  }
+  if (Date.now() - waitFrom > 1500) console.log(`${indent}waited ${((Date.now() - waitFrom) / 1000).toFixed(0)} s; other processes now use ${others.toFixed(2)} CPUs`);
+  return others;
+}
+
 export function cpuLine(label: string, use: CpuUse): string {
   const parts = Object.entries(use.cpus).map(
     ([name, cpus]) => `${name} ${cpus.toFixed(2)}${use.split[name] ? ` (${use.split[name].map((c) => c.toFixed(2)).join(' + ')})` : ''}`,
