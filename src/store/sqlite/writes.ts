@@ -34,6 +34,7 @@ import * as q from './queries.js';
 import { SCHEDULE_WRITES } from './schedule-writes.js';
 import { EVENT_WRITES } from './event-writes.js';
 import { jobFailedEventId } from '../event-store.js';
+import { latenessBucket, minuteOf } from '../overview-store.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 /** Prepares a statement once per connection and reuses it. */
@@ -95,15 +96,21 @@ function transition(sql: Sql, statement: string, params: Record<string, unknown>
 }
 
 function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
-  const changed = sql(q.JobFinishAttempt).run({
+  const job = sql(q.JobFinishAttempt).get({
     jobId: params.jobId,
     workerId: params.workerId,
     attemptId: params.attemptId,
     now: params.now,
     ...jobAfterAttempt(params),
-  }).changes;
-  if (changed === 0) return false;
-  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...params.result, reported: params.reported ? 1 : 0 });
+  }) as { projectId: string } | undefined;
+  if (!job) return false;
+  const { now, attemptId } = params;
+  if (sql(q.AttemptFinish).run({ attemptId, now, ...params.result, reported: params.reported ? 1 : 0 }).changes === 1) {
+    // The overview's figures (0011_project_overview.sql), in the same transaction as the attempt.
+    const failed = params.result.outcome !== 'success';
+    sql(q.DeliveryMinuteAdd).run({ projectId: job.projectId, minute: minuteOf(now), failed: failed ? 1 : 0 });
+    if (failed) sql(q.FailedAttemptInsert).run({ projectId: job.projectId, now, attemptId });
+  }
   if (params.next.kind === 'fail') sql(q.EventInsertJobFailed).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now });
   return true;
 }
@@ -151,6 +158,16 @@ export const WRITES = {
 
   usagePrune(sql: Sql, p: { beforeDay: string; limit: number }): number {
     return sql(q.UsagePrune).run(p).changes;
+  },
+
+  /** Up to `limit` rows in all, table after table. */
+  overviewPrune(sql: Sql, p: { before: number; limit: number }): number {
+    let deleted = 0;
+    for (const statement of [q.DeliveryMinutePrune, q.LatenessMinutePrune, q.FailedAttemptPrune]) {
+      if (deleted >= p.limit) break;
+      deleted += sql(statement).run({ before: p.before, limit: p.limit - deleted }).changes;
+    }
+    return deleted;
   },
 
   projectInsert(sql: Sql, p: { project: ProjectRow; secret: WebhookSecretRow }): void {
@@ -277,16 +294,21 @@ export const WRITES = {
   },
 
   attemptStart(sql: Sql, params: AttemptStartParams): { attemptNumber: number } | null {
-    const started = sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
+    const started = sql(q.JobStart).get(params) as { attemptNumber: number; projectId: string; runAt: number } | undefined;
     if (!started) {
       sql(q.JobReleaseHeldBack).run({ jobId: params.jobId, workerId: params.workerId, now: params.now });
       return null;
     }
+    const { attemptNumber } = started;
     // Asked again for an attempt already recorded: nothing more to record.
     const recorded = sql(q.AttemptJobGet).get(params.attemptId) as { jobId: string } | undefined;
-    if (recorded?.jobId === params.jobId) return started;
-    sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber: started.attemptNumber, now: params.now });
-    return started;
+    if (recorded?.jobId === params.jobId) return { attemptNumber };
+    sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber, now: params.now });
+    // A first attempt's lateness, for the overview: started now, due at the job's runAt.
+    if (attemptNumber === 1) {
+      sql(q.LatenessMinuteAdd).run({ projectId: started.projectId, minute: minuteOf(params.now), bucket: latenessBucket(params.now - started.runAt) });
+    }
+    return { attemptNumber };
   },
 
   attemptFinish(sql: Sql, params: AttemptFinishParams): boolean {
