@@ -8,6 +8,7 @@ import type { WebhookSender } from '../delivery/webhook-client.js';
 import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
+import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { apiKeyView, eventView, projectView, teamView } from './manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
@@ -238,6 +239,13 @@ export class ManageService {
       now,
     });
     return { webhookSecret };
+  }
+
+  /** A project's overview (store/overview-store.ts) as of now: the dashboard's first tab. */
+  async overview(projectId: string): Promise<ProjectOverview & { at: number }> {
+    await this.requireProject(projectId);
+    const at = this.deps.clock.now();
+    return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
   }
 
   async usage(teamId: string) {
