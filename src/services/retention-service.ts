@@ -1,7 +1,7 @@
 /**
  * Retention (SPEC section 12): deletes final jobs with their attempts `retentionDays` after they
  * became final, idempotency keys after 24 hours, events after 30 days, daily usage after 400 days
- * and the project overview's figures per minute after 25 hours.
+ * and the project overview's figures per minute after 25 hours (folding their shards first).
  *
  * In the background, in small batches: each batch is one short transaction, and the next waits a
  * pause nine times as long, so the API's writes and the deliveries' never queue behind a long
@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import { OVERVIEW_KEEP_MS, pruneCutoffs, type PruneCutoffs } from '../retention.js';
 import type { PruneCounts, Store } from '../store/store.js';
+import { MINUTE_MS, minuteOf } from '../store/overview-store.js';
 
 /** A pass starts this often; the first one at start. A job goes at most this long after its time. */
 const PASS_INTERVAL_MS = 60_000;
@@ -137,7 +138,10 @@ export class RetentionService {
       metrics.rowsPruned.inc({ table: 'events' }, pruned);
       return pruned;
     });
-    // Figures, not anyone's data: counted in /metrics, not in what a pass reports (nor in --dry-run).
+    // The overview's figures: past minutes' shards folded (PostgreSQL), so that reading a day stays
+    // a row per minute; then those of minutes past its windows deleted. Figures, not anyone's data:
+    // counted in /metrics, not in what a pass reports (nor in --dry-run).
+    await drain(() => store.overviewCompact({ before: minuteOf(this.deps.clock.now()) - MINUTE_MS, limit }));
     await drain(async () => {
       const pruned = await store.overviewPrune({ before: overviewBefore, limit });
       metrics.rowsPruned.inc({ table: 'overview' }, pruned);

@@ -745,6 +745,19 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect((await store.projectOverview({ projectId: project.id, now: NOW + 25 * MIN })).lateness).toEqual({ firstAttempts: 2, p50Ms: 0, p99Ms: 107 });
       });
 
+      it("changes no figure when it folds past minutes' rows (PostgreSQL's shards), and finds nothing left to fold after", async () => {
+        const project = await makeProject();
+        for (let i = 0; i < 8; i += 1) {
+          const at = T0 - 4 * MIN + i * 25_000;
+          await deliver(project, `job_k${i}`, { due: at - i, startAt: at, finishAt: at + 5, result: i % 3 === 0 ? http500 : success });
+        }
+        const before = await store.projectOverview({ projectId: project.id, now: NOW });
+        expect(before.deliveryMinutes.reduce((sum, m) => sum + m.attempts, 0)).toBe(8);
+        expect(await store.overviewCompact({ before: T0, limit: 100 })).toBeGreaterThanOrEqual(0);
+        expect(await store.projectOverview({ projectId: project.id, now: NOW })).toEqual(before);
+        expect(await store.overviewCompact({ before: T0, limit: 100 })).toBe(0);
+      });
+
       it('prunes its rows of minutes before the cut-off, every project\'s, up to the limit at a time', async () => {
         const project = await makeProject();
         const other = await makeProject();

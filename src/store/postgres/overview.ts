@@ -37,6 +37,16 @@ export class PostgresOverview {
   }
 
   /** Up to `limit` rows in all, table after table. */
+  async compact(params: { before: number; limit: number }): Promise<number> {
+    let folded = 0;
+    for (const statement of [q.DeliveryMinuteCompact, q.LatenessMinuteCompact]) {
+      if (folded >= params.limit) break;
+      folded += (await this.db.rows<{ n: number }>(statement, [params.before, params.limit - folded]))[0]!.n;
+    }
+    return folded;
+  }
+
+  /** Up to `limit` rows in all, table after table. */
   async prune(params: { before: number; limit: number }): Promise<number> {
     let deleted = 0;
     for (const statement of [q.DeliveryMinutePrune, q.LatenessMinutePrune, q.FailedAttemptPrune]) {

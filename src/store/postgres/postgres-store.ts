@@ -480,6 +480,7 @@ export class PostgresStore implements Store {
 
   // The project overview (../overview-store.ts), in overview.ts; its figures are written with the attempts (attempt-recorder.ts).
   readonly projectOverview: OverviewStore['projectOverview'] = (params) => this.overview.read(params);
+  readonly overviewCompact: OverviewStore['overviewCompact'] = (params) => this.overview.compact(params);
   readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.overview.prune(params);
 
   // Events (SPEC section 10), in events.ts.

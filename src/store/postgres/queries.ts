@@ -573,3 +573,21 @@ const overviewPrune = (table: string, time: string) => `DELETE FROM ${table} WHE
 export const DeliveryMinutePrune = overviewPrune('delivery_minutes', 'minute');
 export const LatenessMinutePrune = overviewPrune('lateness_minutes', 'minute');
 export const FailedAttemptPrune = overviewPrune('failed_attempts', 'finished_at');
+/**
+ * Folds the shards (> 0) of minutes before $1 into shard 0, up to $2 rows, in one statement: the
+ * sums move, never change. Rows a finish is adding to are skipped, not waited for; shard 0's rows
+ * are taken in (project, minute) order, as the finishes take theirs.
+ */
+const overviewCompact = (table: string, key: string, sums: string[]) => `WITH moved AS (
+    DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
+      SELECT ctid FROM ${table} WHERE minute < $1 AND shard > 0 LIMIT $2 FOR UPDATE SKIP LOCKED))
+    RETURNING project_id, ${key}, ${sums.join(', ')}
+  ), folded AS (
+    INSERT INTO ${table} (project_id, ${key}, shard, ${sums.join(', ')})
+    SELECT project_id, ${key}, 0, ${sums.map((c) => `sum(${c})`).join(', ')} FROM moved
+    GROUP BY project_id, ${key} ORDER BY project_id COLLATE "C", ${key}
+    ON CONFLICT (project_id, ${key}, shard) DO UPDATE SET ${sums.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', ')}
+  )
+  SELECT count(*)::int AS n FROM moved`;
+export const DeliveryMinuteCompact = overviewCompact('delivery_minutes', 'minute', ['attempts', 'failed_attempts']);
+export const LatenessMinuteCompact = overviewCompact('lateness_minutes', 'minute, bucket', ['attempts']);

@@ -454,6 +454,8 @@ export class SqliteStore implements Store {
   // The project overview (../overview-store.ts): read on the background connection, as the counts
   // walk up to JOB_COUNT_LIMIT index entries per status; its figures are written with the attempts.
   readonly projectOverview: OverviewStore['projectOverview'] = (params) => readProjectOverview(this.background, params);
+  /** One row per minute already (a single writer needs no shards): nothing to fold. */
+  readonly overviewCompact: OverviewStore['overviewCompact'] = async () => 0;
   readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.writer.run('overviewPrune', params);
 
   // Events (SPEC section 10): reads on this connection, writes on the writer.

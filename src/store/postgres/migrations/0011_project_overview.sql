@@ -3,7 +3,8 @@
 -- project or by time, and adding one would cost every start and finish). As in usage_daily
 -- (0003), a minute's counts are spread over up to 16 rows (shards): each statement adds to one
 -- shard picked at random, so instances finishing attempts of one busy project at the same moment
--- seldom wait for one row's lock; readers sum the shards.
+-- seldom wait for one row's lock; readers sum the shards. Once a minute is past, the retention
+-- pass folds its shards into shard 0: a day of a busy project is then 1,440 rows, not 23,040.
 
 -- Attempts finished per project and minute (epoch ms of the minute's start); failed ones are
 -- those whose outcome is not success.
@@ -38,4 +39,8 @@ CREATE TABLE failed_attempts (
 -- Retention deletes all three by time, across projects.
 CREATE INDEX delivery_minutes_minute ON delivery_minutes (minute);
 CREATE INDEX lateness_minutes_minute ON lateness_minutes (minute);
+-- Past minutes' shards are folded into shard 0 (overviewCompact), found through these: only rows
+-- not yet folded are in them, so a day of folded minutes costs the fold nothing.
+CREATE INDEX delivery_minutes_unfolded ON delivery_minutes (minute) WHERE shard > 0;
+CREATE INDEX lateness_minutes_unfolded ON lateness_minutes (minute) WHERE shard > 0;
 CREATE INDEX failed_attempts_finished ON failed_attempts (finished_at);
