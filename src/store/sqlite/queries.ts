@@ -394,15 +394,16 @@ export const FailedAttemptListRecent = `SELECT a.job_id AS jobId, a.id AS attemp
   FROM failed_attempts f JOIN attempts a ON a.id = f.attempt_id
   WHERE f.project_id = @projectId AND f.finished_at >= @from AND f.finished_at < @until
   ORDER BY f.finished_at DESC, f.attempt_id DESC LIMIT @limit`;
-/** A finished attempt, counted in its project's minute. */
+/** A group commit's finished attempts (overview-tally.ts), added to their project's minute. */
 export const DeliveryMinuteAdd = `INSERT INTO delivery_minutes (project_id, minute, attempts, failed_attempts)
-  VALUES (@projectId, @minute, 1, @failed)
-  ON CONFLICT (project_id, minute) DO UPDATE SET attempts = attempts + 1, failed_attempts = failed_attempts + excluded.failed_attempts`;
+  VALUES (@projectId, @minute, @attempts, @failedAttempts)
+  ON CONFLICT (project_id, minute) DO UPDATE SET attempts = attempts + excluded.attempts,
+    failed_attempts = failed_attempts + excluded.failed_attempts`;
 export const FailedAttemptInsert = `INSERT INTO failed_attempts (project_id, finished_at, attempt_id) VALUES (@projectId, @now, @attemptId)
   ON CONFLICT DO NOTHING`;
-/** A first attempt's lateness, counted in its bucket of the minute it started. */
-export const LatenessMinuteAdd = `INSERT INTO lateness_minutes (project_id, minute, bucket, attempts) VALUES (@projectId, @minute, @bucket, 1)
-  ON CONFLICT (project_id, minute, bucket) DO UPDATE SET attempts = attempts + 1`;
+/** A group commit's first attempts (overview-tally.ts), added to their lateness bucket of the minute they started. */
+export const LatenessMinuteAdd = `INSERT INTO lateness_minutes (project_id, minute, bucket, attempts) VALUES (@projectId, @minute, @bucket, @attempts)
+  ON CONFLICT (project_id, minute, bucket) DO UPDATE SET attempts = attempts + excluded.attempts`;
 export const DeliveryMinutePrune = `DELETE FROM delivery_minutes WHERE (project_id, minute) IN
   (SELECT project_id, minute FROM delivery_minutes WHERE minute < @before LIMIT @limit)`;
 export const LatenessMinutePrune = `DELETE FROM lateness_minutes WHERE (project_id, minute, bucket) IN

@@ -1,7 +1,9 @@
 /**
  * Every write of the embedded store, as a function of its parameters: data in, data out, so that
  * it runs on the writer thread (writer-worker.ts), where each is called inside the group's
- * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements.
+ * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements;
+ * the writes of attempts add the overview's figures to the group's tally (overview-tally.ts), the
+ * third argument every write is given.
  */
 import type Database from 'better-sqlite3';
 import {
@@ -35,6 +37,7 @@ import { SCHEDULE_WRITES } from './schedule-writes.js';
 import { EVENT_WRITES } from './event-writes.js';
 import { jobFailedEventId } from '../event-store.js';
 import { latenessBucket, minuteOf } from '../overview-store.js';
+import type { OverviewTally } from './overview-tally.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 /** Prepares a statement once per connection and reuses it. */
@@ -95,7 +98,7 @@ function transition(sql: Sql, statement: string, params: Record<string, unknown>
   return { ok: false, status: current?.status ?? null };
 }
 
-function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
+function finishAttempt(sql: Sql, params: AttemptFinishParams, tally: OverviewTally): boolean {
   const job = sql(q.JobFinishAttempt).get({
     jobId: params.jobId,
     workerId: params.workerId,
@@ -108,7 +111,7 @@ function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
   if (sql(q.AttemptFinish).run({ attemptId, now, ...params.result, reported: params.reported ? 1 : 0 }).changes === 1) {
     // The overview's figures (0011_project_overview.sql), in the same transaction as the attempt.
     const failed = params.result.outcome !== 'success';
-    sql(q.DeliveryMinuteAdd).run({ projectId: job.projectId, minute: minuteOf(now), failed: failed ? 1 : 0 });
+    tally.finished(job.projectId, minuteOf(now), failed);
     if (failed) sql(q.FailedAttemptInsert).run({ projectId: job.projectId, now, attemptId });
   }
   if (params.next.kind === 'fail') sql(q.EventInsertJobFailed).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now });
@@ -293,7 +296,7 @@ export const WRITES = {
     return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
   },
 
-  attemptStart(sql: Sql, params: AttemptStartParams): { attemptNumber: number } | null {
+  attemptStart(sql: Sql, params: AttemptStartParams, tally: OverviewTally): { attemptNumber: number } | null {
     const started = sql(q.JobStart).get(params) as { attemptNumber: number; projectId: string; runAt: number } | undefined;
     if (!started) {
       sql(q.JobReleaseHeldBack).run({ jobId: params.jobId, workerId: params.workerId, now: params.now });
@@ -305,14 +308,12 @@ export const WRITES = {
     if (recorded?.jobId === params.jobId) return { attemptNumber };
     sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber, now: params.now });
     // A first attempt's lateness, for the overview: started now, due at the job's runAt.
-    if (attemptNumber === 1) {
-      sql(q.LatenessMinuteAdd).run({ projectId: started.projectId, minute: minuteOf(params.now), bucket: latenessBucket(params.now - started.runAt) });
-    }
+    if (attemptNumber === 1) tally.started(started.projectId, minuteOf(params.now), latenessBucket(params.now - started.runAt));
     return { attemptNumber };
   },
 
-  attemptFinish(sql: Sql, params: AttemptFinishParams): boolean {
-    return finishAttempt(sql, params);
+  attemptFinish(sql: Sql, params: AttemptFinishParams, tally: OverviewTally): boolean {
+    return finishAttempt(sql, params, tally);
   },
 
   attemptAccept(sql: Sql, p: AttemptAcceptParams): boolean {
@@ -321,7 +322,7 @@ export const WRITES = {
     return true;
   },
 
-  attemptReport(sql: Sql, p: { jobId: string; attemptId: string; now: number; report: AttemptReport }): boolean {
+  attemptReport(sql: Sql, p: { jobId: string; attemptId: string; now: number; report: AttemptReport }, tally: OverviewTally): boolean {
     const guard = { jobId: p.jobId, attemptId: p.attemptId, now: p.now };
     if (p.report.kind === 'running') {
       if (sql(q.JobReportRunning).run({ ...guard, deadline: p.report.deadline }).changes === 0) return false;
@@ -329,7 +330,7 @@ export const WRITES = {
       return true;
     }
     if (sql(q.JobAwaitingReportCheck).get(guard) === undefined) return false;
-    return finishAttempt(sql, { ...guard, workerId: AWAITING_REPORT, result: p.report.result, next: p.report.next, reported: true });
+    return finishAttempt(sql, { ...guard, workerId: AWAITING_REPORT, result: p.report.result, next: p.report.next, reported: true }, tally);
   },
 
   jobLeaseRenew(sql: Sql, p: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): void {
@@ -342,14 +343,14 @@ export const WRITES = {
    * read (owner, attempt, expiry), so a lease renewed or finished since changes nothing; returns
    * which were rescued.
    */
-  jobRescueLeases(sql: Sql, p: { now: number; expiredBefore: number; rescues: LeaseRescue[] }): boolean[] {
+  jobRescueLeases(sql: Sql, p: { now: number; expiredBefore: number; rescues: LeaseRescue[] }, tally: OverviewTally): boolean[] {
     return p.rescues.map((rescue) => {
       if (rescue.kind === 'requeue') {
         return sql(q.JobRequeueExpired).run({ jobId: rescue.jobId, now: p.now, expiredBefore: p.expiredBefore }).changes === 1;
       }
       const { jobId, attemptId } = rescue.finish;
       const expired = sql(q.JobLeaseExpiredCheck).get({ jobId, expiredBefore: p.expiredBefore, attemptId, now: p.now });
-      return expired !== undefined && finishAttempt(sql, rescue.finish);
+      return expired !== undefined && finishAttempt(sql, rescue.finish, tally);
     });
   },
 
