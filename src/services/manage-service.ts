@@ -10,7 +10,7 @@ import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, eventView, projectView, teamView } from './manage-views.js';
+import { apiKeyView, eventView, overviewView, projectView, teamView } from './manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
 import { holdProjectJobs, releaseProjectJobs } from '../scheduler/project-holds.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
@@ -246,6 +246,11 @@ export class ManageService {
     await this.requireProject(projectId);
     const at = this.deps.clock.now();
     return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
+  }
+
+  /** The same as the management API and the CLI show it: timestamps, and the windows. */
+  async getOverview(projectId: string) {
+    return overviewView(await this.overview(projectId));
   }
 
   async usage(teamId: string) {

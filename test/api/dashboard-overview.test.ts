@@ -144,6 +144,34 @@ describe('dashboard: project overview', () => {
     expect(body).toContain(`<dt>Project id</dt><dd><code>${fresh.projectId}</code></dd>`);
   });
 
+  it('gives the same figures as JSON on the management API, with their windows', async () => {
+    const response = await t.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/overview` });
+    expect(response.statusCode).toBe(200);
+    const failure = (name: string, at: string, rest: Record<string, unknown>) => ({ jobId: ids[name], attemptId: `att_${name}_0000000000000000`, attemptNumber: 1, finishedAt: at, ...rest });
+    expect(response.json()).toEqual({
+      at: '2027-01-01T00:10:30.000Z',
+      jobsByStatus: { QUEUED: 1, DISPATCHED: 0, STARTED: 0, COMPLETED: 3, FAILED: 2, CANCELLED: 1 },
+      jobCountLimit: 10_000,
+      deliveries: {
+        windowStart: '2026-12-31T00:11:00.000Z',
+        windowEnd: '2027-01-01T00:11:00.000Z',
+        attempts: 5,
+        failedAttempts: 2,
+        perMinute: [
+          { minute: '2027-01-01T00:01:00.000Z', attempts: 1, failedAttempts: 0 },
+          { minute: '2027-01-01T00:02:00.000Z', attempts: 1, failedAttempts: 1 },
+          { minute: '2027-01-01T00:03:00.000Z', attempts: 2, failedAttempts: 0 },
+          { minute: '2027-01-01T00:05:00.000Z', attempts: 1, failedAttempts: 1 },
+        ],
+      },
+      lateness: { windowStart: '2026-12-31T23:11:00.000Z', windowEnd: '2027-01-01T00:11:00.000Z', firstAttempts: 5, p50Ms: 4, p99Ms: 31 },
+      recentFailures: [
+        failure('g', '2027-01-01T00:05:00.020Z', { outcome: 'network_error', statusCode: null, error: 'connect ECONNREFUSED 93.184.216.34:443' }),
+        failure('b', '2027-01-01T00:02:00.050Z', { outcome: 'http_error', statusCode: 500, error: 'HTTP 500: <script>alert(1)</script>' }),
+      ],
+    });
+  });
+
   it("answers another team's user with the 404 of an unknown project, for the overview and the keys tab", async () => {
     const other = await t.makeProject();
     await t.services.users.create({ email: 'other-team@example.com', password: PASSWORD, teamIds: [other.teamId], operator: false });
@@ -155,5 +183,8 @@ describe('dashboard: project overview', () => {
       expect(refused.body).toBe(absent.body);
       expect(refused.body).not.toContain(ids.b!);
     }
+    const json = await t.app.inject({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/overview`, headers: { cookie: intruder } });
+    expect(json.statusCode).toBe(404);
+    expect(json.json()).toMatchObject({ error: 'NOT_FOUND' });
   });
 });
