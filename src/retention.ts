@@ -17,6 +17,11 @@ export const IDEMPOTENCY_KEY_TTL_MS = DAY_MS;
 export const USAGE_KEEP_DAYS = 400;
 /** Events (SPEC section 10) are kept this long after they occurred, delivered or not. */
 export const EVENTS_KEEP_MS = 30 * DAY_MS;
+/**
+ * The project overview's rows per minute (0011_project_overview.sql) are kept this long: its
+ * longest window is 24 hours, and an hour more lets a pass come late without a gap in the chart.
+ */
+export const OVERVIEW_KEEP_MS = 25 * 60 * 60 * 1000;
 
 /** What retention deletes at `now`: final jobs per project, idempotency keys, usage days, events. */
 export interface PruneCutoffs {

@@ -43,6 +43,12 @@ describe('punctual CLI', () => {
     expect(updated.deliveryConcurrency).toBe(5);
     const usage = json(['usage', '--team', team.teamId]);
     expect(usage).toMatchObject({ plan: 'pro', jobsCreated: 0, quota: 100000, rateLimit: { requestsPerSecond: 100, burst: 200 } });
+    expect(json(['projects', 'overview', project.projectId])).toMatchObject({
+      jobsByStatus: { QUEUED: 0, DISPATCHED: 0, STARTED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 },
+      deliveries: { attempts: 0, failedAttempts: 0, perMinute: [] },
+      lateness: { firstAttempts: 0, p50Ms: null, p99Ms: null },
+      recentFailures: [],
+    });
   });
 
   it('creates, lists, pauses, resumes, triggers and deletes a project\'s schedules', () => {

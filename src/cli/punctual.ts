@@ -25,6 +25,7 @@ const USAGE = `Usage: punctual <command> [options]
   projects list --team <teamId>
   projects get <projectId>
   projects update <projectId> [--webhook-url <url|"">] [--json '<PATCH body>']
+  projects overview <projectId>                           jobs by status, attempts per minute (24 h), lateness (1 h), last failures
   keys create --project <projectId> --name <name>
   keys list --project <projectId>
   keys revoke <keyId>
@@ -88,6 +89,7 @@ const COMMANDS: Record<string, Command> = {
     if (values['webhook-url'] !== undefined) body.webhookUrl = values['webhook-url'] || null;
     return s.manage.updateProject(positional(positionals, 'projectId'), body);
   },
+  'projects overview': (s, { positionals }) => s.manage.getOverview(positional(positionals, 'projectId')),
   'keys create': (s, { values }) => s.manage.createKey(required(values, 'project'), { name: required(values, 'name') }),
   'keys list': (s, { values }) => s.manage.listKeys(required(values, 'project')),
   'keys revoke': (s, { positionals }) => s.manage.revokeKey(positional(positionals, 'keyId')),

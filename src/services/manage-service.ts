@@ -8,8 +8,9 @@ import type { WebhookSender } from '../delivery/webhook-client.js';
 import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotConfiguredError } from '../errors.js';
 import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
+import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, eventView, projectView, teamView } from './manage-views.js';
+import { apiKeyView, eventView, overviewView, projectView, teamView } from './manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
 import { holdProjectJobs, releaseProjectJobs } from '../scheduler/project-holds.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
@@ -238,6 +239,18 @@ export class ManageService {
       now,
     });
     return { webhookSecret };
+  }
+
+  /** A project's overview (store/overview-store.ts) as of now: the dashboard's first tab. */
+  async overview(projectId: string): Promise<ProjectOverview & { at: number }> {
+    await this.requireProject(projectId);
+    const at = this.deps.clock.now();
+    return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
+  }
+
+  /** The same as the management API and the CLI show it: timestamps, and the windows. */
+  async getOverview(projectId: string) {
+    return overviewView(await this.overview(projectId));
   }
 
   async usage(teamId: string) {

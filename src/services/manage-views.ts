@@ -1,6 +1,15 @@
 /** What the management API (and the dashboard) shows of teams, projects and keys. */
 import type { ApiKeyRow, ProjectRow, TeamRow } from '../store/store.js';
 import type { EventRow } from '../store/event-store.js';
+import {
+  DELIVERY_WINDOW_MINUTES,
+  JOB_COUNT_LIMIT,
+  LATENESS_WINDOW_MINUTES,
+  MINUTE_MS,
+  minuteOf,
+  windowStart,
+  type ProjectOverview,
+} from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp } from '../timestamp.js';
 
 export function teamView(team: TeamRow) {
@@ -57,5 +66,25 @@ export function apiKeyView(key: ApiKeyRow) {
     createdAt: formatTimestamp(key.createdAt),
     lastUsedAt: formatNullableTimestamp(key.lastUsedAt),
     revokedAt: formatNullableTimestamp(key.revokedAt),
+  };
+}
+
+/** A project's overview (GET /manage/v1/projects/:projectId/overview): the dashboard's figures, with their windows. */
+export function overviewView(overview: ProjectOverview & { at: number }) {
+  const windowEnd = formatTimestamp(minuteOf(overview.at) + MINUTE_MS);
+  const deliveryStart = formatTimestamp(windowStart(overview.at, DELIVERY_WINDOW_MINUTES));
+  return {
+    at: formatTimestamp(overview.at),
+    jobsByStatus: overview.jobsByStatus,
+    jobCountLimit: JOB_COUNT_LIMIT,
+    deliveries: {
+      windowStart: deliveryStart,
+      windowEnd,
+      attempts: overview.deliveryMinutes.reduce((sum, m) => sum + m.attempts, 0),
+      failedAttempts: overview.deliveryMinutes.reduce((sum, m) => sum + m.failedAttempts, 0),
+      perMinute: overview.deliveryMinutes.map((m) => ({ minute: formatTimestamp(m.minute), attempts: m.attempts, failedAttempts: m.failedAttempts })),
+    },
+    lateness: { windowStart: formatTimestamp(windowStart(overview.at, LATENESS_WINDOW_MINUTES)), windowEnd, ...overview.lateness },
+    recentFailures: overview.recentFailures.map((f) => ({ ...f, finishedAt: formatTimestamp(f.finishedAt) })),
   };
 }

@@ -1,6 +1,7 @@
 /**
  * Retention (SPEC section 12): deletes final jobs with their attempts `retentionDays` after they
- * became final, idempotency keys after 24 hours, events after 30 days and daily usage after 400 days.
+ * became final, idempotency keys after 24 hours, events after 30 days, daily usage after 400 days
+ * and the project overview's figures per minute after 25 hours (folding their shards first).
  *
  * In the background, in small batches: each batch is one short transaction, and the next waits a
  * pause nine times as long, so the API's writes and the deliveries' never queue behind a long
@@ -9,8 +10,9 @@
  */
 import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
-import { pruneCutoffs, type PruneCutoffs } from '../retention.js';
+import { OVERVIEW_KEEP_MS, pruneCutoffs, type PruneCutoffs } from '../retention.js';
 import type { PruneCounts, Store } from '../store/store.js';
+import { MINUTE_MS, minuteOf } from '../store/overview-store.js';
 
 /** A pass starts this often; the first one at start. A job goes at most this long after its time. */
 const PASS_INTERVAL_MS = 60_000;
@@ -96,6 +98,7 @@ export class RetentionService {
     const { store, metrics } = this.deps;
     const limit = this.deps.batchSize ?? BATCH_SIZE;
     const cutoffs = await this.cutoffs();
+    const overviewBefore = this.deps.clock.now() - OVERVIEW_KEEP_MS;
     const total = { ...NOTHING };
     // Runs one kind of batch until a batch comes back short (nothing more is due) or the service stops.
     const drain = async (batch: () => Promise<number>) => {
@@ -133,6 +136,15 @@ export class RetentionService {
       const pruned = await store.eventPrune({ occurredBy: cutoffs.eventsOccurredBy, limit });
       total.events += pruned;
       metrics.rowsPruned.inc({ table: 'events' }, pruned);
+      return pruned;
+    });
+    // The overview's figures: past minutes' shards folded (PostgreSQL), so that reading a day stays
+    // a row per minute; then those of minutes past its windows deleted. Figures, not anyone's data:
+    // counted in /metrics, not in what a pass reports (nor in --dry-run).
+    await drain(() => store.overviewCompact({ before: minuteOf(this.deps.clock.now()) - MINUTE_MS, limit }));
+    await drain(async () => {
+      const pruned = await store.overviewPrune({ before: overviewBefore, limit });
+      metrics.rowsPruned.inc({ table: 'overview' }, pruned);
       return pruned;
     });
     return total;

@@ -8,6 +8,7 @@
 import type { PruneCutoffs } from '../retention.js';
 import type { ScheduleStore } from './schedule-store.js';
 import type { EventStore } from './event-store.js';
+import type { OverviewStore } from './overview-store.js';
 
 export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -350,7 +351,7 @@ export interface ExpiredLease {
   awaitedReport: boolean;
 }
 
-export interface Store extends ScheduleStore, EventStore {
+export interface Store extends ScheduleStore, EventStore, OverviewStore {
   /** Which driver, for messages (the CLI's `migrate` answer); what differs is said by the members below. */
   readonly kind: 'sqlite' | 'postgres';
   /**

@@ -113,7 +113,7 @@ describe('dashboard pages', () => {
     expect(created.body).toContain(`action="/projects/${p.projectId}/keys/${keyId}/revoke"`);
     const revoked = await post(`/projects/${p.projectId}/keys/${keyId}/revoke`);
     expect(revoked.statusCode).toBe(303);
-    expect(revoked.headers.location).toBe(`/projects/${p.projectId}?done=key-revoked`);
+    expect(revoked.headers.location).toBe(`/projects/${p.projectId}/keys?done=key-revoked`);
     const refused = await t.api(key, { method: 'GET', url: `/api/jobs/${jobIds[0]}` });
     expect(refused.statusCode).toBe(401);
     expect(refused.json().error).toBe('UNAUTHORIZED');
@@ -283,7 +283,7 @@ describe('dashboard pages', () => {
     const overview = (await get(paused.headers.location as string)).body;
     expect(overview).toContain('Deliveries paused. Dispatches are still accepted: the jobs wait, QUEUED, until you resume.');
     expect(overview).not.toContain(`action="${base}/pause"`);
-    for (const tab of ['', '/webhook', '/settings', '/jobs', '/schedules', '/events']) {
+    for (const tab of ['', '/keys', '/webhook', '/settings', '/jobs', '/schedules', '/events']) {
       const page = (await get(`${base}${tab}`)).body;
       expect(page, tab).toMatch(/data-testid="paused-banner">[^]*Deliveries paused[^]*Jobs are accepted and wait, QUEUED/);
       expect(page, tab).toContain(`action="${base}/resume"`);

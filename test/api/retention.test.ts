@@ -91,4 +91,28 @@ describe('retention', () => {
     const database = /^punctual_store_size_bytes\{file="database"\} (\d+)$/m.exec(text);
     expect(Number(database?.[1])).toBeGreaterThan(0);
   });
+
+  it("deletes the project overview's figures 25 hours after their minute", async () => {
+    const project = await t.makeProject();
+    const jobId = (await t.api(project.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { n: 3 } } })).json().jobId as string;
+    const at = t.clock.now();
+    // Another project's jobs are due too (the idempotency test's): stepped over.
+    const claimed = await t.store.jobClaimDue({ now: at, dueBy: at, limit: 10, workerId: 'wrk_t', leaseExtraMs: 30_000, excludeProjectIds: [p.projectId] });
+    expect(claimed.map((job) => job.id)).toEqual([jobId]);
+    await t.store.attemptStart({ jobId, attemptId: 'att_retention0000000', workerId: 'wrk_t', now: at, leaseExpiresAt: at + 60_000 });
+    const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 3, error: 'HTTP 500', responseBody: null };
+    await t.store.attemptFinish({ jobId, attemptId: 'att_retention0000000', workerId: 'wrk_t', now: at, result: failure, next: { kind: 'fail' } });
+    const figures = () => t.store.projectOverview({ projectId: project.projectId, now: at });
+    const kept = { deliveryMinutes: [{ attempts: 1, failedAttempts: 1 }], lateness: { firstAttempts: 1 }, recentFailures: [{ jobId }] };
+    expect(await figures()).toMatchObject(kept);
+    t.clock.set(at + 25 * 3_600_000 - 60_000);
+    await t.services.retention.prune();
+    expect(await figures()).toMatchObject(kept);
+    t.clock.set(at + 25 * 3_600_000 + 1);
+    await t.services.retention.prune();
+    expect(await figures()).toMatchObject({ deliveryMinutes: [], lateness: { firstAttempts: 0 }, recentFailures: [] });
+    expect((await t.app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^punctual_rows_pruned_total\{table="overview"\} 3$/m);
+    // The job itself is kept as its retention says.
+    expect((await t.api(project.key, { method: 'GET', url: `/api/jobs/${jobId}` })).json()).toMatchObject({ status: 'FAILED' });
+  });
 });

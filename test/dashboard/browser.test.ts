@@ -134,6 +134,8 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
 
   it('creates a key, dispatches with it through the API, and shows the job COMPLETED with its attempt', async () => {
     await page.goto(`${base}/projects/${projectId}`);
+    await page.locator('nav.tabs').getByRole('link', { name: 'API keys' }).click();
+    await page.waitForURL(`**/projects/${projectId}/keys`);
     await page.getByLabel('Key name').fill('ci');
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.waitForSelector('#new-key');
@@ -166,7 +168,7 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     expect(await page.locator('pre.code').first().innerText()).toContain('"order": 1042');
     await shot('job-completed');
     // The key list shows when it was last used.
-    await page.goto(`${base}/projects/${projectId}`);
+    await page.goto(`${base}/projects/${projectId}/keys`);
     expect(await page.locator('tr', { hasText: 'ci' }).locator('td[data-label="Last used"]').innerText()).not.toBe('never');
   });
 
@@ -472,6 +474,63 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await phoneShot(`${base}/projects/${projectId}/events`, 'events');
     await row.getByRole('link', { name: jobId }).click();
     await page.waitForURL(`**/jobs/${jobId}`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('FAILED');
+  });
+
+  it("shows the project's overview from its real deliveries: success rate, attempts per minute, lateness, jobs by status and the last failures", async () => {
+    receiver.answer((request) => ((request.json.payload as { fail?: boolean } | undefined)?.fail ? { status: 503, body: 'overloaded' } : { status: 200, body: 'ok' }));
+    const mine = [
+      ...(await Promise.all([1, 2, 3].map((n) => dispatch({ payload: { overview: n } })))),
+      ...(await Promise.all([4, 5].map((n) => dispatch({ payload: { overview: n, fail: true }, maxRetries: 0 })))),
+    ];
+    const api = async (path: string) => (await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${apiKey}` } })).json() as Promise<Record<string, unknown>>;
+    type Listed = { jobId: string; status: string };
+    // Until these five are final (the receiver has a request before its outcome is stored).
+    await expect
+      .poll(async () => ((await api('/api/jobs?limit=100')).jobs as Listed[]).filter((j) => mine.includes(j.jobId)).map((j) => j.status).sort(), { timeout: 10_000, interval: 100 })
+      .toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED', 'FAILED', 'FAILED']);
+    // What the overview should say, from the job API: every attempt of the project so far (all within the last 24 hours).
+    const jobs = (await api('/api/jobs?limit=100')).jobs as Listed[];
+    let attempts = 0;
+    const failures: { finishedAt: string; jobId: string }[] = [];
+    for (const job of jobs) {
+      for (const attempt of (await api(`/api/jobs/${job.jobId}/attempts`)).attempts as { finishedAt: string | null; outcome: string }[]) {
+        if (attempt.finishedAt === null) continue;
+        attempts += 1;
+        if (attempt.outcome !== 'success') failures.push({ finishedAt: attempt.finishedAt, jobId: job.jobId });
+      }
+    }
+    const failed = failures.length;
+    // The newest first; two may have finished in the same millisecond (the page then lists either first).
+    const newest = failures.reduce((at, f) => (f.finishedAt > at ? f.finishedAt : at), '');
+    const latestJobs = failures.filter((f) => f.finishedAt === newest).map((f) => f.jobId);
+    expect(failed).toBeGreaterThanOrEqual(2);
+
+    await page.goto(`${base}/projects/${projectId}`);
+    expect(await page.getByTestId('success-rate').innerText()).toBe(`${(Math.floor(((attempts - failed) / attempts) * 1000) / 10).toFixed(1)}%`);
+    expect(await page.getByTestId('lateness').innerText()).toMatch(/^p50 \d+(\.\d+)? m?s p99 \d+(\.\d+)? m?s$/);
+    const chart = page.locator('svg.chart-wide');
+    expect(await chart.getAttribute('role')).toBe('img');
+    expect(await chart.getAttribute('aria-label')).toContain(`over the last 24 hours: ${attempts} in all, ${failed} failed`);
+    expect(await page.locator('svg.chart-narrow').isVisible()).toBe(false);
+    for (const status of ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED']) {
+      const n = jobs.filter((j) => j.status === status).length;
+      expect(await page.getByTestId(`count-${status}`).locator('.count').innerText(), status).toBe(String(n));
+    }
+    const firstFailure = page.locator('section[aria-labelledby="failures-title"] tbody tr').first();
+    const firstJobId = await firstFailure.locator('td[data-label="Job"]').innerText();
+    expect(latestJobs).toContain(firstJobId);
+    expect(await firstFailure.locator('td[data-label="Status"]').innerText()).toBe('503');
+    expect(await firstFailure.locator('td[data-label="Error"]').innerText()).toContain('503');
+    await shot('overview');
+    await phoneShot(`${base}/projects/${projectId}`, 'overview', async (phone) => {
+      // The drawing made for a narrow screen, the wide one hidden.
+      expect(await phone.locator('svg.chart-narrow').isVisible()).toBe(true);
+      expect(await phone.locator('svg.chart-wide').isVisible()).toBe(false);
+    });
+    // A failure leads to its job.
+    await firstFailure.getByRole('link').click();
+    await page.waitForURL(`**/projects/${projectId}/jobs/${firstJobId}`);
     expect(await page.locator('h1 .badge').innerText()).toBe('FAILED');
   });
 

@@ -76,6 +76,32 @@ describe('group commit with the WAL sync off the event loop', () => {
     expect(writer.failing).toBe(false);
   });
 
+  it("tells its hooks which writes were kept, and commits what beforeCommit writes with the group, or fails the group with it", async () => {
+    const kept: boolean[] = [];
+    let extra: number | null = 700;
+    const hooked = new GroupCommit(db, null, {
+      afterWrite: (ok) => kept.push(ok),
+      beforeCommit: () => {
+        if (extra === null) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        db.prepare('INSERT INTO t (n) VALUES (?)').run(extra);
+      },
+    });
+    const writes = [
+      hooked.run(() => db.prepare('INSERT INTO t (n) VALUES (1)').run().changes),
+      hooked.run(() => {
+        db.prepare('INSERT INTO t (n) VALUES (2)').run();
+        throw new Error('this write fails alone');
+      }),
+    ];
+    const outcomes = await Promise.allSettled(writes);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected']);
+    expect(kept).toEqual([true, false]);
+    expect((reader.prepare('SELECT n FROM t ORDER BY n').all() as { n: number }[]).map((r) => r.n)).toEqual([1, 700]);
+    extra = null;
+    await expect(hooked.run(() => db.prepare('INSERT INTO t (n) VALUES (3)').run().changes)).rejects.toBeInstanceOf(UnavailableError);
+    expect(count()).toBe(2);
+  });
+
   it('settle() waits until every committed group is on disk', async () => {
     const write = insert(1);
     let settled = false;

@@ -55,6 +55,19 @@ describe('embedded store query plans', () => {
     );
   });
 
+  it("reads a project's overview through its keys, never a walk of a table: the counts stop at the limit in jobs_project_status", () => {
+    const counts = plan(q.JobCountByStatusOfProject, { projectId: 'p', limit: 10_001 });
+    expect(counts.match(/SEARCH jobs USING COVERING INDEX jobs_project_status \(project_id=\? AND status=\?\)/g)).toHaveLength(6);
+    const window = { projectId: 'p', from: 0, until: 1 };
+    expect(plan(q.DeliveryMinuteList, window)).toMatch(/^SEARCH delivery_minutes USING PRIMARY KEY \(project_id=\? AND minute>\? AND minute<\?\)$/);
+    expect(plan(q.LatenessHistogram, window)).toMatch(/SEARCH lateness_minutes USING PRIMARY KEY \(project_id=\? AND minute>\? AND minute<\?\)/);
+    const failures = plan(q.FailedAttemptListRecent, { ...window, limit: 10 });
+    expect(failures).toMatch(/SEARCH f USING PRIMARY KEY \(project_id=\? AND finished_at>\? AND finished_at<\?\)/);
+    expect(failures).toMatch(/SEARCH a USING INDEX sqlite_autoindex_attempts_1 \(id=\?\)/);
+    // The counts scan their own LIMITed subqueries (co-routines) and constant rows, not a table.
+    for (const detail of [counts, failures]) expect(detail).not.toMatch(/SCAN (?!\(subquery-|CONSTANT ROW)|TEMP B-TREE FOR ORDER BY/);
+  });
+
   it('finds the jobs retention deletes through jobs_final, in order, without a sort', () => {
     const detail = plan(q.JobListPrunable, { projectId: 'p', finalBy: 0, limit: 10 });
     expect(detail).toMatch(/USING INDEX jobs_final/);

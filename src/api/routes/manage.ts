@@ -6,6 +6,7 @@ import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TI
 import type { Services } from '../../services/services.js';
 import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../../services/session-service.js';
 import * as s from '../schemas.js';
+import { JOB_STATUSES } from '../../store/store.js';
 import { RETENTION_DAYS_RANGE } from '../../retention.js';
 
 const security: Record<string, string[]>[] = [{ adminToken: [] }, { dashboardSession: [] }];
@@ -62,6 +63,56 @@ const usageAnswer = {
     quota: { type: ['integer', 'null'] },
     rateLimit: { type: ['object', 'null'], properties: { requestsPerSecond: { type: 'number' }, burst: { type: 'number' } } },
     daily: { type: 'array', items: { type: 'object', properties: { date: { type: 'string' }, jobsCreated: { type: 'integer' } } } },
+  },
+} as const;
+
+const count = { type: 'integer' } as const;
+const window = { windowStart: { type: 'string' }, windowEnd: { type: 'string', description: 'exclusive: the start of the minute after the current one' } } as const;
+const overviewAnswer = {
+  type: 'object',
+  properties: {
+    at: { type: 'string' },
+    jobsByStatus: {
+      type: 'object',
+      description: 'each counted up to jobCountLimit; a count above it is answered as jobCountLimit + 1',
+      properties: Object.fromEntries(JOB_STATUSES.map((status) => [status, count])),
+    },
+    jobCountLimit: count,
+    deliveries: {
+      type: 'object',
+      description: 'attempts that finished in the window (the 1,440 minutes up to the current one), whatever their outcome, and those that did not succeed',
+      properties: {
+        ...window,
+        attempts: count,
+        failedAttempts: count,
+        perMinute: {
+          type: 'array',
+          description: 'minutes with at least one attempt, oldest first',
+          items: { type: 'object', properties: { minute: { type: 'string' }, attempts: count, failedAttempts: count } },
+        },
+      },
+    },
+    lateness: {
+      type: 'object',
+      description: "first attempts started in the window (60 minutes): their start minus the job's due time; percentiles are upper bounds, at most a fifth above",
+      properties: { ...window, firstAttempts: count, p50Ms: { type: ['integer', 'null'] }, p99Ms: { type: ['integer', 'null'] } },
+    },
+    recentFailures: {
+      type: 'array',
+      description: 'the latest attempts of the 24-hour window that did not succeed, newest first, at most 10',
+      items: {
+        type: 'object',
+        properties: {
+          jobId: { type: 'string' },
+          attemptId: { type: 'string' },
+          attemptNumber: count,
+          finishedAt: { type: 'string' },
+          outcome: { type: 'string' },
+          statusCode: { type: ['integer', 'null'] },
+          error: { type: ['string', 'null'] },
+        },
+      },
+    },
   },
 } as const;
 
@@ -235,6 +286,14 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       },
     }),
     async (request) => manage.listEvents(request.params.projectId, request.query as Record<string, unknown>),
+  );
+  app.get<ProjectParams>(
+    '/manage/v1/projects/:projectId/overview',
+    opts("The project's overview, as the dashboard's first tab shows it: jobs by status now, attempts finished and failed per minute over 24 hours, first attempts' lateness over the last hour, the latest failed attempts", {
+      params: idParams('projectId'),
+      response: { 200: overviewAnswer, ...s.errors(401, 404) },
+    }),
+    async (request) => manage.getOverview(request.params.projectId),
   );
   app.delete<KeyParams>(
     '/manage/v1/keys/:keyId',

@@ -5,7 +5,8 @@ import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signe
 import { formFields, type FormBody } from '../form-body.js';
 import type { FormError } from '../views/components.js';
 import { PROJECT_TABS, type ProjectTab } from '../views/layout.js';
-import { overviewPage, settingsPage, webhookPage, type SettingsValues, type TestDeliveryView } from '../views/project-pages.js';
+import { overviewPage } from '../views/overview-page.js';
+import { keysPage, settingsPage, webhookPage, type SettingsValues, type TestDeliveryView } from '../views/project-pages.js';
 
 type ProjectParams = { Params: { projectId: string } };
 type KeyParams = { Params: { projectId: string; keyId: string } };
@@ -61,22 +62,32 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
   };
 }
 
-/** A project's overview and API keys, its webhook (URL, secrets, test delivery) and its delivery settings. */
+/** A project's overview, its API keys, its webhook (URL, secrets, test delivery) and its delivery settings. */
 export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { access, manage, jobs } = deps.services;
   const project = (request: FastifyRequest<ProjectParams>) => access.requireProject(signedIn(request).viewer, request.params.projectId);
 
-  async function overview(request: FastifyRequest<ProjectParams>, extra: { createdKey?: { name: string; key: string }; error?: FormError; notice?: string | null }) {
+  // The overview is the project's page (/projects/:projectId, as it always was); its keys, which
+  // that page used to hold, have a tab of their own.
+  app.get<ProjectParams>('/projects/:projectId', async (request, reply) => {
+    const row = await project(request);
+    const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
+    const [{ keys }, overview] = await Promise.all([manage.listKeys(row.id), manage.overview(row.id)]);
+    const page = overviewPage(await pageContext(deps, request, team), { project: row, overview, keys, publicUrl: deps.publicUrl, notice: noticeFrom(request) });
+    return sendPage(reply, page);
+  });
+
+  async function keysTab(request: FastifyRequest<ProjectParams>, extra: { createdKey?: { name: string; key: string }; error?: FormError; notice?: string | null }) {
     const viewer = signedIn(request).viewer;
     const row = await project(request);
     const team = await access.requireTeam(viewer, row.teamId);
     const { keys } = await manage.listKeys(row.id);
     const ctx = await access.jobContext(viewer, row.id, request.receivedAt);
     const hasJobs = (await jobs.listPage(ctx, { status: null, limit: 1, cursor: null })).jobs.length > 0;
-    return overviewPage(await pageContext(deps, request, team), { project: row, keys, hasJobs, publicUrl: deps.publicUrl, ...extra });
+    return keysPage(await pageContext(deps, request, team), { project: row, keys, hasJobs, publicUrl: deps.publicUrl, ...extra });
   }
 
-  app.get<ProjectParams>('/projects/:projectId', async (request, reply) => sendPage(reply, await overview(request, { notice: noticeFrom(request) })));
+  app.get<ProjectParams>('/projects/:projectId/keys', async (request, reply) => sendPage(reply, await keysTab(request, { notice: noticeFrom(request) })));
 
   // Pause and resume deliveries (SPEC section 10); back to the tab the form was on (a fixed list, never a typed path).
   for (const [action, paused] of [['pause', true], ['resume', false]] as const) {
@@ -94,10 +105,10 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     try {
       const key = await manage.createKey(row.id, { name: formFields(request.body).name ?? '' });
       // Rendered straight from the POST: the key exists in clear only in this response.
-      return sendPage(reply, await overview(request, { createdKey: { name: key.name, key: key.key } }), 201);
+      return sendPage(reply, await keysTab(request, { createdKey: { name: key.name, key: key.key } }), 201);
     } catch (error) {
       const refused = formError(error);
-      return sendPage(reply, await overview(request, { error: refused }), refused.statusCode);
+      return sendPage(reply, await keysTab(request, { error: refused }), refused.statusCode);
     }
   });
 
@@ -106,7 +117,7 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     const key = await access.requireKey(signedIn(request).viewer, request.params.keyId);
     if (key.projectId !== row.id) throw new NotFoundError(`No key ${request.params.keyId}`);
     await manage.revokeKey(key.id);
-    return redirectWithNotice(reply, `/projects/${row.id}`, 'key-revoked');
+    return redirectWithNotice(reply, `/projects/${row.id}/keys`, 'key-revoked');
   });
 
   async function webhook(

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { formError, pageContext, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields } from '../form-body.js';
 import { errorPage } from '../views/auth-pages.js';
-import { overviewPage } from '../views/project-pages.js';
+import { overviewPage } from '../views/overview-page.js';
 import { projectsPage, usagePage } from '../views/team-pages.js';
 
 type TeamParams = { Params: { teamId: string } };
@@ -47,11 +47,11 @@ export const teamRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
     // curl command that dispatches the project's first job: the empty state teaches by example.
     const key = await manage.createKey(created.projectId, { name: 'default' });
     const project = await access.requireProject(viewer, created.projectId);
-    const { keys } = await manage.listKeys(project.id);
+    const [{ keys }, overview] = await Promise.all([manage.listKeys(project.id), manage.overview(project.id)]);
     const page = overviewPage(await pageContext(deps, request, team), {
       project,
+      overview,
       keys,
-      hasJobs: false,
       publicUrl: deps.publicUrl,
       createdKey: { name: key.name, key: key.key },
       notice: 'Project created, with a first API key.',

@@ -5,6 +5,7 @@ import { html, type Renderable, type SafeHtml } from './html.js';
 /** A project's tabs, each at /projects/:projectId plus its path. */
 export const PROJECT_TABS = {
   overview: '',
+  keys: '/keys',
   webhook: '/webhook',
   settings: '/settings',
   jobs: '/jobs',
@@ -40,7 +41,8 @@ function teamNav(ctx: PageContext, tab: LayoutOptions['tab']): SafeHtml {
 function projectNav(project: ProjectRow, tab: LayoutOptions['tab']): SafeHtml {
   const base = `/projects/${project.id}`;
   return html`<nav class="tabs" aria-label="Project">
-    ${link(base, 'Overview & keys', tab === 'overview')}
+    ${link(base, 'Overview', tab === 'overview')}
+    ${link(`${base}/keys`, 'API keys', tab === 'keys')}
     ${link(`${base}/webhook`, 'Webhook', tab === 'webhook')}
     ${link(`${base}/settings`, 'Delivery settings', tab === 'settings')}
     ${link(`${base}/jobs`, 'Jobs', tab === 'jobs')}

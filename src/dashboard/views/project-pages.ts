@@ -17,7 +17,7 @@ function firstJobCurl(publicUrl: string, key: string | null, prefix: string | nu
   -d '{"payload": {"hello": "world"}}'`;
 }
 
-interface OverviewOptions {
+interface KeysOptions {
   project: ProjectRow;
   keys: ApiKeyView[];
   hasJobs: boolean;
@@ -47,7 +47,7 @@ function keyRow(ctx: PageContext, project: ProjectRow, key: ApiKeyView): SafeHtm
 }
 
 /** Pause (with a confirmation) while deliveries run; while paused, the banner above every tab resumes. */
-function deliveriesCard(ctx: PageContext, project: ProjectRow): SafeHtml {
+export function deliveriesCard(ctx: PageContext, project: ProjectRow): SafeHtml {
   return html`<section class="card" aria-labelledby="deliveries-title">
     <h2 id="deliveries-title">Deliveries</h2>
     ${project.paused
@@ -64,40 +64,63 @@ function deliveriesCard(ctx: PageContext, project: ProjectRow): SafeHtml {
   </section>`;
 }
 
-export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
+/** A key just created, in clear, this once. */
+export function createdKeyCard(createdKey: { name: string; key: string } | null | undefined): SafeHtml | '' {
+  if (!createdKey) return '';
+  return html`<section class="card card-highlight" aria-labelledby="new-key-title">
+    <h2 id="new-key-title">New API key “${createdKey.name}”</h2>
+    <p><strong>Copy it now: it is shown this once.</strong> Only a hash is kept.</p>
+    ${copyable('new-key', createdKey.key, 'the API key')}
+  </section>`;
+}
+
+/**
+ * A project without jobs yet: the curl command that dispatches its first one, with the key just
+ * created in it (else the prefix of one, as a placeholder), or how to get there without a webhook URL.
+ */
+export function firstJobCard(o: { project: ProjectRow; keys: ApiKeyView[]; publicUrl: string; createdKey?: { name: string; key: string } | null; keysOnPage: boolean }): SafeHtml {
   const { project } = o;
   const activeKey = o.keys.find((k) => k.revokedAt === null) ?? null;
   const curl = firstJobCurl(o.publicUrl, o.createdKey?.key ?? null, activeKey?.prefix ?? null);
-  const firstJob = !o.hasJobs
-    ? emptyState(
-        'Dispatch your first job',
-        html`${project.webhookUrl
-          ? html`<p>Run this to queue a job; Punctual POSTs it to <code>${project.webhookUrl}</code> at once.
-              ${o.createdKey ? '' : html` Put the API key you saved in place of the placeholder (or create a key below: it is shown once).`}</p>
-              <div class="copyable"><pre id="first-curl" class="code">${curl}</pre>
-              <button type="button" class="button button-small" data-copy="first-curl" aria-label="Copy the curl command" hidden>Copy</button></div>
-              <p>Then watch it on the <a href="/projects/${project.id}/jobs">Jobs</a> page.</p>`
-          : html`<p>This project has no webhook URL yet, so a dispatch would answer <code>WEBHOOK_NOT_CONFIGURED</code>.
-              <a href="/projects/${project.id}/webhook">Set the webhook URL</a> first, then come back for the curl command.</p>`}`,
-      )
-    : '';
+  const createOne = o.keysOnPage ? 'create a key below' : html`create one on the <a href="/projects/${project.id}/keys">API keys</a> tab`;
+  return emptyState(
+    'Dispatch your first job',
+    html`${project.webhookUrl
+      ? html`<p>Run this to queue a job; Punctual POSTs it to <code>${project.webhookUrl}</code> at once.
+          ${o.createdKey ? '' : html` Put the API key you saved in place of the placeholder (or ${createOne}: it is shown once).`}</p>
+          <div class="copyable"><pre id="first-curl" class="code">${curl}</pre>
+          <button type="button" class="button button-small" data-copy="first-curl" aria-label="Copy the curl command" hidden>Copy</button></div>
+          <p>Then watch it on the <a href="/projects/${project.id}/jobs">Jobs</a> page.</p>`
+      : html`<p>This project has no webhook URL yet, so a dispatch would answer <code>WEBHOOK_NOT_CONFIGURED</code>.
+          <a href="/projects/${project.id}/webhook">Set the webhook URL</a> first, then come back for the curl command.</p>`}`,
+  );
+}
+
+export function projectFactsCard(project: ProjectRow): SafeHtml {
+  return html`<section class="card">
+    <h2>Project</h2>
+    <dl class="facts">
+      <dt>Project id</dt><dd><code>${project.id}</code></dd>
+      <dt>Webhook URL</dt><dd>${project.webhookUrl ?? html`<span class="muted">not set</span>`} <a href="/projects/${project.id}/webhook">change</a></dd>
+      <dt>Created</dt><dd>${time(project.createdAt)}</dd>
+    </dl>
+  </section>`;
+}
+
+/** A project's API keys: list, create (the new key shown once), revoke. */
+export function keysPage(ctx: PageContext, o: KeysOptions): SafeHtml {
+  const { project } = o;
   return layout({
-    title: project.name,
+    title: `${project.name}: API keys`,
     ctx,
     project,
-    tab: 'overview',
-    body: html`<h1>${project.name}</h1>
+    tab: 'keys',
+    body: html`<h1>API keys</h1>
       ${notice(o.notice)}
-      ${o.createdKey
-        ? html`<section class="card card-highlight" aria-labelledby="new-key-title">
-            <h2 id="new-key-title">New API key “${o.createdKey.name}”</h2>
-            <p><strong>Copy it now: it is shown this once.</strong> Only a hash is kept.</p>
-            ${copyable('new-key', o.createdKey.key, 'the API key')}
-          </section>`
-        : ''}
-      ${firstJob}
+      ${createdKeyCard(o.createdKey)}
+      ${o.hasJobs ? '' : firstJobCard({ ...o, keysOnPage: true })}
       <section class="card">
-        <h2>API keys</h2>
+        <h2>Keys</h2>
         ${o.keys.length === 0
           ? html`<p>No keys yet. Create one for each environment (production, staging…).</p>`
           : html`<div class="table-wrap"><table class="table table-cards">
@@ -113,15 +136,6 @@ export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
           <button type="submit" class="button">Create key</button>`,
           { class: 'inline-form' },
         )}
-      </section>
-      ${deliveriesCard(ctx, project)}
-      <section class="card">
-        <h2>Project</h2>
-        <dl class="facts">
-          <dt>Project id</dt><dd><code>${project.id}</code></dd>
-          <dt>Webhook URL</dt><dd>${project.webhookUrl ?? html`<span class="muted">not set</span>`} <a href="/projects/${project.id}/webhook">change</a></dd>
-          <dt>Created</dt><dd>${time(project.createdAt)}</dd>
-        </dl>
       </section>`,
   });
 }

@@ -62,6 +62,8 @@ import { PostgresEvents } from './events.js';
 import type { EventStore } from '../event-store.js';
 import type { ScheduleStore } from '../schedule-store.js';
 import { PostgresRetention } from './retention.js';
+import { PostgresOverview } from './overview.js';
+import type { OverviewStore } from '../overview-store.js';
 import type { PruneCutoffs } from '../../retention.js';
 
 interface PostgresStoreOptions extends ConnectionOptions {
@@ -90,11 +92,13 @@ export class PostgresStore implements Store {
   private readonly retention: PostgresRetention;
   private readonly schedules: PostgresSchedules;
   private readonly events: PostgresEvents;
+  private readonly overview: PostgresOverview;
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.db = new ConnectionPool(options);
     this.retention = new PostgresRetention(this.db);
     this.events = new PostgresEvents(this.db);
+    this.overview = new PostgresOverview(this.db);
     this.schedules = new PostgresSchedules(this.db, this.events);
     this.creator = new JobCreator(this.db);
     this.attempts = new AttemptRecorder(this.db);
@@ -473,6 +477,11 @@ export class PostgresStore implements Store {
   readonly usagePrune = (params: { beforeDay: string; limit: number }) => this.retention.usagePrune(params);
   readonly pruneCount = (cutoffs: PruneCutoffs) => this.retention.count(cutoffs);
   readonly storeSize = () => this.retention.size();
+
+  // The project overview (../overview-store.ts), in overview.ts; its figures are written with the attempts (attempt-recorder.ts).
+  readonly projectOverview: OverviewStore['projectOverview'] = (params) => this.overview.read(params);
+  readonly overviewCompact: OverviewStore['overviewCompact'] = (params) => this.overview.compact(params);
+  readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.overview.prune(params);
 
   // Events (SPEC section 10), in events.ts.
   readonly eventInsert: EventStore['eventInsert'] = (event) => this.events.insert(event);

@@ -3,6 +3,10 @@
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
 import { AWAITING_REPORT, JOB_STATUSES } from '../store.js';
+import { LATENESS_BOUNDS, MINUTE_MS } from '../overview-store.js';
+
+/** The lateness buckets' bounds as an array literal: constants of the code, never data. */
+const LATENESS_BOUNDS_ARRAY = `'{${LATENESS_BOUNDS.join(',')}}'::bigint[]`;
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
 const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
@@ -201,10 +205,19 @@ export const AttemptStartMany = `WITH input AS (
       AND (jobs.status = 'DISPATCHED' OR (jobs.status = 'STARTED' AND jobs.lease_attempt_id = i.attempt_id))
       -- Asked again for a started attempt, the answer stays the same, paused or not.
       AND (jobs.status = 'STARTED' OR (jobs.project_id NOT IN (SELECT id FROM paused) AND jobs.project_id NOT IN (SELECT id FROM backed_off)))
-    RETURNING jobs.id AS job_id, i.attempt_id, i.now, jobs.attempt_count - jobs.round_start_attempt_count AS n
+    RETURNING jobs.id AS job_id, i.attempt_id, i.now, jobs.attempt_count - jobs.round_start_attempt_count AS n, jobs.project_id,
+      jobs.run_at
   ), recorded AS (
     INSERT INTO attempts (id, job_id, attempt_number, started_at)
     SELECT attempt_id, job_id, n, now FROM started WHERE job_id NOT IN (SELECT id FROM again)
+  ), lateness AS (
+    -- First attempts' lateness for the overview (0011_project_overview.sql), in the shard $6, the
+    -- rows taken in one order on every instance (a deadlock otherwise), as for usage_daily.
+    INSERT INTO lateness_minutes (project_id, minute, bucket, shard, attempts)
+    SELECT project_id, now - now % ${MINUTE_MS}, width_bucket(now - run_at, ${LATENESS_BOUNDS_ARRAY}), $6::smallint, count(*)
+    FROM started WHERE n = 1 AND job_id NOT IN (SELECT id FROM again)
+    GROUP BY 1, 2, 3 ORDER BY project_id COLLATE "C", 2, 3
+    ON CONFLICT (project_id, minute, bucket, shard) DO UPDATE SET attempts = lateness_minutes.attempts + excluded.attempts
   )
   SELECT job_id AS "jobId", n AS "attemptNumber" FROM started`;
 /**
@@ -219,6 +232,23 @@ const JOB_FAILED_EVENT = `failed_event AS (
         ELSE json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error, 'scheduleId', j.schedule_id) END::text,
       'PENDING', j.now, j.now
     FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'FAILED' AND p.events_url IS NOT NULL
+  )`;
+/**
+ * The overview's figures for the attempts a finish recorded (CTE `attempt`, RETURNING id and
+ * outcome) of the jobs it moved on (CTE `job`), in the same statement: each project's minute, in the
+ * shard `shard`, taken in (project, minute) order on every instance; and each failed attempt.
+ */
+const overviewCounts = (shard: string) => `finished AS (
+    SELECT j.project_id, j.now, a.id AS attempt_id, a.outcome FROM attempt a JOIN job j ON j.attempt_id = a.id
+  ), delivery_minute AS (
+    INSERT INTO delivery_minutes (project_id, minute, shard, attempts, failed_attempts)
+    SELECT project_id, now - now % ${MINUTE_MS}, ${shard}::smallint, count(*), count(*) FILTER (WHERE outcome <> 'success')
+    FROM finished GROUP BY 1, 2 ORDER BY project_id COLLATE "C", 2
+    ON CONFLICT (project_id, minute, shard) DO UPDATE SET attempts = delivery_minutes.attempts + excluded.attempts,
+      failed_attempts = delivery_minutes.failed_attempts + excluded.failed_attempts
+  ), failed_attempt AS (
+    INSERT INTO failed_attempts (project_id, finished_at, attempt_id)
+    SELECT project_id, now, attempt_id FROM finished WHERE outcome <> 'success' ON CONFLICT DO NOTHING
   )`;
 /** Many attempts' results in one statement, each guarded by its lease and attempt. Returns the jobs it applied to. */
 export const AttemptFinishMany = `WITH input AS (
@@ -241,7 +271,8 @@ export const AttemptFinishMany = `WITH input AS (
     UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = COALESCE(i.status_code, attempts.status_code),
       duration_ms = i.duration_ms, error = i.error, response_body = COALESCE(i.response_body, attempts.response_body)
     FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
-  ), ${JOB_FAILED_EVENT}
+    RETURNING attempts.id, i.outcome
+  ), ${overviewCounts('$14')}, ${JOB_FAILED_EVENT}
   SELECT id AS "jobId" FROM job`;
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const AttemptFinish = `WITH job AS (
@@ -260,7 +291,8 @@ export const AttemptFinish = `WITH job AS (
     UPDATE attempts SET finished_at = $4, outcome = $9, status_code = COALESCE($10, status_code), duration_ms = $11, error = $12,
       response_body = COALESCE($13, response_body), reported_at = CASE WHEN $14 THEN $4 ELSE reported_at END
     WHERE id = $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM job)
-  ), ${JOB_FAILED_EVENT}
+    RETURNING id, outcome
+  ), ${overviewCounts('$15')}, ${JOB_FAILED_EVENT}
   SELECT count(*)::int AS n FROM job`;
 export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
   FROM unnest($2::text[], $3::bigint[]) AS v(id, expires_at)
@@ -515,3 +547,48 @@ export const JobReleaseHeldBatch = `WITH batch AS (
 export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE NOT paused
   AND EXISTS (SELECT 1 FROM jobs WHERE project_id = p.id AND status = 'QUEUED' AND on_hold)`;
 export const ProjectBackoff = 'UPDATE projects SET backoff_until = GREATEST(COALESCE(backoff_until, 0), $2) WHERE id = $1';
+
+// The project overview (../overview-store.ts, 0011_project_overview.sql): a minute's figures are
+// the sum of its shards.
+/**
+ * A project's jobs by status, each counted up to $2 rows (jobs_project_status): one arm per
+ * status, so that a status of millions of jobs costs no more than the limit.
+ */
+export const JobCountByStatusOfProject = JOB_STATUSES.map(
+  (status) => `SELECT '${status}' AS status, (SELECT count(*)::int FROM (SELECT 1 FROM jobs
+    WHERE project_id = $1 AND status = '${status}' LIMIT $2) AS capped) AS n`,
+).join('\n  UNION ALL ');
+export const DeliveryMinuteList = `SELECT minute, SUM(attempts)::bigint AS attempts, SUM(failed_attempts)::bigint AS "failedAttempts"
+  FROM delivery_minutes WHERE project_id = $1 AND minute >= $2 AND minute < $3 GROUP BY minute ORDER BY minute`;
+export const LatenessHistogram = `SELECT bucket, SUM(attempts)::bigint AS attempts FROM lateness_minutes
+  WHERE project_id = $1 AND minute >= $2 AND minute < $3 GROUP BY bucket`;
+/** The newest failed attempts of the window; an attempt deleted since (retention) drops out. */
+export const FailedAttemptListRecent = `SELECT a.job_id AS "jobId", a.id AS "attemptId", a.attempt_number AS "attemptNumber",
+  f.finished_at AS "finishedAt", a.outcome, a.status_code AS "statusCode", a.error
+  FROM failed_attempts f JOIN attempts a ON a.id = f.attempt_id
+  WHERE f.project_id = $1 AND f.finished_at >= $2 AND f.finished_at < $3
+  ORDER BY f.finished_at DESC, f.attempt_id DESC LIMIT $4`;
+/** Rows another instance is deleting are skipped, not waited for. */
+const overviewPrune = (table: string, time: string) => `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM ${table} WHERE ${time} < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+export const DeliveryMinutePrune = overviewPrune('delivery_minutes', 'minute');
+export const LatenessMinutePrune = overviewPrune('lateness_minutes', 'minute');
+export const FailedAttemptPrune = overviewPrune('failed_attempts', 'finished_at');
+/**
+ * Folds the shards (> 0) of minutes before $1 into shard 0, up to $2 rows, in one statement: the
+ * sums move, never change. Rows a finish is adding to are skipped, not waited for; shard 0's rows
+ * are taken in (project, minute) order, as the finishes take theirs.
+ */
+const overviewCompact = (table: string, key: string, sums: string[]) => `WITH moved AS (
+    DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
+      SELECT ctid FROM ${table} WHERE minute < $1 AND shard > 0 LIMIT $2 FOR UPDATE SKIP LOCKED))
+    RETURNING project_id, ${key}, ${sums.join(', ')}
+  ), folded AS (
+    INSERT INTO ${table} (project_id, ${key}, shard, ${sums.join(', ')})
+    SELECT project_id, ${key}, 0, ${sums.map((c) => `sum(${c})`).join(', ')} FROM moved
+    GROUP BY project_id, ${key} ORDER BY project_id COLLATE "C", ${key}
+    ON CONFLICT (project_id, ${key}, shard) DO UPDATE SET ${sums.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', ')}
+  )
+  SELECT count(*)::int AS n FROM moved`;
+export const DeliveryMinuteCompact = overviewCompact('delivery_minutes', 'minute', ['attempts', 'failed_attempts']);
+export const LatenessMinuteCompact = overviewCompact('lateness_minutes', 'minute, bucket', ['attempts']);

@@ -7,6 +7,16 @@ interface PendingWrite {
   reject: (error: unknown) => void;
 }
 
+/**
+ * What the writer adds to each group: `afterWrite` learns whether a write's savepoint was kept;
+ * `beforeCommit` writes inside the group's transaction, before its COMMIT (a failure there fails
+ * the group, as a failed COMMIT does).
+ */
+export interface GroupHooks {
+  afterWrite?: (kept: boolean) => void;
+  beforeCommit?: () => void;
+}
+
 /** Makes every committed WAL frame durable (fdatasync of the WAL file), then calls back, off the event loop. */
 export type WalSync = (done: (error: Error | null) => void) => void;
 
@@ -40,6 +50,7 @@ export class GroupCommit {
   constructor(
     private readonly db: Database.Database,
     private readonly sync: WalSync | null = null,
+    private readonly hooks: GroupHooks = {},
   ) {
     // better-sqlite3 turns a transaction function called inside an open transaction into a SAVEPOINT.
     this.inSavepoint = db.transaction((fn: () => unknown) => fn());
@@ -86,8 +97,10 @@ export class GroupCommit {
         if (isSqliteUnavailable(error)) this.refusedByDisk = true;
         outcomes.push({ ok: false, value: translateSqliteError(error) });
       }
+      this.hooks.afterWrite?.(outcomes[outcomes.length - 1]!.ok);
     }
     try {
+      this.hooks.beforeCommit?.();
       this.db.exec('COMMIT');
     } catch (error) {
       // On a full or read-only disk the rollback can fail too; SQLite then has rolled back already.

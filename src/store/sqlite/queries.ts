@@ -158,7 +158,7 @@ export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = att
   WHERE id = @jobId AND lease_owner = @workerId AND (status = 'DISPATCHED' OR (status = 'STARTED' AND lease_attempt_id = @attemptId))
     -- Asked again for a started attempt, the answer stays the same, paused or not.
     AND (status = 'STARTED' OR (project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${BACKED_OFF_PROJECTS})))
-  RETURNING attempt_count - round_start_attempt_count AS attemptNumber`;
+  RETURNING attempt_count - round_start_attempt_count AS attemptNumber, project_id AS projectId, run_at AS runAt`;
 /**
  * A job claimed before its project was paused (or backed off) and not yet sent: QUEUED again as
  * it was, due when it was; held if paused.
@@ -179,7 +179,8 @@ export const JobFinishAttempt = `UPDATE jobs SET status = @status,
   last_error = COALESCE(@lastError, last_error), updated_at = @now,
   completed_at = CASE WHEN @status = 'COMPLETED' THEN @now ELSE completed_at END,
   failed_at = CASE WHEN @status = 'FAILED' THEN @now ELSE failed_at END
-  WHERE id = @jobId AND status = 'STARTED' AND lease_owner = @workerId AND lease_attempt_id = @attemptId`;
+  WHERE id = @jobId AND status = 'STARTED' AND lease_owner = @workerId AND lease_attempt_id = @attemptId
+  RETURNING project_id AS projectId`;
 /** An attempt accepted with 202 keeps that answer's status and body when its report or deadline ends it. */
 export const AttemptFinish = `UPDATE attempts SET finished_at = @now, outcome = @outcome, status_code = COALESCE(@statusCode, status_code),
   duration_ms = @durationMs, error = @error, response_body = COALESCE(@responseBody, response_body),
@@ -374,3 +375,39 @@ export const JobReleaseHeldBatch = `UPDATE jobs SET on_hold = 0 WHERE seq IN (SE
 /** Projects not paused that still have held jobs (a resume cut short). */
 export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE paused = 0
   AND EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_held WHERE project_id = p.id AND status = 'QUEUED' AND on_hold = 1)`;
+
+// The project overview (../overview-store.ts, 0011_project_overview.sql).
+/**
+ * A project's jobs by status, each counted up to @limit rows (jobs_project_status): one arm per
+ * status, so that a status of millions of jobs costs no more than the limit.
+ */
+export const JobCountByStatusOfProject = JOB_STATUSES.map(
+  (status) => `SELECT '${status}' AS status, (SELECT count(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_project_status
+    WHERE project_id = @projectId AND status = '${status}' LIMIT @limit)) AS n`,
+).join('\n  UNION ALL ');
+export const DeliveryMinuteList = `SELECT minute, attempts, failed_attempts AS failedAttempts FROM delivery_minutes
+  WHERE project_id = @projectId AND minute >= @from AND minute < @until ORDER BY minute`;
+export const LatenessHistogram = `SELECT bucket, SUM(attempts) AS attempts FROM lateness_minutes
+  WHERE project_id = @projectId AND minute >= @from AND minute < @until GROUP BY bucket`;
+/** The newest failed attempts of the window; an attempt deleted since (retention) drops out. */
+export const FailedAttemptListRecent = `SELECT a.job_id AS jobId, a.id AS attemptId, a.attempt_number AS attemptNumber,
+  f.finished_at AS finishedAt, a.outcome, a.status_code AS statusCode, a.error
+  FROM failed_attempts f JOIN attempts a ON a.id = f.attempt_id
+  WHERE f.project_id = @projectId AND f.finished_at >= @from AND f.finished_at < @until
+  ORDER BY f.finished_at DESC, f.attempt_id DESC LIMIT @limit`;
+/** A group commit's finished attempts (overview-tally.ts), added to their project's minute. */
+export const DeliveryMinuteAdd = `INSERT INTO delivery_minutes (project_id, minute, attempts, failed_attempts)
+  VALUES (@projectId, @minute, @attempts, @failedAttempts)
+  ON CONFLICT (project_id, minute) DO UPDATE SET attempts = attempts + excluded.attempts,
+    failed_attempts = failed_attempts + excluded.failed_attempts`;
+export const FailedAttemptInsert = `INSERT INTO failed_attempts (project_id, finished_at, attempt_id) VALUES (@projectId, @now, @attemptId)
+  ON CONFLICT DO NOTHING`;
+/** A group commit's first attempts (overview-tally.ts), added to their lateness bucket of the minute they started. */
+export const LatenessMinuteAdd = `INSERT INTO lateness_minutes (project_id, minute, bucket, attempts) VALUES (@projectId, @minute, @bucket, @attempts)
+  ON CONFLICT (project_id, minute, bucket) DO UPDATE SET attempts = attempts + excluded.attempts`;
+export const DeliveryMinutePrune = `DELETE FROM delivery_minutes WHERE (project_id, minute) IN
+  (SELECT project_id, minute FROM delivery_minutes WHERE minute < @before LIMIT @limit)`;
+export const LatenessMinutePrune = `DELETE FROM lateness_minutes WHERE (project_id, minute, bucket) IN
+  (SELECT project_id, minute, bucket FROM lateness_minutes WHERE minute < @before LIMIT @limit)`;
+export const FailedAttemptPrune = `DELETE FROM failed_attempts WHERE (project_id, finished_at, attempt_id) IN
+  (SELECT project_id, finished_at, attempt_id FROM failed_attempts WHERE finished_at < @before LIMIT @limit)`;

@@ -60,6 +60,8 @@ import * as q from './queries.js';
 import { toSchedule } from './schedule-writes.js';
 import type { ScheduleStore } from '../schedule-store.js';
 import type { EventRow, EventStore } from '../event-store.js';
+import type { OverviewStore } from '../overview-store.js';
+import { readProjectOverview } from './overview-reads.js';
 
 interface SqliteStoreOptions {
   path: string;
@@ -448,6 +450,13 @@ export class SqliteStore implements Store {
   readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run('usagePrune', params);
   readonly pruneCount = (cutoffs: PruneCutoffs): Promise<PruneCounts> => countPrunableSqlite(this.background, cutoffs);
   readonly storeSize = async () => storeFileSizes(this.path);
+
+  // The project overview (../overview-store.ts): read on the background connection, as the counts
+  // walk up to JOB_COUNT_LIMIT index entries per status; its figures are written with the attempts.
+  readonly projectOverview: OverviewStore['projectOverview'] = (params) => readProjectOverview(this.background, params);
+  /** One row per minute already (a single writer needs no shards): nothing to fold. */
+  readonly overviewCompact: OverviewStore['overviewCompact'] = async () => 0;
+  readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.writer.run('overviewPrune', params);
 
   // Events (SPEC section 10): reads on this connection, writes on the writer.
   readonly eventInsert: EventStore['eventInsert'] = (event) => this.writer.run('eventInsert', event);

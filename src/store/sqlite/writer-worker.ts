@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { UnavailableError } from '../../errors.js';
 import { serveBatches, toThreadError, type Outcome } from '../../threads/batched-thread.js';
 import { GroupCommit } from './group-commit.js';
+import { OverviewTally } from './overview-tally.js';
 import { WRITES, type Sql, type WriteRequest } from './writes.js';
 import type { WriterSettings } from './writer.js';
 
@@ -40,6 +41,7 @@ const sql: Sql = (text) => {
 let walFd: number | null = null;
 const wal = (): number => (walFd ??= openSync(`${settings.path}-wal`, 'r'));
 
+const tally = new OverviewTally();
 const writer = new GroupCommit(
   db,
   settings.synchronous === 'FULL'
@@ -51,6 +53,7 @@ const writer = new GroupCommit(
         }
       }
     : null,
+  { afterWrite: (kept) => tally.endWrite(kept), beforeCommit: () => tally.write(sql) },
 );
 
 /**
@@ -81,7 +84,7 @@ serveBatches<WriteRequest, unknown>({
     const answers = Promise.all(
       batch.map((write) =>
         writer
-          .run(() => (WRITES[write.name] as (sql: Sql, params: unknown) => unknown)(sql, write.params))
+          .run(() => (WRITES[write.name] as (sql: Sql, params: unknown, tally: OverviewTally) => unknown)(sql, write.params, tally))
           .then((value): Outcome<unknown> => ({ ok: true, value }), threadError),
       ),
     );

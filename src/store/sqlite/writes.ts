@@ -1,7 +1,9 @@
 /**
  * Every write of the embedded store, as a function of its parameters: data in, data out, so that
  * it runs on the writer thread (writer-worker.ts), where each is called inside the group's
- * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements.
+ * transaction, in its own savepoint. Nothing here keeps state between calls but prepared statements;
+ * the writes of attempts add the overview's figures to the group's tally (overview-tally.ts), the
+ * third argument every write is given.
  */
 import type Database from 'better-sqlite3';
 import {
@@ -34,6 +36,8 @@ import * as q from './queries.js';
 import { SCHEDULE_WRITES } from './schedule-writes.js';
 import { EVENT_WRITES } from './event-writes.js';
 import { jobFailedEventId } from '../event-store.js';
+import { latenessBucket, minuteOf } from '../overview-store.js';
+import type { OverviewTally } from './overview-tally.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 /** Prepares a statement once per connection and reuses it. */
@@ -96,16 +100,22 @@ function transition(sql: Sql, statement: string, params: Record<string, unknown>
   return { ok: false, status: current?.status ?? null };
 }
 
-function finishAttempt(sql: Sql, params: AttemptFinishParams): boolean {
-  const changed = sql(q.JobFinishAttempt).run({
+function finishAttempt(sql: Sql, params: AttemptFinishParams, tally: OverviewTally): boolean {
+  const job = sql(q.JobFinishAttempt).get({
     jobId: params.jobId,
     workerId: params.workerId,
     attemptId: params.attemptId,
     now: params.now,
     ...jobAfterAttempt(params),
-  }).changes;
-  if (changed === 0) return false;
-  sql(q.AttemptFinish).run({ attemptId: params.attemptId, now: params.now, ...params.result, reported: params.reported ? 1 : 0 });
+  }) as { projectId: string } | undefined;
+  if (!job) return false;
+  const { now, attemptId } = params;
+  if (sql(q.AttemptFinish).run({ attemptId, now, ...params.result, reported: params.reported ? 1 : 0 }).changes === 1) {
+    // The overview's figures (0011_project_overview.sql), in the same transaction as the attempt.
+    const failed = params.result.outcome !== 'success';
+    tally.finished(job.projectId, minuteOf(now), failed);
+    if (failed) sql(q.FailedAttemptInsert).run({ projectId: job.projectId, now, attemptId });
+  }
   if (params.next.kind === 'fail') sql(q.EventInsertJobFailed).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now });
   return true;
 }
@@ -153,6 +163,16 @@ export const WRITES = {
 
   usagePrune(sql: Sql, p: { beforeDay: string; limit: number }): number {
     return sql(q.UsagePrune).run(p).changes;
+  },
+
+  /** Up to `limit` rows in all, table after table. */
+  overviewPrune(sql: Sql, p: { before: number; limit: number }): number {
+    let deleted = 0;
+    for (const statement of [q.DeliveryMinutePrune, q.LatenessMinutePrune, q.FailedAttemptPrune]) {
+      if (deleted >= p.limit) break;
+      deleted += sql(statement).run({ before: p.before, limit: p.limit - deleted }).changes;
+    }
+    return deleted;
   },
 
   projectInsert(sql: Sql, p: { project: ProjectRow; secret: WebhookSecretRow }): void {
@@ -287,21 +307,24 @@ export const WRITES = {
     return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
   },
 
-  attemptStart(sql: Sql, params: AttemptStartParams): { attemptNumber: number } | null {
-    const started = sql(q.JobStart).get(params) as { attemptNumber: number } | undefined;
+  attemptStart(sql: Sql, params: AttemptStartParams, tally: OverviewTally): { attemptNumber: number } | null {
+    const started = sql(q.JobStart).get(params) as { attemptNumber: number; projectId: string; runAt: number } | undefined;
     if (!started) {
       sql(q.JobReleaseHeldBack).run({ jobId: params.jobId, workerId: params.workerId, now: params.now });
       return null;
     }
+    const { attemptNumber } = started;
     // Asked again for an attempt already recorded: nothing more to record.
     const recorded = sql(q.AttemptJobGet).get(params.attemptId) as { jobId: string } | undefined;
-    if (recorded?.jobId === params.jobId) return started;
-    sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber: started.attemptNumber, now: params.now });
-    return started;
+    if (recorded?.jobId === params.jobId) return { attemptNumber };
+    sql(q.AttemptInsert).run({ attemptId: params.attemptId, jobId: params.jobId, attemptNumber, now: params.now });
+    // A first attempt's lateness, for the overview: started now, due at the job's runAt.
+    if (attemptNumber === 1) tally.started(started.projectId, minuteOf(params.now), latenessBucket(params.now - started.runAt));
+    return { attemptNumber };
   },
 
-  attemptFinish(sql: Sql, params: AttemptFinishParams): boolean {
-    return finishAttempt(sql, params);
+  attemptFinish(sql: Sql, params: AttemptFinishParams, tally: OverviewTally): boolean {
+    return finishAttempt(sql, params, tally);
   },
 
   attemptAccept(sql: Sql, p: AttemptAcceptParams): boolean {
@@ -310,7 +333,7 @@ export const WRITES = {
     return true;
   },
 
-  attemptReport(sql: Sql, p: { jobId: string; attemptId: string; now: number; report: AttemptReport }): boolean {
+  attemptReport(sql: Sql, p: { jobId: string; attemptId: string; now: number; report: AttemptReport }, tally: OverviewTally): boolean {
     const guard = { jobId: p.jobId, attemptId: p.attemptId, now: p.now };
     if (p.report.kind === 'running') {
       if (sql(q.JobReportRunning).run({ ...guard, deadline: p.report.deadline }).changes === 0) return false;
@@ -318,7 +341,7 @@ export const WRITES = {
       return true;
     }
     if (sql(q.JobAwaitingReportCheck).get(guard) === undefined) return false;
-    return finishAttempt(sql, { ...guard, workerId: AWAITING_REPORT, result: p.report.result, next: p.report.next, reported: true });
+    return finishAttempt(sql, { ...guard, workerId: AWAITING_REPORT, result: p.report.result, next: p.report.next, reported: true }, tally);
   },
 
   jobLeaseRenew(sql: Sql, p: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): void {
@@ -331,14 +354,14 @@ export const WRITES = {
    * read (owner, attempt, expiry), so a lease renewed or finished since changes nothing; returns
    * which were rescued.
    */
-  jobRescueLeases(sql: Sql, p: { now: number; expiredBefore: number; rescues: LeaseRescue[] }): boolean[] {
+  jobRescueLeases(sql: Sql, p: { now: number; expiredBefore: number; rescues: LeaseRescue[] }, tally: OverviewTally): boolean[] {
     return p.rescues.map((rescue) => {
       if (rescue.kind === 'requeue') {
         return sql(q.JobRequeueExpired).run({ jobId: rescue.jobId, now: p.now, expiredBefore: p.expiredBefore }).changes === 1;
       }
       const { jobId, attemptId } = rescue.finish;
       const expired = sql(q.JobLeaseExpiredCheck).get({ jobId, expiredBefore: p.expiredBefore, attemptId, now: p.now });
-      return expired !== undefined && finishAttempt(sql, rescue.finish);
+      return expired !== undefined && finishAttempt(sql, rescue.finish, tally);
     });
   },
 

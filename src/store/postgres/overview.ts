@@ -1,0 +1,58 @@
+/** The project overview on PostgreSQL (../overview-store.ts): reads summing each minute's shards, and their pruning. */
+import { countsByStatus } from '../job-rules.js';
+import {
+  DELIVERY_WINDOW_MINUTES,
+  JOB_COUNT_LIMIT,
+  LATENESS_WINDOW_MINUTES,
+  MINUTE_MS,
+  RECENT_FAILURES_LIMIT,
+  latenessSummary,
+  minuteOf,
+  windowStart,
+  type DeliveryMinute,
+  type FailedAttempt,
+  type ProjectOverview,
+  type ProjectOverviewParams,
+} from '../overview-store.js';
+import type { JobStatus } from '../store.js';
+import type { ConnectionPool } from './connection-pool.js';
+import * as q from './queries.js';
+
+export class PostgresOverview {
+  constructor(private readonly db: ConnectionPool) {}
+
+  /** Four short reads side by side, on the pool; no transaction: each figure stands on its own. */
+  async read(params: ProjectOverviewParams): Promise<ProjectOverview> {
+    const { projectId, now } = params;
+    const countLimit = params.jobCountLimit ?? JOB_COUNT_LIMIT;
+    const until = minuteOf(now) + MINUTE_MS;
+    const from = windowStart(now, DELIVERY_WINDOW_MINUTES);
+    const [counts, deliveryMinutes, histogram, recentFailures] = await Promise.all([
+      this.db.rows<{ status: JobStatus; n: number }>(q.JobCountByStatusOfProject, [projectId, countLimit + 1]),
+      this.db.rows<DeliveryMinute>(q.DeliveryMinuteList, [projectId, from, until]),
+      this.db.rows<{ bucket: number; attempts: number }>(q.LatenessHistogram, [projectId, windowStart(now, LATENESS_WINDOW_MINUTES), until]),
+      this.db.rows<FailedAttempt>(q.FailedAttemptListRecent, [projectId, from, until, RECENT_FAILURES_LIMIT]),
+    ]);
+    return { jobsByStatus: countsByStatus(counts), deliveryMinutes, lateness: latenessSummary(histogram), recentFailures };
+  }
+
+  /** Up to `limit` rows in all, table after table. */
+  async compact(params: { before: number; limit: number }): Promise<number> {
+    let folded = 0;
+    for (const statement of [q.DeliveryMinuteCompact, q.LatenessMinuteCompact]) {
+      if (folded >= params.limit) break;
+      folded += (await this.db.rows<{ n: number }>(statement, [params.before, params.limit - folded]))[0]!.n;
+    }
+    return folded;
+  }
+
+  /** Up to `limit` rows in all, table after table. */
+  async prune(params: { before: number; limit: number }): Promise<number> {
+    let deleted = 0;
+    for (const statement of [q.DeliveryMinutePrune, q.LatenessMinutePrune, q.FailedAttemptPrune]) {
+      if (deleted >= params.limit) break;
+      deleted += (await this.db.query(statement, [params.before, params.limit - deleted])).rowCount ?? 0;
+    }
+    return deleted;
+  }
+}
