@@ -34,14 +34,21 @@ describe('flow control: a delivery rate, and Retry-After holding the project', (
     const ids = await batch(p, Array.from({ length: 100 }, (_, i) => ({ payload: { i } })));
     await receiver.waitFor(() => ids.every((id) => receiver.forJob(id).length === 1), 15_000);
     const arrivals = ids.map((id) => receiver.forJob(id)[0]!.arrivedAt).sort((a, b) => a - b);
-    // 100 starts at 20 a second: the first at once, the hundredth 99/20 = 4.95 s later (± 5%).
-    const span = arrivals[99]! - arrivals[0]!;
-    expect(span).toBeGreaterThanOrEqual(4_950 * 0.95);
-    expect(span).toBeLessThanOrEqual(4_950 * 1.05);
+    // 100 starts at 20 a second: the first at once, the hundredth 99/20 = 4.95 s later. Timed from
+    // the 11th arrival, 89/20 = 4.45 s before the last (± 5%): the first requests wait for a new
+    // connection's setup, which on a busy machine made the first arrival late enough to shorten
+    // the span by more than 5% with the starts paced right.
+    const span = arrivals[99]! - arrivals[10]!;
+    expect(span).toBeGreaterThanOrEqual(4_450 * 0.95);
+    expect(span).toBeLessThanOrEqual(4_450 * 1.05);
+    expect(arrivals[99]! - arrivals[0]!).toBeGreaterThanOrEqual(4_450);
     // No burst: no second holds much more than the rate. (Starts are paced exactly; arrivals bunch by a
     // few when a new connection's setup delays the first requests. A burst of the whole backlog, or
-    // of a second's worth on top of the rate, would put 40 or more in one second.)
-    for (const [i, at] of arrivals.entries()) expect(arrivals.filter((b) => b >= at && b < at + 1_000).length, `from arrival ${i}`).toBeLessThanOrEqual(26);
+    // of a second's worth on top of the rate, would put 40 or more in one second.
+    // Counted from the 11th arrival on, as the span: the first ones bunch behind a late connection.)
+    for (const [i, at] of arrivals.entries()) {
+      if (i >= 10) expect(arrivals.filter((b) => b >= at && b < at + 1_000).length, `from arrival ${i}`).toBeLessThanOrEqual(26);
+    }
     // Over the rate, jobs waited QUEUED: nothing failed for it.
     for (const id of ids) expect(receiver.forJob(id)).toHaveLength(1);
   });
