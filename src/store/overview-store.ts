@@ -8,6 +8,7 @@
  * start and finish. Lateness is kept as a histogram (LATENESS_BOUNDS), so its percentiles come
  * from at most an hour of bucket counts, not from sorting an hour of jobs.
  */
+import { countsByStatus } from './job-rules.js';
 import type { AttemptOutcome, JobStatus } from './store.js';
 
 export const MINUTE_MS = 60_000;
@@ -158,4 +159,32 @@ export interface OverviewStore {
   overviewCompact(params: { before: number; limit: number }): Promise<number>;
   /** Deletes up to `limit` of the overview's rows (every project's) of minutes before `before`; how many. */
   overviewPrune(params: { before: number; limit: number }): Promise<number>;
+}
+
+/** What both stores read for an overview at `params.now`: the project, the count limit and each window's bounds. */
+export function overviewWindows(params: ProjectOverviewParams): {
+  projectId: string;
+  countLimit: number;
+  deliveriesFrom: number;
+  latenessFrom: number;
+  /** The end (exclusive) of every window: the end of the current minute. */
+  until: number;
+} {
+  return {
+    projectId: params.projectId,
+    countLimit: params.jobCountLimit ?? JOB_COUNT_LIMIT,
+    deliveriesFrom: windowStart(params.now, DELIVERY_WINDOW_MINUTES),
+    latenessFrom: windowStart(params.now, LATENESS_WINDOW_MINUTES),
+    until: minuteOf(params.now) + MINUTE_MS,
+  };
+}
+
+/** The overview from a store's four reads. */
+export function overviewOf(
+  counts: { status: JobStatus; n: number }[],
+  deliveryMinutes: DeliveryMinute[],
+  histogram: { bucket: number; attempts: number }[],
+  recentFailures: FailedAttempt[],
+): ProjectOverview {
+  return { jobsByStatus: countsByStatus(counts), deliveryMinutes, lateness: latenessSummary(histogram), recentFailures };
 }

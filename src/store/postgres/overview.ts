@@ -1,14 +1,8 @@
 /** The project overview on PostgreSQL (../overview-store.ts): reads summing each minute's shards, and their pruning. */
-import { countsByStatus } from '../job-rules.js';
 import {
-  DELIVERY_WINDOW_MINUTES,
-  JOB_COUNT_LIMIT,
-  LATENESS_WINDOW_MINUTES,
-  MINUTE_MS,
   RECENT_FAILURES_LIMIT,
-  latenessSummary,
-  minuteOf,
-  windowStart,
+  overviewOf,
+  overviewWindows,
   type DeliveryMinute,
   type FailedAttempt,
   type ProjectOverview,
@@ -23,17 +17,14 @@ export class PostgresOverview {
 
   /** Four short reads side by side, on the pool; no transaction: each figure stands on its own. */
   async read(params: ProjectOverviewParams): Promise<ProjectOverview> {
-    const { projectId, now } = params;
-    const countLimit = params.jobCountLimit ?? JOB_COUNT_LIMIT;
-    const until = minuteOf(now) + MINUTE_MS;
-    const from = windowStart(now, DELIVERY_WINDOW_MINUTES);
+    const { projectId, countLimit, deliveriesFrom, latenessFrom, until } = overviewWindows(params);
     const [counts, deliveryMinutes, histogram, recentFailures] = await Promise.all([
       this.db.rows<{ status: JobStatus; n: number }>(q.JobCountByStatusOfProject, [projectId, countLimit + 1]),
-      this.db.rows<DeliveryMinute>(q.DeliveryMinuteList, [projectId, from, until]),
-      this.db.rows<{ bucket: number; attempts: number }>(q.LatenessHistogram, [projectId, windowStart(now, LATENESS_WINDOW_MINUTES), until]),
-      this.db.rows<FailedAttempt>(q.FailedAttemptListRecent, [projectId, from, until, RECENT_FAILURES_LIMIT]),
+      this.db.rows<DeliveryMinute>(q.DeliveryMinuteList, [projectId, deliveriesFrom, until]),
+      this.db.rows<{ bucket: number; attempts: number }>(q.LatenessHistogram, [projectId, latenessFrom, until]),
+      this.db.rows<FailedAttempt>(q.FailedAttemptListRecent, [projectId, deliveriesFrom, until, RECENT_FAILURES_LIMIT]),
     ]);
-    return { jobsByStatus: countsByStatus(counts), deliveryMinutes, lateness: latenessSummary(histogram), recentFailures };
+    return overviewOf(counts, deliveryMinutes, histogram, recentFailures);
   }
 
   /** Up to `limit` rows in all, table after table. */
