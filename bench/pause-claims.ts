@@ -86,7 +86,7 @@ async function run(kind: Case): Promise<string> {
         const now = Date.now();
         await store.jobCreate({ projectId: live.id, teamId: live.teamId, now, jobs: [{ id: `job_l${k}`, payload: '{}', scheduledFor: null, runAt: now, maxRetries: 0 }], quota: null, idempotency: null, answer });
         const started = performance.now();
-        const claimed = await store.jobClaimDue({ now, dueBy: now, limit: 100, workerId: 'wrk_bench', leaseExtraMs: 1_000, excludeProjectIds: [] });
+        const claimed = await store.jobClaimDue({ now, dueBy: now, limit: 100, workerId: 'wrk_bench', leaseExtraMs: 1_000, excludeProjectIds: [], heldByProject: {} });
         times.push(performance.now() - started);
         if (claimed.length !== 1) throw new Error(`${kind}: claimed ${claimed.length} jobs, expected the live project's one`);
       }

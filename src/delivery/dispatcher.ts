@@ -68,6 +68,13 @@ export class Dispatcher {
   private readonly idle: (() => void)[] = [];
   /** Jobs this worker holds per project (timed, waiting or in flight), and each project's limit. */
   private readonly claimedByProject = new Map<string, { count: number; limit: number }>();
+  /**
+   * Jobs claimed, or about to be (room reserved for jobs created already claimed), that submit has
+   * not counted above yet: it reads their projects first. Counted as taken meanwhile, so that a
+   * dispatch or a claim in that gap does not take the same room again.
+   */
+  private readonly pendingByProject = new Map<string, { count: number; limit: number }>();
+  private pendingCount = 0;
   private readonly shutdown = new AbortController();
   private renewTimer: NodeJS.Timeout | null = null;
   /** Called when a slot frees up, so a scheduler starved of capacity claims again. */
@@ -94,7 +101,7 @@ export class Dispatcher {
   }
 
   freeSlots(): number {
-    return this.deps.globalConcurrency - this.inFlight - this.waitingCount - this.timedCount;
+    return this.deps.globalConcurrency - this.inFlight - this.waitingCount - this.timedCount - this.pendingCount;
   }
 
   /** Whether this worker holds the job (waiting, held for its time or in flight). */
@@ -111,14 +118,54 @@ export class Dispatcher {
    * already claimed, or held back (rate, Retry-After). Their jobs stay QUEUED meanwhile.
    */
   saturatedProjects(): string[] {
-    const full = [...this.claimedByProject].filter(([, c]) => c.count >= c.limit).map(([projectId]) => projectId);
+    const full: string[] = [];
+    for (const projectId of new Set([...this.claimedByProject.keys(), ...this.pendingByProject.keys()])) {
+      const claimed = this.claimedByProject.get(projectId);
+      const pending = this.pendingByProject.get(projectId);
+      const limit = Math.min(claimed?.limit ?? Number.POSITIVE_INFINITY, pending?.limit ?? Number.POSITIVE_INFINITY);
+      if ((claimed?.count ?? 0) + (pending?.count ?? 0) >= limit) full.push(projectId);
+    }
     return this.projectHolds.size === 0 ? full : [...new Set([...full, ...this.projectHolds.keys()])];
+  }
+
+  /** How many jobs of each project this worker holds (timed, waiting, in flight, or being handed over). */
+  heldByProject(): Record<string, number> {
+    const held: Record<string, number> = {};
+    for (const [projectId, { count }] of this.claimedByProject) held[projectId] = count;
+    for (const [projectId, { count }] of this.pendingByProject) held[projectId] = (held[projectId] ?? 0) + count;
+    return held;
   }
 
   /** How many more of this project's jobs this worker may hold now. */
   projectRoom(project: ProjectRow): number {
     if (this.projectHolds.has(project.id)) return 0;
-    return claimLimit(project) - (this.claimedByProject.get(project.id)?.count ?? 0);
+    const taken = (this.claimedByProject.get(project.id)?.count ?? 0) + (this.pendingByProject.get(project.id)?.count ?? 0);
+    return claimLimit(project) - taken;
+  }
+
+  /**
+   * Reserves room for up to `wanted` of the project's jobs about to be created already claimed for
+   * this worker; returns how many. The room is taken until `submit` (given the reservation) or
+   * `unreserve` gives it back.
+   */
+  reserve(project: ProjectRow, wanted: number): number {
+    const count = Math.min(wanted, this.freeSlots(), this.projectRoom(project));
+    if (count <= 0) return 0;
+    this.countPending(project.id, count, claimLimit(project));
+    return count;
+  }
+
+  /** Gives back room reserved for jobs that were not claimed after all. */
+  unreserve(projectId: string, count: number): void {
+    this.countPending(projectId, -count);
+  }
+
+  private countPending(projectId: string, delta: number, limit = Number.POSITIVE_INFINITY): void {
+    this.pendingCount += delta;
+    const current = this.pendingByProject.get(projectId);
+    const count = (current?.count ?? 0) + delta;
+    if (count <= 0) this.pendingByProject.delete(projectId);
+    else this.pendingByProject.set(projectId, { count, limit: Math.min(limit, current?.limit ?? Number.POSITIVE_INFINITY) });
   }
 
   private countClaimed(project: ProjectRow, delta: number): void {
@@ -178,13 +225,25 @@ export class Dispatcher {
     this.renewTimer.unref();
   }
 
-  /** Takes a claimed batch: loads each project and its secrets once, then starts what the limits allow. */
-  async submit(jobs: ClaimedJob[]): Promise<void> {
+  /**
+   * Takes a claimed batch: loads each project and its secrets once, then starts what the limits
+   * allow. True when a project of the batch then holds all this worker may hold of it.
+   */
+  async submit(jobs: ClaimedJob[], reserved?: { projectId: string; count: number }): Promise<boolean> {
     const projectIds = [...new Set(jobs.map((job) => job.projectId))];
-    const [projects, secrets] = await Promise.all([
-      this.deps.store.projectGetMany(projectIds),
-      Promise.all(projectIds.map((id) => this.deps.signingSecrets(id))),
-    ]);
+    if (!reserved) for (const job of jobs) this.countPending(job.projectId, 1);
+    let projects: ProjectRow[];
+    let secrets: string[][];
+    try {
+      [projects, secrets] = await Promise.all([
+        this.deps.store.projectGetMany(projectIds),
+        Promise.all(projectIds.map((id) => this.deps.signingSecrets(id))),
+      ]);
+    } finally {
+      // Counted below instead, in the same turn; what a reservation held beyond its jobs is freed.
+      if (reserved) this.countPending(reserved.projectId, -reserved.count);
+      else for (const job of jobs) this.countPending(job.projectId, -1);
+    }
     const byId = new Map(projects.map((project) => [project.id, project]));
     const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
     const now = this.deps.clock.now();
@@ -201,6 +260,7 @@ export class Dispatcher {
       }
     }
     for (const projectId of due) this.pump(projectId);
+    return projects.some((project) => this.projectRoom(project) <= 0);
   }
 
   private enqueue(entry: Waiting): void {

@@ -127,13 +127,22 @@ export class DeliveryEngine {
       reserve: (project, wanted) => {
         // A paused project's jobs wait QUEUED (SPEC section 10).
         if (!this.running || project.paused) return null;
-        const limit = Math.min(wanted, this.dispatcher.freeSlots(), this.dispatcher.projectRoom(project));
+        const limit = this.dispatcher.reserve(project, wanted);
         if (limit <= 0) return null;
-        return { workerId: this.workerId, leaseExpiresAt: this.options.clock.now() + project.deliveryTimeoutMs + LEASE_MARGIN_MS, limit };
+        return {
+          projectId: project.id,
+          workerId: this.workerId,
+          leaseExpiresAt: this.options.clock.now() + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
+          limit,
+        };
       },
-      submit: (jobs) => {
+      submit: (reservation, jobs) => {
+        const reserved = { projectId: reservation.projectId, count: reservation.limit };
+        if (jobs.length === 0) return this.dispatcher.unreserve(reserved.projectId, reserved.count);
         // Already claimed in the database: if this fails they are rescued when their lease expires.
-        this.dispatcher.submit(jobs).catch((error: unknown) => this.options.log.error({ err: error }, 'handing claimed jobs to the dispatcher failed'));
+        this.dispatcher
+          .submit(jobs, reserved)
+          .catch((error: unknown) => this.options.log.error({ err: error }, 'handing claimed jobs to the dispatcher failed'));
       },
     };
   }

@@ -64,7 +64,8 @@ export class ClaimLoop {
     },
   ) {
     deps.dispatcher.onCapacity = () => {
-      if (this.starved || this.skippedProjects) this.notifyDue(this.deps.clock.now());
+      // During a pass too: its claim may have counted the freed slot as taken.
+      if (this.starved || this.skippedProjects || this.ticking) this.notifyDue(this.deps.clock.now());
     };
   }
 
@@ -143,6 +144,7 @@ export class ClaimLoop {
           const claimSpans = this.deps.tracer?.startClaim();
           const claimed = await store.jobClaimDue({
             excludeProjectIds,
+            heldByProject: dispatcher.heldByProject(),
             now,
             dueBy: claimedUpTo,
             limit,
@@ -150,8 +152,10 @@ export class ClaimLoop {
             leaseExtraMs: LEASE_MARGIN_MS,
           });
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
-          if (claimed.length > 0) await dispatcher.submit(claimed);
-          if (claimed.length === limit) this.again = true;
+          const filledProject = claimed.length > 0 && (await dispatcher.submit(claimed));
+          // A batch cut short by a project's room may have left other projects' due jobs behind
+          // that project's: claim again, with it left out as saturated.
+          if (claimed.length === limit || filledProject) this.again = true;
         } while (this.again && this.running);
         if (!this.running) return;
         // The next job beyond the claim's horizon, not the earliest QUEUED one: that may belong to a

@@ -66,14 +66,23 @@ interface JobsServiceDeps {
 
 /** Room for jobs due at once, and where to hand them once created already claimed. */
 export interface ImmediateDelivery {
-  reserve(project: ProjectRow, wanted: number): { workerId: string; leaseExpiresAt: number; limit: number } | null;
-  submit(jobs: ClaimedJob[]): void;
+  /** Room for up to `limit` of the project's jobs, held until `submit` is given the reservation. */
+  reserve(project: ProjectRow, wanted: number): ImmediateReservation | null;
+  /** The jobs created claimed under the reservation (none if the creation failed); frees the rest of its room. */
+  submit(reservation: ImmediateReservation, jobs: ClaimedJob[]): void;
+}
+
+export interface ImmediateReservation {
+  projectId: string;
+  workerId: string;
+  leaseExpiresAt: number;
+  limit: number;
 }
 
 export class JobsService {
   constructor(private readonly deps: JobsServiceDeps) {}
 
-  private created(jobs: NewJob[], created: boolean[], claimed: ClaimedJob[], immediate: ImmediateDelivery | null): void {
+  private created(jobs: NewJob[], created: boolean[], claimed: ClaimedJob[]): void {
     const handed = new Set(claimed.map((job) => job.id));
     let earliest = Number.POSITIVE_INFINITY;
     let count = 0;
@@ -84,7 +93,6 @@ export class JobsService {
     });
     if (count === 0) return;
     this.deps.metrics.jobsCreated.inc(count);
-    if (claimed.length > 0) immediate?.submit(claimed);
     if (Number.isFinite(earliest)) this.deps.onJobDue(earliest);
   }
 
@@ -136,7 +144,7 @@ export class JobsService {
     const claimDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
     // Jobs created already claimed are claimed by this very statement: their claim span covers it.
     const claimSpans = claimDueNow && this.deps.tracer ? this.deps.tracer.startClaim() : null;
-    const result = await this.deps.store.jobCreate({
+    const created = this.deps.store.jobCreate({
       projectId: ctx.project.id,
       teamId: ctx.team.id,
       now,
@@ -148,6 +156,12 @@ export class JobsService {
       answer,
       ...(claimDueNow && { claimDueNow }),
     });
+    let result: Awaited<typeof created>;
+    try {
+      result = await created;
+    } finally {
+      if (claimDueNow) immediate!.submit(claimDueNow, result! && result.kind === 'created' ? result.claimed : []);
+    }
     if (result.kind === 'idempotency_conflict') {
       throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request body in the last 24 hours', {
         field: 'Idempotency-Key',
@@ -155,7 +169,7 @@ export class JobsService {
     }
     if (result.kind === 'created') {
       if (claimSpans && result.claimed.length > 0) claimSpans.end(result.claimed, { workerId: claimDueNow!.workerId, atDispatch: true });
-      this.created(jobs, result.created, result.claimed, immediate);
+      this.created(jobs, result.created, result.claimed);
     }
     return result;
   }

@@ -287,6 +287,8 @@ export interface JobClaimParams {
   leaseExtraMs: number;
   /** Projects whose delivery slots are all taken: their jobs stay QUEUED (cancellable) for now. */
   excludeProjectIds: string[];
+  /** How many jobs of each project the worker holds already: it claims no more than each one's room. */
+  heldByProject: Record<string, number>;
 }
 
 export interface AttemptStartParams {

@@ -35,7 +35,7 @@ describe('dashboard: project overview', () => {
     const jobId = await dispatch(p, due);
     ids[name] = jobId;
     const start = due + lateMs;
-    const claimed = await t.store.jobClaimDue({ now: start, dueBy: start, limit: 1, workerId: 'wrk_page', leaseExtraMs: 30_000, excludeProjectIds: [] });
+    const claimed = await t.store.jobClaimDue({ now: start, dueBy: start, limit: 1, workerId: 'wrk_page', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
     expect(claimed.map((job) => job.id)).toEqual([jobId]);
     const attemptId = `att_${name}_0000000000000000`;
     await t.store.attemptStart({ jobId, attemptId, workerId: 'wrk_page', now: start, leaseExpiresAt: start + 60_000 });

@@ -97,7 +97,7 @@ describe('retention', () => {
     const jobId = (await t.api(project.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { n: 3 } } })).json().jobId as string;
     const at = t.clock.now();
     // Another project's jobs are due too (the idempotency test's): stepped over.
-    const claimed = await t.store.jobClaimDue({ now: at, dueBy: at, limit: 10, workerId: 'wrk_t', leaseExtraMs: 30_000, excludeProjectIds: [p.projectId] });
+    const claimed = await t.store.jobClaimDue({ now: at, dueBy: at, limit: 10, workerId: 'wrk_t', leaseExtraMs: 30_000, excludeProjectIds: [p.projectId], heldByProject: {} });
     expect(claimed.map((job) => job.id)).toEqual([jobId]);
     await t.store.attemptStart({ jobId, attemptId: 'att_retention0000000', workerId: 'wrk_t', now: at, leaseExpiresAt: at + 60_000 });
     const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 3, error: 'HTTP 500', responseBody: null };

@@ -53,14 +53,13 @@ describe('scheduler wake-ups (injected clock)', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     receiver.answer({ status: 200, held });
     const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1 } });
-    // The first job takes the project's only slot (its request is held); the others wait, due.
-    const jobs = [await dispatch(p.key), await dispatch(p.key), await dispatch(p.key)];
+    // The first job takes the project's only slot (its request is held); the others, dispatched
+    // once it has, wait due. (Dispatched together, one claim could take all three: a claim is
+    // bounded by the instance's free slots, and only a saturated project is left out of it.)
+    const jobs = [await dispatch(p.key)];
     await settle();
-    const deadline = Date.now() + 5_000;
-    while (receiver.forJob(jobs[0]!).length === 0) {
-      if (Date.now() > deadline) throw new Error('the first job never reached the receiver');
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await eventually(() => receiver.forJob(jobs[0]!).length, { what: 'the first job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
+    jobs.push(await dispatch(p.key), await dispatch(p.key));
     await settle();
     const now = t.clock.now();
     const wakesAt = t.engine!.claimLoop.wakesAt;
@@ -68,7 +67,32 @@ describe('scheduler wake-ups (injected clock)', () => {
     // the safety-net sleep, or a job beyond the claim's horizon.
     expect(wakesAt).toBeGreaterThan(now + CLAIM_LOOKAHEAD_MS);
     expect(wakesAt).toBeLessThanOrEqual(now + MAX_SLEEP_MS + CLAIM_LOOKAHEAD_MS);
-    expect((await t.store.jobGet({ projectId: p.projectId, jobId: jobs[2]! }))?.status).toBe('QUEUED');
+    for (const jobId of jobs.slice(1)) expect((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('QUEUED');
+
+    release();
+    for (const jobId of jobs) {
+      await eventually(async () => (await t.store.jobGet({ projectId: p.projectId, jobId }))?.status, {
+        what: `${jobId} delivered after the slot freed`,
+        until: (status) => status === 'COMPLETED',
+        withinMs: 5_000,
+        everyMs: 5,
+      });
+    }
+  });
+
+  it('claims no more of a project\'s jobs than it has slots when its dispatches arrive together', async () => {
+    release();
+    const held = new Promise<void>((resolve) => (release = resolve));
+    receiver.answer({ status: 200, held });
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1 } });
+    // Created at once, each may be claimed by its own dispatch (the embedded store) or by the
+    // scheduler: either way one takes the only slot and the rest wait QUEUED, cancellable.
+    const jobs = await Promise.all(Array.from({ length: 8 }, () => dispatch(p.key)));
+    await settle();
+    await eventually(() => jobs.filter((jobId) => receiver.forJob(jobId).length > 0).length, { what: 'one job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
+    await settle();
+    const statuses = await Promise.all(jobs.map(async (jobId) => (await t.store.jobGet({ projectId: p.projectId, jobId }))?.status));
+    expect(statuses.filter((status) => status !== 'QUEUED')).toEqual(['STARTED']);
 
     release();
     for (const jobId of jobs) {

@@ -38,7 +38,7 @@ describe.runIf(await postgresAvailable())('postgres: one bad row in a batch of a
       idempotency: null,
       answer: { kind: 'single', statusCode: 201, body: '{}' },
     });
-    const claimed = await store.jobClaimDue({ now: T0, dueBy: T0, limit: ids.length, workerId: WORKER, leaseExtraMs: 30_000, excludeProjectIds: [] });
+    const claimed = await store.jobClaimDue({ now: T0, dueBy: T0, limit: ids.length, workerId: WORKER, leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
     expect(claimed.map((job) => job.id).sort()).toEqual([...ids].sort());
   }
 

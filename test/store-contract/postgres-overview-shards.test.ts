@@ -55,7 +55,7 @@ describe.runIf(await postgresAvailable())('postgres: the overview rows under con
   it('counts every attempt of every project finished by two instances side by side, then folds each past minute into one row', async () => {
     // Each instance claims half the jobs (SKIP LOCKED keeps them apart), in an order that mixes projects.
     const [mine, theirs] = await Promise.all(
-      instances.map((store, i) => store.jobClaimDue({ now: T0, dueBy: T0, limit: (projects.length * JOBS_PER_PROJECT) / 2, workerId: `wrk_${i}`, leaseExtraMs: 60_000, excludeProjectIds: [] })),
+      instances.map((store, i) => store.jobClaimDue({ now: T0, dueBy: T0, limit: (projects.length * JOBS_PER_PROJECT) / 2, workerId: `wrk_${i}`, leaseExtraMs: 60_000, excludeProjectIds: [], heldByProject: {} })),
     );
     expect(mine!.length + theirs!.length).toBe(projects.length * JOBS_PER_PROJECT);
     // Started and finished in small groups, each group a statement, the two instances side by side;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import type { NewSchedule } from '../../src/store/schedule-store.js';
-import type { AttemptNext, JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
+import type { AttemptNext, ClaimedJob, JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -239,7 +239,34 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
       const success = { outcome: 'success' as const, statusCode: 200, durationMs: 5, error: null, responseBody: 'ok' };
       const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 5, error: 'HTTP 500', responseBody: 'no' };
       const claim = (now: number, limit = 10, workerId = 'wrk_a', dueBy = now, excludeProjectIds: string[] = []) =>
-        store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000, excludeProjectIds });
+        store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000, excludeProjectIds, heldByProject: {} });
+
+      it("claims no more of a project's jobs than its room: its claim limit less what the worker holds", async () => {
+        const narrow = await makeProject();
+        await store.projectUpdate({ projectId: narrow.id, patch: { deliveryConcurrency: 2 } });
+        const rated = await makeProject();
+        // 25 a second: a tenth of a second's worth, rounded up, is 3, below its concurrency of 100.
+        await store.projectUpdate({ projectId: rated.id, patch: { deliveryRatePerSecond: 25 } });
+        const wide = await makeProject();
+        await create(narrow, [1, 2, 3, 4, 5].map((i) => job(`job_n${i}`, { runAt: T0 + i })));
+        await create(rated, [1, 2, 3, 4, 5].map((i) => job(`job_r${i}`, { runAt: T0 + i })));
+        await create(wide, [6, 7].map((i) => job(`job_w${i}`, { runAt: T0 + i })));
+        const ids = (claimed: ClaimedJob[]) => claimed.map((j) => j.id);
+        const first = await store.jobClaimDue({ now: T0 + 10, dueBy: T0 + 10, limit: 100, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: { [narrow.id]: 1 } });
+        // Earliest due first within each project; the rest stay QUEUED.
+        expect(ids(first).sort()).toEqual(['job_n1', 'job_r1', 'job_r2', 'job_r3', 'job_w6', 'job_w7']);
+        const second = await store.jobClaimDue({
+          now: T0 + 10,
+          dueBy: T0 + 10,
+          limit: 100,
+          workerId: 'wrk_a',
+          leaseExtraMs: 30_000,
+          excludeProjectIds: [],
+          heldByProject: { [narrow.id]: 1, [rated.id]: 1 },
+        });
+        expect(ids(second).sort()).toEqual(['job_n2', 'job_r4', 'job_r5']);
+        expect((await store.jobGet({ projectId: narrow.id, jobId: 'job_n3' }))?.status).toBe('QUEUED');
+      });
 
       it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
         const project = await makeProject();
@@ -625,7 +652,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
 
       /** Claims the one job due by `at` (no other job may be due then) and starts its attempt `attemptId` at `at`. */
       async function start(jobId: string, attemptId: string, at: number, dueBy = at) {
-        const claimed = await store.jobClaimDue({ now: at, dueBy, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [] });
+        const claimed = await store.jobClaimDue({ now: at, dueBy, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
         expect(claimed.map((j) => j.id)).toEqual([jobId]);
         expect(await store.attemptStart({ jobId, attemptId, workerId: 'wrk_o', now: at, leaseExpiresAt: at + 60_000 })).not.toBeNull();
       }
@@ -659,7 +686,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await create(project, [job('job_c_started', { runAt: T0 - 3_000 })]);
         await start('job_c_started', 'att_c_started', T0 - 3_000);
         await create(project, [job('job_c_dispatched', { runAt: T0 - 2_000 })]);
-        expect((await store.jobClaimDue({ now: T0 - 2_000, dueBy: T0 - 2_000, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [] })).map((j) => j.id)).toEqual(['job_c_dispatched']);
+        expect((await store.jobClaimDue({ now: T0 - 2_000, dueBy: T0 - 2_000, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} })).map((j) => j.id)).toEqual(['job_c_dispatched']);
         expect((await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_c_q3', now: T0 })).ok).toBe(true);
         const counts = { QUEUED: 2, DISPATCHED: 1, STARTED: 1, COMPLETED: 1, FAILED: 1, CANCELLED: 1 };
         expect((await store.projectOverview({ projectId: project.id, now: NOW })).jobsByStatus).toEqual(counts);
@@ -816,7 +843,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
 
       /** Takes a QUEUED job due by `at` through one attempt with this result and what follows it. */
       async function attempt(jobId: string, at: number, result: typeof success | typeof failure, next: AttemptNext) {
-        const claimed = await store.jobClaimDue({ now: at, dueBy: at, limit: 1, workerId: 'wrk_r', leaseExtraMs: 30_000, excludeProjectIds: [] });
+        const claimed = await store.jobClaimDue({ now: at, dueBy: at, limit: 1, workerId: 'wrk_r', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
         expect(claimed.map((j) => j.id)).toEqual([jobId]);
         const attemptId = `att_${jobId}_${at}`;
         expect(await store.attemptStart({ jobId, attemptId, workerId: 'wrk_r', now: at, leaseExpiresAt: at + 60_000 })).not.toBeNull();
@@ -971,7 +998,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         const quiet = await makeProject();
         await create(project, [job('job_ef', { maxRetries: 0 })]);
         await create(quiet, [job('job_qf', { maxRetries: 0, runAt: T0 + 1 })]);
-        await store.jobClaimDue({ now: T0 + 5, dueBy: T0 + 5, limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [] });
+        await store.jobClaimDue({ now: T0 + 5, dueBy: T0 + 5, limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
         for (const jobId of ['job_ef', 'job_qf']) {
           await store.attemptStart({ jobId, attemptId: `att_X${jobId}`, workerId: 'wrk_a', now: T0 + 5, leaseExpiresAt: T0 + 60_000 });
           await store.attemptFinish({ jobId, attemptId: `att_X${jobId}`, workerId: 'wrk_a', now: T0 + 9, result: failure, next: { kind: 'fail' } });

@@ -346,8 +346,18 @@ export class PostgresStore implements Store {
   }
 
   async jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
-    const { now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds } = params;
-    const claimed = await this.db.rows<ClaimedJob>(q.JobClaimDue, [now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds]);
+    const { now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds, heldByProject } = params;
+    const held = Object.entries(heldByProject);
+    const claimed = await this.db.rows<ClaimedJob>(q.JobClaimDue, [
+      now,
+      dueBy,
+      limit,
+      workerId,
+      leaseExtraMs,
+      excludeProjectIds,
+      held.map(([projectId]) => projectId),
+      held.map(([, count]) => count),
+    ]);
     return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
   }
 

@@ -166,14 +166,29 @@ export const JobFailedExists = `SELECT EXISTS (SELECT 1 ${FAILED_IN_WINDOW}) AS 
 export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
 
 /**
+ * How many of a project's jobs one worker holds claimed at most: claimLimit in
+ * src/delivery/dispatcher.ts (its concurrency; for a delivery rate, a tenth of a second's worth, at
+ * least one), written here for the claim. `p` is the project's row.
+ */
+const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN p.delivery_concurrency
+  ELSE LEAST(p.delivery_concurrency, GREATEST(1, CEIL(p.delivery_rate_per_second / 10)::int)) END`;
+/**
  * One statement: pick due jobs through the partial index, skipping rows another instance is
  * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it. A paused project's
- * due jobs are stepped over: they wait, QUEUED, for its resume.
+ * due jobs are stepped over: they wait, QUEUED, for its resume. Of each project no more are leased
+ * than its claim limit less what the worker holds already ($7 and $8, project ids and counts): the
+ * rest stay QUEUED, cancellable, instead of waiting claimed for a slot.
  */
-export const JobClaimDue = `WITH due AS (
-    SELECT seq FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
+export const JobClaimDue = `WITH picked AS (
+    SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
       AND project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${backedOffProjects('$1::bigint')})
     ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
+  ), due AS (
+    SELECT ranked.seq FROM (
+      SELECT seq, project_id, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM picked
+    ) AS ranked JOIN projects p ON p.id = ranked.project_id
+      LEFT JOIN unnest($7::text[], $8::int[]) AS held(project_id, count) ON held.project_id = ranked.project_id
+    WHERE ranked.place <= ${CLAIM_LIMIT} - COALESCE(held.count, 0)
   )
   UPDATE jobs SET status = 'DISPATCHED', lease_owner = $4, lease_expires_at = $1::bigint + $5::bigint + p.delivery_timeout_ms,
     updated_at = $1::bigint

@@ -140,13 +140,31 @@ export const JobCountFailed = `SELECT count(*) AS n ${FAILED_IN_WINDOW}`;
  * The subquery reads only the partial index jobs_due, so jobs waiting far ahead cost the claim
  * nothing. A paused project's due jobs are stepped over: they wait, QUEUED, for its resume.
  */
+/**
+ * How many of a project's jobs one worker holds claimed at most: claimLimit in
+ * src/delivery/dispatcher.ts (its concurrency; for a delivery rate, a tenth of a second's worth, at
+ * least one), written here for the claim. `p` is the project's row.
+ */
+const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN p.delivery_concurrency
+  ELSE MIN(p.delivery_concurrency, MAX(1, CAST(p.delivery_rate_per_second / 10 AS INTEGER)
+    + (p.delivery_rate_per_second / 10 > CAST(p.delivery_rate_per_second / 10 AS INTEGER)))) END`;
+/**
+ * The earliest due jobs, at most @limit, and of each project no more than its claim limit less what
+ * the worker holds already (@heldByProject, a JSON object of counts): jobs beyond a project's room
+ * stay QUEUED, cancellable, instead of waiting claimed for a slot.
+ */
 export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
   lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
   updated_at = @now
-  WHERE seq IN (SELECT seq FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
-    AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
-    AND project_id NOT IN (${BACKED_OFF_PROJECTS})
-    ORDER BY run_at LIMIT @limit)
+  WHERE seq IN (
+    SELECT picked.seq FROM (
+      SELECT seq, project_id, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
+        SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
+          AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
+          AND project_id NOT IN (${BACKED_OFF_PROJECTS})
+        ORDER BY run_at LIMIT @limit)
+    ) AS picked JOIN projects p ON p.id = picked.project_id
+    WHERE picked.place <= ${CLAIM_LIMIT} - COALESCE(json_extract(@heldByProject, '$."' || picked.project_id || '"'), 0))
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at > @after`;
 /**

@@ -302,7 +302,11 @@ export const WRITES = {
   },
 
   jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
-    const claimed = sql(q.JobClaimDue).all({ ...params, excludeProjectIds: JSON.stringify(params.excludeProjectIds) }) as ClaimedJob[];
+    const claimed = sql(q.JobClaimDue).all({
+      ...params,
+      excludeProjectIds: JSON.stringify(params.excludeProjectIds),
+      heldByProject: JSON.stringify(params.heldByProject),
+    }) as ClaimedJob[];
     // RETURNING gives no order; deliveries start earliest-due first.
     return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
   },
