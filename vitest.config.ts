@@ -29,29 +29,55 @@ export async function postgresProject(include: string[]): Promise<TestProjectInl
   ];
 }
 
+/**
+ * Files that start several `punctual serve` processes or hold deliveries to a rate or a deadline
+ * measured in real time: they run after the rest, one at a time, so that another file's load does
+ * not stretch the times they check.
+ */
+const ALONE = [
+  'test/delivery/process-recovery.test.ts',
+  'test/delivery/scale-out.test.ts',
+  'test/delivery/rate-instances.test.ts',
+  'test/delivery/async-instances.test.ts',
+  'test/delivery/backpressure-instances.test.ts',
+  'test/delivery/flow-control.test.ts',
+];
+
+/** Files that run on the embedded store, or on whichever store their own set-up picks. */
+const ANY_STORE = ['test/**/*.test.ts'];
+/** The API, delivery and process suites run once per store; store-specific tests run once. */
+const BOTH_STORES = [
+  'test/api/**/*.test.ts',
+  'test/delivery/**/*.test.ts',
+  'test/first-start.test.ts',
+  'test/durability.test.ts',
+  'test/cli.test.ts',
+  'test/webhook-url-guard.test.ts',
+  'test/dashboard/browser.test.ts',
+];
 // test/faults is a suite of its own (npm run test:faults, vitest.faults.config.ts), kept out of the
 // default run so that the main suite's time does not grow with it.
-const sqliteProject: TestProjectInlineConfiguration = {
-  extends: true,
-  test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', '**/node_modules/**'] },
-};
+const NOT_HERE = ['test/faults/**', '**/node_modules/**'];
+
+/**
+ * Each store's files in two groups: the rest two files at a time (most wait on PostgreSQL, a
+ * receiver or a child process far more than they compute, and vitest's default would leave one of
+ * the two cores idle), then the ALONE files one at a time.
+ */
+const together = { maxWorkers: 2, sequence: { groupOrder: 0 } };
+const alone = { maxWorkers: 1, sequence: { groupOrder: 1 } };
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // The API, delivery and process suites run once per store; store-specific tests run once.
     projects: [
-      sqliteProject,
-      ...(await postgresProject([
-        'test/api/**/*.test.ts',
-        'test/delivery/**/*.test.ts',
-        'test/first-start.test.ts',
-        'test/durability.test.ts',
-        'test/cli.test.ts',
-        'test/webhook-url-guard.test.ts',
-        'test/dashboard/browser.test.ts',
-      ])),
+      { extends: true, test: { name: 'sqlite', include: ANY_STORE, exclude: [...NOT_HERE, ...ALONE], ...together } },
+      { extends: true, test: { name: 'sqlite-alone', include: ALONE, ...alone } },
+      ...(await postgresProject(BOTH_STORES)).flatMap((project) => [
+        { ...project, test: { ...project.test, exclude: [...NOT_HERE, ...ALONE], ...together } },
+        { ...project, test: { ...project.test, name: 'postgres-alone', include: ALONE, ...alone } },
+      ]),
     ],
   },
 });

@@ -90,8 +90,11 @@ describe('events to a project\'s eventsUrl', () => {
     expect(delivered.events[0]).toMatchObject({ type: 'job.failed', attemptCount: 2, lastError: 'HTTP 503', data: { attemptCount: 3 } });
     expect(eventsAt(p.eventsPath).map((r) => r.json.eventId)).toEqual([delivered.events[0].eventId, delivered.events[0].eventId]);
     const given = await eventually(() => listEvents(failing), { what: 'the event FAILED after its retries', until: (b) => b.events[0]?.status === 'FAILED' });
-    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
-    expect(metrics).toMatch(/punctual_event_attempts_total\{type="job.failed",result="failed"\} [1-9]/);
+    // Counted once the attempt's outcome is written, a moment after the list shows it.
+    const metrics = await eventually(async () => (await t.app.inject({ method: 'GET', url: '/metrics' })).body, {
+      what: 'the failed event counted',
+      until: (body) => /punctual_event_attempts_total\{type="job.failed",result="failed"\} [1-9]/.test(body),
+    });
     expect(metrics).toMatch(/punctual_event_attempts_total\{type="job.failed",result="retry"\} [1-9]/);
     expect(given.events[0]).toMatchObject({ attemptCount: 2, lastError: 'HTTP 500', nextAttemptAt: null });
     expect(eventsAt(failing.eventsPath)).toHaveLength(2);

@@ -30,6 +30,16 @@ describe('scheduler wake-ups (injected clock)', () => {
     return response.json().jobId as string;
   };
   const settle = () => t.engine!.claimLoop.tick();
+  const allCompleted = async (projectId: string, jobIds: string[]) => {
+    for (const jobId of jobIds) {
+      await eventually(async () => (await t.store.jobGet({ projectId, jobId }))?.status, {
+        what: `${jobId} delivered after the slot freed`,
+        until: (status) => status === 'COMPLETED',
+        withinMs: 5_000,
+        everyMs: 5,
+      });
+    }
+  };
 
   it('sleeps until the earliest job, and wakes sooner for an earlier dispatch or reschedule', async () => {
     const p = await t.makeProject({ webhookUrl: receiver.url });
@@ -70,14 +80,7 @@ describe('scheduler wake-ups (injected clock)', () => {
     for (const jobId of jobs.slice(1)) expect((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('QUEUED');
 
     release();
-    for (const jobId of jobs) {
-      await eventually(async () => (await t.store.jobGet({ projectId: p.projectId, jobId }))?.status, {
-        what: `${jobId} delivered after the slot freed`,
-        until: (status) => status === 'COMPLETED',
-        withinMs: 5_000,
-        everyMs: 5,
-      });
-    }
+    await allCompleted(p.projectId, jobs);
   });
 
   it('claims no more of a project\'s jobs than it has slots when its dispatches arrive together', async () => {
@@ -95,13 +98,6 @@ describe('scheduler wake-ups (injected clock)', () => {
     expect(statuses.filter((status) => status !== 'QUEUED')).toEqual(['STARTED']);
 
     release();
-    for (const jobId of jobs) {
-      await eventually(async () => (await t.store.jobGet({ projectId: p.projectId, jobId }))?.status, {
-        what: `${jobId} delivered after the slot freed`,
-        until: (status) => status === 'COMPLETED',
-        withinMs: 5_000,
-        everyMs: 5,
-      });
-    }
+    await allCompleted(p.projectId, jobs);
   });
 });
