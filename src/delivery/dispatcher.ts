@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ClaimedJob, ProjectRow } from '../store/store.js';
+import { CLAIM_AHEAD_FACTOR, type ClaimedJob, type ProjectRow } from '../store/store.js';
 import type { BucketRate, RateLimiter } from '../rate-limits/token-bucket.js';
 import { deliverAttempt, LEASE_MARGIN_MS, type DeliveryDeps } from './deliver-attempt.js';
 
@@ -15,13 +15,16 @@ export function deliveryBucket(ratePerSecond: number): BucketRate {
 }
 
 /**
- * How many of a project's jobs one instance holds claimed at most: its concurrency, and for a
- * project with a delivery rate no more than a tenth of a second's worth (at least one), so that
- * jobs over the rate wait QUEUED in the store, not claimed here (SPEC section 11).
+ * How many of a project's jobs one instance holds claimed at most: twice its concurrency, so that
+ * when a slot frees the next job is already here (no claim's round trip through the store between
+ * two requests) while the rest wait QUEUED, cancellable; for a project with a delivery rate no more
+ * than a tenth of a second's worth (at least one), so that jobs over the rate wait QUEUED in the
+ * store, not claimed here (SPEC section 11). The claim's SQL says the same (CLAIM_LIMIT).
  */
 function claimLimit(project: ProjectRow): number {
-  if (project.deliveryRatePerSecond === null) return project.deliveryConcurrency;
-  return Math.min(project.deliveryConcurrency, Math.max(1, Math.ceil(project.deliveryRatePerSecond / 10)));
+  const ahead = CLAIM_AHEAD_FACTOR * project.deliveryConcurrency;
+  if (project.deliveryRatePerSecond === null) return ahead;
+  return Math.min(ahead, Math.max(1, Math.ceil(project.deliveryRatePerSecond / 10)));
 }
 
 /** Held leases are renewed this often; far inside the shortest lease (1 s timeout + 30 s margin). */
@@ -75,6 +78,14 @@ export class Dispatcher {
    */
   private readonly pendingByProject = new Map<string, { count: number; limit: number }>();
   private pendingCount = 0;
+  /**
+   * What the scheduler's last claims may have left due in the store: jobs of the projects they left
+   * out (saturated or held back) or filled to their room, and of any project while a claim came
+   * back full or could not run for want of slots. A dispatch is not delivered ahead of those jobs:
+   * it goes to the store and waits its turn, earliest due first.
+   */
+  private readonly backlogged = new Set<string>();
+  private backlogEverywhere = false;
   private readonly shutdown = new AbortController();
   private renewTimer: NodeJS.Timeout | null = null;
   /** Called when a slot frees up, so a scheduler starved of capacity claims again. */
@@ -149,10 +160,26 @@ export class Dispatcher {
    * `unreserve` gives it back.
    */
   reserve(project: ProjectRow, wanted: number): number {
-    const count = Math.min(wanted, this.freeSlots(), this.projectRoom(project));
-    if (count <= 0) return 0;
+    if (this.backlogEverywhere || this.backlogged.has(project.id)) return 0;
+    const count = Math.max(0, Math.min(wanted, this.freeSlots(), this.projectRoom(project)));
+    // The jobs without room wait in the store: later ones must not overtake them.
+    if (count < wanted) {
+      if (this.freeSlots() <= 0) this.backlogEverywhere = true;
+      else this.backlogged.add(project.id);
+    }
+    if (count === 0) return 0;
     this.countPending(project.id, count, claimLimit(project));
     return count;
+  }
+
+  /**
+   * The scheduler's claim is done: `complete` when it took every due job it could (fewer than its
+   * limit), `leftBehind` the projects whose due jobs it may have left in the store.
+   */
+  noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
+    this.backlogEverywhere = !complete;
+    if (complete) this.backlogged.clear();
+    for (const projectId of leftBehind) this.backlogged.add(projectId);
   }
 
   /** Gives back room reserved for jobs that were not claimed after all. */
@@ -227,9 +254,9 @@ export class Dispatcher {
 
   /**
    * Takes a claimed batch: loads each project and its secrets once, then starts what the limits
-   * allow. True when a project of the batch then holds all this worker may hold of it.
+   * allow. Returns the projects of the batch that then hold all this worker may hold of them.
    */
-  async submit(jobs: ClaimedJob[], reserved?: { projectId: string; count: number }): Promise<boolean> {
+  async submit(jobs: ClaimedJob[], reserved?: { projectId: string; count: number }): Promise<string[]> {
     const projectIds = [...new Set(jobs.map((job) => job.projectId))];
     if (!reserved) for (const job of jobs) this.countPending(job.projectId, 1);
     let projects: ProjectRow[];
@@ -260,7 +287,7 @@ export class Dispatcher {
       }
     }
     for (const projectId of due) this.pump(projectId);
-    return projects.some((project) => this.projectRoom(project) <= 0);
+    return projects.filter((project) => this.projectRoom(project) <= 0).map((project) => project.id);
   }
 
   private enqueue(entry: Waiting): void {

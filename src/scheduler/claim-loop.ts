@@ -136,7 +136,11 @@ export class ClaimLoop {
           this.again = false;
           const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
           this.starved = limit <= 0;
-          if (this.starved) return; // onCapacity wakes us
+          if (this.starved) {
+            // Due jobs may be waiting in the store: none is overtaken by a new dispatch meanwhile.
+            dispatcher.noteClaim(false, []);
+            return; // onCapacity wakes us
+          }
           const now = clock.now();
           const excludeProjectIds = dispatcher.saturatedProjects();
           this.skippedProjects = excludeProjectIds.length > 0;
@@ -152,10 +156,11 @@ export class ClaimLoop {
             leaseExtraMs: LEASE_MARGIN_MS,
           });
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
-          const filledProject = claimed.length > 0 && (await dispatcher.submit(claimed));
+          const filled = claimed.length > 0 ? await dispatcher.submit(claimed) : [];
+          dispatcher.noteClaim(claimed.length < limit, [...excludeProjectIds, ...filled]);
           // A batch cut short by a project's room may have left other projects' due jobs behind
           // that project's: claim again, with it left out as saturated.
-          if (claimed.length === limit || filledProject) this.again = true;
+          if (claimed.length === limit || filled.length > 0) this.again = true;
         } while (this.again && this.running);
         if (!this.running) return;
         // The next job beyond the claim's horizon, not the earliest QUEUED one: that may belong to a

@@ -279,6 +279,9 @@ export interface AttemptResult {
   responseBody: string | null;
 }
 
+/** A worker claims up to this many times a project's deliveryConcurrency (claimLimit in src/delivery/dispatcher.ts). */
+export const CLAIM_AHEAD_FACTOR = 2;
+
 export interface JobClaimParams {
   now: number;
   dueBy: number;

@@ -63,10 +63,10 @@ describe('scheduler wake-ups (injected clock)', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     receiver.answer({ status: 200, held });
     const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1 } });
-    // The first job takes the project's only slot (its request is held); the others, dispatched
-    // once it has, wait due. (Dispatched together, one claim could take all three: a claim is
-    // bounded by the instance's free slots, and only a saturated project is left out of it.)
-    const jobs = [await dispatch(p.key)];
+    // The first job takes the project's only slot (its request is held) and the second waits
+    // claimed behind it (a worker holds up to twice a project's slots); the others, dispatched
+    // once it has, wait due in the store.
+    const jobs = [await dispatch(p.key), await dispatch(p.key)];
     await settle();
     await eventually(() => receiver.forJob(jobs[0]!).length, { what: 'the first job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
     jobs.push(await dispatch(p.key), await dispatch(p.key));
@@ -77,27 +77,54 @@ describe('scheduler wake-ups (injected clock)', () => {
     // the safety-net sleep, or a job beyond the claim's horizon.
     expect(wakesAt).toBeGreaterThan(now + CLAIM_LOOKAHEAD_MS);
     expect(wakesAt).toBeLessThanOrEqual(now + MAX_SLEEP_MS + CLAIM_LOOKAHEAD_MS);
-    for (const jobId of jobs.slice(1)) expect((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('QUEUED');
+    for (const jobId of jobs.slice(2)) expect((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('QUEUED');
 
     release();
     await allCompleted(p.projectId, jobs);
   });
 
-  it('claims no more of a project\'s jobs than it has slots when its dispatches arrive together', async () => {
+  it('holds no more of a project\'s jobs than twice its slots when its dispatches arrive together', async () => {
     release();
     const held = new Promise<void>((resolve) => (release = resolve));
     receiver.answer({ status: 200, held });
     const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1 } });
     // Created at once, each may be claimed by its own dispatch (the embedded store) or by the
-    // scheduler: either way one takes the only slot and the rest wait QUEUED, cancellable.
+    // scheduler: either way one takes the only slot, one waits claimed to follow it at once, and
+    // the rest wait QUEUED, cancellable.
     const jobs = await Promise.all(Array.from({ length: 8 }, () => dispatch(p.key)));
     await settle();
     await eventually(() => jobs.filter((jobId) => receiver.forJob(jobId).length > 0).length, { what: 'one job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
     await settle();
     const statuses = await Promise.all(jobs.map(async (jobId) => (await t.store.jobGet({ projectId: p.projectId, jobId }))?.status));
-    expect(statuses.filter((status) => status !== 'QUEUED')).toEqual(['STARTED']);
+    expect(statuses.filter((status) => status !== 'QUEUED').sort()).toEqual(['DISPATCHED', 'STARTED']);
 
     release();
     await allCompleted(p.projectId, jobs);
+  });
+
+  it("delivers a project's jobs due at once in the order they were created: none overtakes one waiting for a slot", async () => {
+    release();
+    receiver.answer({ status: 200, delayMs: 10 });
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1 } });
+    // Sixteen clients, each dispatching one job after another, while each delivery is under way.
+    const created: { jobId: string; sentAt: number; answeredAt: number }[] = [];
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = 0; i < 5; i++) {
+          const sentAt = performance.now();
+          const jobId = await dispatch(p.key);
+          created.push({ jobId, sentAt, answeredAt: performance.now() });
+        }
+      }),
+    );
+    await allCompleted(p.projectId, created.map((job) => job.jobId));
+    const arrival = new Map(receiver.requests.map((r, i) => [r.json.jobId as string, i]));
+    // A job created (answered 201) before another was even asked for arrives first.
+    const overtaken = created.flatMap((earlier) =>
+      created
+        .filter((later) => earlier.answeredAt < later.sentAt && arrival.get(later.jobId)! < arrival.get(earlier.jobId)!)
+        .map((later) => `${later.jobId} before ${earlier.jobId}`),
+    );
+    expect(overtaken).toEqual([]);
   });
 });

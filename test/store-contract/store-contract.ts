@@ -243,9 +243,10 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
 
       it("claims no more of a project's jobs than its room: its claim limit less what the worker holds", async () => {
         const narrow = await makeProject();
-        await store.projectUpdate({ projectId: narrow.id, patch: { deliveryConcurrency: 2 } });
+        // Claimed up to twice its concurrency: 2.
+        await store.projectUpdate({ projectId: narrow.id, patch: { deliveryConcurrency: 1 } });
         const rated = await makeProject();
-        // 25 a second: a tenth of a second's worth, rounded up, is 3, below its concurrency of 100.
+        // 25 a second: a tenth of a second's worth, rounded up, is 3, below twice its concurrency of 100.
         await store.projectUpdate({ projectId: rated.id, patch: { deliveryRatePerSecond: 25 } });
         const wide = await makeProject();
         await create(narrow, [1, 2, 3, 4, 5].map((i) => job(`job_n${i}`, { runAt: T0 + i })));

@@ -2,7 +2,7 @@
  * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
-import { AWAITING_REPORT, JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES } from '../store.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../overview-store.js';
 
 /** The lateness buckets' bounds as an array literal: constants of the code, never data. */
@@ -167,11 +167,11 @@ export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
 
 /**
  * How many of a project's jobs one worker holds claimed at most: claimLimit in
- * src/delivery/dispatcher.ts (its concurrency; for a delivery rate, a tenth of a second's worth, at
- * least one), written here for the claim. `p` is the project's row.
+ * src/delivery/dispatcher.ts (twice its concurrency; for a delivery rate, a tenth of a second's worth,
+ * at least one), written here for the claim. `p` is the project's row.
  */
-const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN p.delivery_concurrency
-  ELSE LEAST(p.delivery_concurrency, GREATEST(1, CEIL(p.delivery_rate_per_second / 10)::int)) END`;
+const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN ${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency
+  ELSE LEAST(${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency, GREATEST(1, CEIL(p.delivery_rate_per_second / 10)::int)) END`;
 /**
  * One statement: pick due jobs through the partial index, skipping rows another instance is
  * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it. A paused project's

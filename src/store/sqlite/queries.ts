@@ -2,7 +2,7 @@
  * Every SQL statement of the embedded store, named after the store method that runs it.
  * Columns are aliased to the camelCase row types of store.ts so rows need little mapping.
  */
-import { AWAITING_REPORT, JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES } from '../store.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
@@ -142,11 +142,11 @@ export const JobCountFailed = `SELECT count(*) AS n ${FAILED_IN_WINDOW}`;
  */
 /**
  * How many of a project's jobs one worker holds claimed at most: claimLimit in
- * src/delivery/dispatcher.ts (its concurrency; for a delivery rate, a tenth of a second's worth, at
- * least one), written here for the claim. `p` is the project's row.
+ * src/delivery/dispatcher.ts (twice its concurrency; for a delivery rate, a tenth of a second's worth,
+ * at least one), written here for the claim. `p` is the project's row.
  */
-const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN p.delivery_concurrency
-  ELSE MIN(p.delivery_concurrency, MAX(1, CAST(p.delivery_rate_per_second / 10 AS INTEGER)
+const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN ${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency
+  ELSE MIN(${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency, MAX(1, CAST(p.delivery_rate_per_second / 10 AS INTEGER)
     + (p.delivery_rate_per_second / 10 > CAST(p.delivery_rate_per_second / 10 AS INTEGER)))) END`;
 /**
  * The earliest due jobs, at most @limit, and of each project no more than its claim limit less what
