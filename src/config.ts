@@ -44,7 +44,14 @@ export interface Config {
    * is not true. The SDK reads those and the other OTEL_ variables itself.
    */
   otlpTracing: boolean;
+  /**
+   * How spans are encoded (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL):
+   * http/json (the default) or http/protobuf, both over OTLP/HTTP. grpc is refused when export is on.
+   */
+  otlpProtocol: OtlpProtocol;
 }
+
+export type OtlpProtocol = 'http/json' | 'http/protobuf';
 
 export type TrustProxy = boolean | number | string[];
 
@@ -122,6 +129,20 @@ function parseTrustProxy(value: string | undefined): TrustProxy {
   return entries;
 }
 
+/** Read only when export is on: a protocol left over in an environment without an endpoint changes nothing. */
+function parseOtlpProtocol(env: NodeJS.ProcessEnv, tracing: boolean): OtlpProtocol {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const value = env[name]?.trim();
+  if (!tracing || !value || value === 'http/json') return 'http/json';
+  if (value === 'http/protobuf') return value;
+  if (value === 'grpc') {
+    throw new ConfigError(
+      `${name}=grpc: span export over gRPC is not built in; use http/protobuf or http/json, with the collector's OTLP/HTTP endpoint (usually port 4318)`,
+    );
+  }
+  throw new ConfigError(`${name} must be http/json or http/protobuf, got "${value}"`);
+}
+
 function parseOtlpTracing(env: NodeJS.ProcessEnv): boolean {
   const endpoints = (['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const).filter((name) => env[name]?.trim());
   for (const name of endpoints) {
@@ -173,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
   const secretKey = env.PUNCTUAL_SECRET_KEY?.trim() || null;
   if (secretKey !== null && secretKey.length < 32) throw new ConfigError('PUNCTUAL_SECRET_KEY must be at least 32 characters (e.g. openssl rand -base64 32)');
   const database = parseDatabase(env);
+  const otlpTracing = parseOtlpTracing(env);
   if (database.kind === 'postgres' && secretKey === null) {
     throw new ConfigError('PUNCTUAL_SECRET_KEY is required with PostgreSQL, so that every instance can read the webhook secrets');
   }
@@ -204,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
     // The whole shutdown must fit in 30 s: drain, then abort and record, then close.
     shutdownDrainMs: parseIntegerIn('PUNCTUAL_SHUTDOWN_DRAIN_MS', env.PUNCTUAL_SHUTDOWN_DRAIN_MS, 20_000, 0, 20_000),
     retentionDays: parseRetentionDays(env.PUNCTUAL_RETENTION_DAYS),
-    otlpTracing: parseOtlpTracing(env),
+    otlpTracing,
+    otlpProtocol: parseOtlpProtocol(env, otlpTracing),
   };
 }

@@ -98,7 +98,7 @@ export async function openRuntime(
       options.onRateLimitWarning?.(new Error(`Redis at REDIS_URL did not answer at start; limiting per instance until it does`));
     }
     const callbackTokens = new CallbackTokens(secretKey);
-    const tracer = await loadTracer({ enabled: config.otlpTracing, serviceVersion: VERSION });
+    const tracer = await loadTracer({ enabled: config.otlpTracing, protocol: config.otlpProtocol, serviceVersion: VERSION });
     let jobDue: (runAt: number) => void = () => {};
     let immediate: ImmediateDelivery | null = null;
     const services = createServices({

@@ -44,6 +44,14 @@ describe('configuration', () => {
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' }).otlpTracing).toBe(true);
     expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector.example/v1/traces' }).otlpTracing).toBe(true);
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318', OTEL_SDK_DISABLED: 'true' }).otlpTracing).toBe(false);
+    // The protocol: http/json unless told http/protobuf; grpc is refused, but only when export is on.
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' };
+    expect(loadConfig(on).otlpProtocol).toBe('http/json');
+    expect(loadConfig({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }).otlpProtocol).toBe('http/protobuf');
+    expect(loadConfig({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }).otlpProtocol).toBe('http/protobuf');
+    expect(() => loadConfig({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL=grpc: span export over gRPC is not built in; use http\/protobuf or http\/json/);
+    expect(() => loadConfig({ ...on, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'thrift' })).toThrow('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/json or http/protobuf, got "thrift"');
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).otlpProtocol).toBe('http/json');
   });
 
   it('reads DATABASE_URL=sqlite:<path>', () => {

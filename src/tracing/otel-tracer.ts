@@ -1,6 +1,6 @@
 /**
- * The Tracer over the OpenTelemetry SDK: spans batched (BatchSpanProcessor) and exported as
- * OTLP/HTTP JSON. The only module that imports @opentelemetry/*, loaded by tracer.ts's dynamic
+ * The Tracer over the OpenTelemetry SDK: spans batched (BatchSpanProcessor) and exported over
+ * OTLP/HTTP, as JSON or protobuf (config's otlpProtocol). The only module that imports @opentelemetry/*, loaded by tracer.ts's dynamic
  * import when export is on.
  *
  * The SDK reads its own standard variables: OTEL_EXPORTER_OTLP_ENDPOINT (`/v1/traces` appended)
@@ -12,7 +12,8 @@
  * traceparent, so nothing depends on async context surviving a job's hop through the database.
  */
 import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import {
@@ -26,6 +27,7 @@ import {
   ATTR_SERVICE_VERSION,
   ATTR_URL_FULL,
 } from '@opentelemetry/semantic-conventions';
+import type { OtlpProtocol } from '../config.js';
 import type { TraceContext } from './trace-context.js';
 import type { AttemptSpan, AttemptSpanResult, ClaimSpans, DispatchSpan, TracedJob, Tracer } from './tracer.js';
 
@@ -89,12 +91,13 @@ const FINE_OUTCOMES = new Set(['success', 'accepted']);
  */
 const SHUTDOWN_FLUSH_MS = 2_000;
 
-export function createOtelTracer(options: { serviceVersion: string }): Tracer {
+export function createOtelTracer(options: { serviceVersion: string; protocol: OtlpProtocol }): Tracer {
   // Later merges win: the environment's service name and attributes over Punctual's defaults.
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'punctual', [ATTR_SERVICE_VERSION]: options.serviceVersion }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  const exporter = options.protocol === 'http/protobuf' ? new OtlpProtobufExporter() : new OtlpJsonExporter();
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
   const tracer = provider.getTracer('punctual', options.serviceVersion);
 
   return {

@@ -5,6 +5,7 @@
  * `if (tracer)` on the paths that would make spans.
  */
 import type { TraceContext } from './trace-context.js';
+import type { OtlpProtocol } from '../config.js';
 
 /** What a span needs of a job (a store's JobRow has it): its id and the trace it continues. */
 export interface TracedJob {
@@ -58,8 +59,8 @@ export interface Tracer {
  * The OpenTelemetry tracer when export is on, else null. The SDK is imported here and only here,
  * so a server without OTEL_EXPORTER_OTLP_ENDPOINT never loads it.
  */
-export async function loadTracer(options: { enabled: boolean; serviceVersion: string }): Promise<Tracer | null> {
+export async function loadTracer(options: { enabled: boolean; protocol: OtlpProtocol; serviceVersion: string }): Promise<Tracer | null> {
   if (!options.enabled) return null;
   const { createOtelTracer } = await import('./otel-tracer.js');
-  return createOtelTracer({ serviceVersion: options.serviceVersion });
+  return createOtelTracer({ serviceVersion: options.serviceVersion, protocol: options.protocol });
 }

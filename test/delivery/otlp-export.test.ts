@@ -150,6 +150,27 @@ describe('OpenTelemetry export (real process)', () => {
     expect(JSON.stringify(spans)).not.toContain('s3cret');
   });
 
+  it('exports protobuf with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf', async () => {
+    const before = otlp.requests.length;
+    const server = await serve('protobuf', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' });
+    let jobId = '';
+    try {
+      webhook.answer({ status: 200 });
+      jobId = await dispatch(server, { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` });
+      await completed(server, jobId);
+    } finally {
+      expect(await server.server.stop('SIGTERM')).toBe(0);
+      await server.drop();
+    }
+    const requests = otlp.requests.slice(before);
+    expect(requests.length).toBeGreaterThan(0);
+    expect(requests.every((r) => r.path === '/v1/traces' && r.contentType === 'application/x-protobuf')).toBe(true);
+    // Protobuf keeps strings as UTF-8 and trace ids as raw bytes: the job's spans are in there.
+    const bodies = Buffer.concat(otlp.protobufBodies);
+    for (const text of [jobId, 'punctual.job.id', 'dispatch', 'claim', 'attempt']) expect(bodies.includes(Buffer.from(text))).toBe(true);
+    expect(bodies.includes(Buffer.from(TRACE_ID, 'hex'))).toBe(true);
+  });
+
   it('without OTEL_EXPORTER_OTLP_ENDPOINT loads no SDK and exports nothing, and still continues the traceparent', async () => {
     const before = otlp.requests.length;
     const server = await serve('off', {});

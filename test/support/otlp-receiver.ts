@@ -29,12 +29,15 @@ function attributes(list: OtlpAttribute[] | undefined): Record<string, unknown> 
 
 /**
  * A local OTLP/HTTP collector on 127.0.0.1:<random port>: takes POST /v1/traces in the JSON
- * encoding (what @opentelemetry/exporter-trace-otlp-http sends), keeps every span, answers 200.
+ * encoding (what @opentelemetry/exporter-trace-otlp-http sends) and keeps every span; protobuf
+ * bodies (exporter-trace-otlp-proto) are kept whole, undecoded. Answers 200.
  */
 export class OtlpReceiver {
   /** Every export request, as path and content type. */
   readonly requests: { path: string; contentType: string | undefined }[] = [];
   readonly spans: ExportedSpan[] = [];
+  /** The bodies of protobuf export requests, as received. */
+  readonly protobufBodies: Buffer[] = [];
   private readonly server = createServer((req, res) => void this.handle(req, res));
   /** What OTEL_EXPORTER_OTLP_ENDPOINT is set to (the exporter appends /v1/traces). */
   endpoint = '';
@@ -46,14 +49,21 @@ export class OtlpReceiver {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    this.requests.push({ path: req.url ?? '', contentType: req.headers['content-type'] });
-    if (req.method !== 'POST' || req.url !== '/v1/traces' || !req.headers['content-type']?.startsWith('application/json')) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const contentType = req.headers['content-type'];
+    this.requests.push({ path: req.url ?? '', contentType });
+    if (req.method === 'POST' && req.url === '/v1/traces' && contentType === 'application/x-protobuf') {
+      this.protobufBodies.push(Buffer.concat(chunks));
+      // An empty ExportTraceServiceResponse: every span accepted.
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      return;
+    }
+    if (req.method !== 'POST' || req.url !== '/v1/traces' || !contentType?.startsWith('application/json')) {
       res.writeHead(415).end();
       return;
     }
-    const parsed = JSON.parse(body) as {
+    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
       resourceSpans?: { resource?: { attributes?: OtlpAttribute[] }; scopeSpans?: { spans?: Record<string, unknown>[] }[] }[];
     };
     for (const resourceSpan of parsed.resourceSpans ?? []) {
