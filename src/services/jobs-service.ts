@@ -264,9 +264,14 @@ export class JobsService {
   }
 
   async get(ctx: JobRequestContext, jobId: string): Promise<Record<string, unknown>> {
+    return (await this.getWithTrace(ctx, jobId)).job;
+  }
+
+  /** The status body, and beside it the W3C trace id its deliveries continue (not part of the body), or null. */
+  async getWithTrace(ctx: JobRequestContext, jobId: string): Promise<{ job: Record<string, unknown>; traceId: string | null }> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
-    return jobStatusView(job);
+    return { job: jobStatusView(job), traceId: job.traceparent === null ? null : job.traceparent.split('-')[1]! };
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {

@@ -122,6 +122,21 @@ describe('dashboard pages', () => {
     expect(page.body).toMatch(/<td data-label="Name">to revoke<\/td>[^]*?<span class="badge badge-cancelled">revoked<\/span>/);
   });
 
+  it("shows the trace id a job's deliveries continue, and no trace for a job dispatched without one", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const traced = await t.api(p.key, {
+      method: 'POST',
+      url: '/api/jobs/dispatch',
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      payload: { payload: {}, scheduledFor: '2027-06-01T00:00:00Z' },
+    });
+    const tracedPage = await get(`/projects/${p.projectId}/jobs/${traced.json().jobId}`);
+    expect(tracedPage.body).toMatch(new RegExp(`<dt>Trace</dt><dd><code title="[^"]+">${traceId}</code></dd>`));
+    const untraced = await get(`/projects/${p.projectId}/jobs/${jobIds[0]}`);
+    expect(untraced.statusCode).toBe(200);
+    expect(untraced.body).not.toContain('<dt>Trace</dt>');
+  });
+
   it('reschedules a queued job to a time typed as UTC', async () => {
     const url = `/projects/${p.projectId}/jobs/${jobIds[1]}`;
     const done = await post(`${url}/reschedule`, { scheduledFor: '2027-07-04T09:30' });

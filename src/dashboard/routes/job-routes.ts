@@ -121,11 +121,12 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
 
   async function renderJob(request: FastifyRequest<JobParams>, extra: { error?: FormError; notice?: string | null; rescheduleValue?: string }) {
     const ctx = await jobContext(request);
-    const job = (await jobs.get(ctx, request.params.jobId)) as unknown as JobView;
+    const found = await jobs.getWithTrace(ctx, request.params.jobId);
+    const job = found.job as unknown as JobView;
     const { attempts } = await jobs.attempts(ctx, request.params.jobId);
     const page = await pageContext(deps, request, ctx.team);
     const views = (attempts as unknown as Omit<AttemptView, 'reportBy'>[]).map((a) => ({ ...a, reportBy: reportDeadline(job, a, ctx.project.asyncCompletionTimeoutMs) }));
-    return jobPage(page, { project: ctx.project, job, attempts: views, now: deps.clock.now(), ...extra });
+    return jobPage(page, { project: ctx.project, job, traceId: found.traceId, attempts: views, now: deps.clock.now(), ...extra });
   }
 
   app.get<JobParams>('/projects/:projectId/jobs/:jobId', async (request, reply) => sendPage(reply, await renderJob(request, { notice: noticeFrom(request) })));

@@ -231,7 +231,17 @@ function awaitingReport(job: JobView, attempts: AttemptView[], now: number): Saf
 
 export function jobPage(
   ctx: PageContext,
-  o: { project: ProjectRow; job: JobView; attempts: AttemptView[]; now: number; error?: FormError | null; notice?: string | null; rescheduleValue?: string },
+  o: {
+    project: ProjectRow;
+    job: JobView;
+    /** The W3C trace id its deliveries continue (their traceparent), to look the job up in a tracing backend. */
+    traceId?: string | null;
+    attempts: AttemptView[];
+    now: number;
+    error?: FormError | null;
+    notice?: string | null;
+    rescheduleValue?: string;
+  },
 ): SafeHtml {
   const { project, job } = o;
   const base = `/projects/${project.id}/jobs/${job.jobId}`;
@@ -265,6 +275,7 @@ export function jobPage(
             ${job.failedAt ? html`<dt>Failed</dt><dd>${time(job.failedAt)}</dd>` : ''}
             ${job.cancelledAt ? html`<dt>Cancelled</dt><dd>${time(job.cancelledAt)}</dd>` : ''}
             ${job.lastError ? html`<dt>Last error</dt><dd>${job.lastError}</dd>` : ''}
+            ${o.traceId ? html`<dt>Trace</dt><dd><code title="The trace id its deliveries carry in traceparent">${o.traceId}</code></dd>` : ''}
           </dl>
         </section>
         <section class="card">
