@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LEASE_MARGIN_MS } from '../../src/delivery/deliver-attempt.js';
 import { TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
-import { projectByCli, sharedDatabase } from '../support/spawn-punctual.js';
+import { projectByCli, runCli, sharedDatabase } from '../support/spawn-punctual.js';
 
 const INSTANCES = 3;
 const SCHEDULES = Number(process.env.SCHEDULE_FAULT_SCHEDULES ?? 200);
+/** The project's delivery timeout, the shortest allowed: it sets how long a killed instance's claims are held. */
+const DELIVERY_TIMEOUT_MS = 1_000;
 /** Long enough for the killed instance's schedule leases (10 s) to lapse and be caught up well before the end. */
 const RUN_MS = Number(process.env.SCHEDULE_FAULT_RUN_MS ?? 30_000);
 
@@ -29,7 +32,11 @@ describe.runIf(TEST_STORE === 'postgres')('schedules on three instances, one kil
 
   it(`fires ${SCHEDULES} every-second schedules once per second each, through a kill -9`, { timeout: RUN_MS + 90_000 }, async () => {
     const env = { DATABASE_URL: database.url, PUNCTUAL_SECRET_KEY: 'schedule-fault-secret-key-0123456789', PUNCTUAL_ADMIN_TOKEN: 'schedule-fault-admin-0123', LOG_LEVEL: 'warn' };
-    const { key } = projectByCli(env, receiver.url);
+    const { key, projectId } = projectByCli(env, receiver.url);
+    // Jobs the killed instance had claimed (up to 25 ms before their second) go back to the queue
+    // when their lease lapses: the delivery timeout + 30 s. The shortest timeout keeps that within
+    // the run's wait below.
+    expect(runCli(['projects', 'update', projectId, '--json', `{"deliveryTimeoutMs": ${DELIVERY_TIMEOUT_MS}}`], env).status).toBe(0);
     const start = () => database.start(env);
     const instances = [];
     for (let i = 0; i < INSTANCES; i++) instances.push(await start());
@@ -50,6 +57,7 @@ describe.runIf(TEST_STORE === 'postgres')('schedules on three instances, one kil
 
     await sleep(RUN_MS / 3);
     await instances[0]!.server.stop('SIGKILL');
+    const killedAt = Date.now();
     await sleep(5_000);
     instances[0] = await start();
     await sleep((2 * RUN_MS) / 3 - 5_000);
@@ -65,7 +73,8 @@ describe.runIf(TEST_STORE === 'postgres')('schedules on three instances, one kil
     const expected = SCHEDULES * ((lastSecond - firstSecond) / 1000 + 1);
     const inWindow = async () =>
       (await receiver.arrivals()).filter((a) => a.scheduleId !== null && Date.parse(a.scheduledFor!) >= firstSecond && Date.parse(a.scheduledFor!) <= lastSecond);
-    const deadline = Date.now() + 30_000;
+    // Long enough for the killed instance's leases to lapse and be rescued (every 5 s), then delivered.
+    const deadline = Math.max(Date.now() + 30_000, killedAt + DELIVERY_TIMEOUT_MS + LEASE_MARGIN_MS + 10_000);
     while (new Set((await inWindow()).map((a) => a.jobId)).size < expected && Date.now() < deadline) await sleep(200);
     await sleep(1_000);
 
