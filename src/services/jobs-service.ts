@@ -14,13 +14,13 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
-import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
 import { pageOf, readListLimit, readSeqCursor, readTimestampParam, singleValues } from './list-query.js';
-import type { TraceContext } from '../tracing/trace-context.js';
+import { traceIdOf, type TraceContext } from '../tracing/trace-context.js';
 import type { Tracer } from '../tracing/tracer.js';
 
 /** Who is asking, resolved from the API key, and when the request arrived. */
@@ -144,23 +144,25 @@ export class JobsService {
     const claimDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
     // Jobs created already claimed are claimed by this very statement: their claim span covers it.
     const claimSpans = claimDueNow && this.deps.tracer ? this.deps.tracer.startClaim() : null;
-    const created = this.deps.store.jobCreate({
-      projectId: ctx.project.id,
-      teamId: ctx.team.id,
-      now,
-      jobs,
-      quota: this.quotaFor(ctx, now),
-      idempotency: idempotencyKey
-        ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_KEY_TTL_MS }
-        : null,
-      answer,
-      ...(claimDueNow && { claimDueNow }),
-    });
-    let result: Awaited<typeof created>;
+    let result: JobCreateResult;
+    // A reservation is always settled: with the jobs created claimed, or with none if creation failed.
+    let claimed: ClaimedJob[] = [];
     try {
-      result = await created;
+      result = await this.deps.store.jobCreate({
+        projectId: ctx.project.id,
+        teamId: ctx.team.id,
+        now,
+        jobs,
+        quota: this.quotaFor(ctx, now),
+        idempotency: idempotencyKey
+          ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_KEY_TTL_MS }
+          : null,
+        answer,
+        ...(claimDueNow && { claimDueNow }),
+      });
+      if (result.kind === 'created') claimed = result.claimed;
     } finally {
-      if (claimDueNow) immediate!.submit(claimDueNow, result! && result.kind === 'created' ? result.claimed : []);
+      if (claimDueNow) immediate!.submit(claimDueNow, claimed);
     }
     if (result.kind === 'idempotency_conflict') {
       throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request body in the last 24 hours', {
@@ -271,7 +273,7 @@ export class JobsService {
   async getWithTrace(ctx: JobRequestContext, jobId: string): Promise<{ job: Record<string, unknown>; traceId: string | null }> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
-    return { job: jobStatusView(job), traceId: job.traceparent === null ? null : job.traceparent.split('-')[1]! };
+    return { job: jobStatusView(job), traceId: job.traceparent === null ? null : traceIdOf(job.traceparent) };
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {

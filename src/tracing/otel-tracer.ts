@@ -28,7 +28,7 @@ import {
   ATTR_URL_FULL,
 } from '@opentelemetry/semantic-conventions';
 import type { OtlpProtocol } from '../config.js';
-import type { TraceContext } from './trace-context.js';
+import { traceIdOf, type TraceContext } from './trace-context.js';
 import type { AttemptSpan, AttemptSpanResult, ClaimSpans, DispatchSpan, TracedJob, Tracer } from './tracer.js';
 
 /** Punctual's own span attributes. */
@@ -50,7 +50,7 @@ const wallNow = (): number => performance.timeOrigin + performance.now();
 function parentContext(traceparent: string | null, tracestate: string | null): Context {
   if (traceparent === null) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: traceparent.slice(3, 35),
+    traceId: traceIdOf(traceparent),
     spanId: traceparent.slice(36, 52),
     traceFlags: Number.parseInt(traceparent.slice(53, 55), 16),
     isRemote: true,

@@ -68,6 +68,11 @@ export function readTraceContext(headers: IncomingHttpHeaders): TraceContext | n
   return { traceparent, tracestate: parseTracestate(headers.tracestate) };
 }
 
+/** The trace id of a valid (stored) traceparent: `00-<trace id>-<span id>-<flags>`. */
+export function traceIdOf(traceparent: string): string {
+  return traceparent.slice(3, 35);
+}
+
 /** The same trace id and flags, with a new span id: a delivery's own place in the job's trace. */
 export function continueTrace(traceparent: string): string {
   return `${traceparent.slice(0, 36)}${newSpanId()}${traceparent.slice(52)}`;

@@ -78,6 +78,21 @@ describe('OpenTelemetry export (real process)', () => {
       { what: `job ${jobId} COMPLETED`, until: (status) => status === 'COMPLETED' },
     );
 
+  /** One job dispatched with TRACE_ID's traceparent and delivered, on a server stopped gracefully (flushing its spans) afterwards. */
+  async function deliverOneTracedJob(name: string, otel: Record<string, string>): Promise<{ server: FirstStart; jobId: string }> {
+    const server = await serve(name, otel);
+    let jobId = '';
+    try {
+      webhook.answer({ status: 200 });
+      jobId = await dispatch(server, { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` });
+      await completed(server, jobId);
+    } finally {
+      expect(await server.server.stop('SIGTERM')).toBe(0);
+      await server.drop();
+    }
+    return { server, jobId };
+  }
+
   it('exports dispatch, claim and attempt spans in the dispatch\'s trace; each delivery carries its attempt span\'s id', async () => {
     const server = await serve('on', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_BSP_SCHEDULE_DELAY: '60000' });
     let tracedJob = '';
@@ -152,16 +167,7 @@ describe('OpenTelemetry export (real process)', () => {
 
   it('exports protobuf with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf', async () => {
     const before = otlp.requests.length;
-    const server = await serve('protobuf', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' });
-    let jobId = '';
-    try {
-      webhook.answer({ status: 200 });
-      jobId = await dispatch(server, { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` });
-      await completed(server, jobId);
-    } finally {
-      expect(await server.server.stop('SIGTERM')).toBe(0);
-      await server.drop();
-    }
+    const { jobId } = await deliverOneTracedJob('protobuf', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' });
     const requests = otlp.requests.slice(before);
     expect(requests.length).toBeGreaterThan(0);
     expect(requests.every((r) => r.path === '/v1/traces' && r.contentType === 'application/x-protobuf')).toBe(true);
@@ -173,16 +179,7 @@ describe('OpenTelemetry export (real process)', () => {
 
   it('without OTEL_EXPORTER_OTLP_ENDPOINT loads no SDK and exports nothing, and still continues the traceparent', async () => {
     const before = otlp.requests.length;
-    const server = await serve('off', {});
-    let jobId = '';
-    try {
-      webhook.answer({ status: 200 });
-      jobId = await dispatch(server, { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` });
-      await completed(server, jobId);
-    } finally {
-      expect(await server.server.stop('SIGTERM')).toBe(0);
-      await server.drop();
-    }
+    const { server, jobId } = await deliverOneTracedJob('off', {});
     expect(server.server.output()).toContain('opentelemetry sdk loaded: false');
     expect(otlp.requests.length).toBe(before);
     const delivered = spanIdOf(webhook.forJob(jobId)[0]!);
