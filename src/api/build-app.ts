@@ -6,8 +6,6 @@ import { randomBase62 } from '../crypto/random-ids.js';
 import type { Clock } from '../clock.js';
 import type { Config, LogFormat, TrustProxy } from '../config.js';
 import { InvalidRequestError, NotFoundError, UnavailableError } from '../errors.js';
-import type { Viewer } from '../services/access-service.js';
-import type { AuthenticatedKey } from '../services/auth-service.js';
 import { SESSION_COOKIE } from '../services/session-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Services } from '../services/services.js';
@@ -19,18 +17,15 @@ import { BODY_LIMIT } from './body-limits.js';
 import { devReceiverRoutes } from './routes/dev-receiver.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
-import { authenticateApiRequests, jobRoutes } from './routes/jobs.js';
+import { jobRoutes } from './routes/jobs.js';
 import { scheduleRoutes } from './routes/schedules.js';
-import { authenticateManageRequests, manageRoutes } from './routes/manage.js';
+import { manageRoutes } from './routes/manage.js';
+import { ACCESS_PREFIX, apiScope, checkRouteAccess, manageScope, type RouteEntry } from './authentication.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** When the request arrived, by the application clock (the 366-day limit counts from here). */
     receivedAt: number;
-    /** The API key's project, team and plan, on /api/ routes. */
-    principal: AuthenticatedKey | null;
-    /** Who is managing, on /manage/v1 and dashboard routes: the admin token or a signed-in user. */
-    viewer: Viewer | null;
   }
 }
 
@@ -95,6 +90,8 @@ function fastifyTrustProxy(trust: TrustProxy): FastifyServerOptions['trustProxy'
 export interface App extends FastifyInstance {
   /** Refuse new requests with 503 while in-flight ones finish (graceful shutdown). */
   startDraining(): void;
+  /** Every registered route with the access its scope gives it, filled in once the app is ready. */
+  routeTable: readonly RouteEntry[];
 }
 
 export async function buildApp(deps: AppDeps): Promise<App> {
@@ -134,10 +131,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('principal', null);
+  app.decorateRequest('callbackGrant', null);
   app.decorateRequest('viewer', null);
   app.decorate('startDraining', () => {
     draining = true;
   });
+  app.decorate('routeTable', checkRouteAccess(app));
 
   installJsonBodyParser(app);
   installErrorHandler(app);
@@ -145,7 +144,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onRequest', async (request, reply) => {
     request.receivedAt = deps.clock.now();
     reply.header('x-request-id', request.id);
-    if (draining && !request.url.startsWith('/healthz')) {
+    if (draining && request.routeOptions.url !== '/healthz') {
       throw new UnavailableError('Punctual is shutting down; retry on another instance', {}, { 'retry-after': '1' });
     }
   });
@@ -164,9 +163,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       throw new NotFoundError('No such job, team, project or key');
     }
   });
-
-  authenticateApiRequests(app, deps.services);
-  authenticateManageRequests(app, deps.services);
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -195,9 +191,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(healthRoutes, { store: deps.store });
   await app.register(metricsRoutes, { metrics: deps.metrics });
-  await app.register(jobRoutes, { services: deps.services, tracer: deps.tracer ?? null });
-  await app.register(scheduleRoutes, { services: deps.services });
-  await app.register(manageRoutes, { services: deps.services });
+  // Authentication belongs to the scope a route is registered in (authentication.ts).
+  await app.register(apiScope([jobRoutes(deps.tracer ?? null), scheduleRoutes], deps.services), { prefix: ACCESS_PREFIX.apiKey });
+  await app.register(manageScope([manageRoutes], deps.services), { prefix: ACCESS_PREFIX.manage });
   if (!deps.config.production) await app.register(devReceiverRoutes);
   return app;
 }

@@ -17,8 +17,11 @@ type ReportOutcome = (typeof REPORT_OUTCOMES)[number];
 export const REPORT_ERROR_MAX = 1_000;
 const FAILURE_WITHOUT_MESSAGE = 'the receiver reported a failure';
 
-/** How a report was authenticated: its attempt's callback token (checkToken), or an API key of a project. */
-export type ReportAuth = { kind: 'token' } | { kind: 'apiKey'; projectId: string };
+/** A callback token checked against one job and attempt (checkToken): it reports on that attempt only. */
+export type CallbackGrant = { kind: 'callbackToken'; jobId: string; attemptId: string };
+
+/** How a report was authenticated: its attempt's callback token, or an API key of a project. */
+export type ReportAuth = CallbackGrant | { kind: 'apiKey'; projectId: string };
 
 interface ReportInput {
   outcome: ReportOutcome;
@@ -73,8 +76,9 @@ export class AttemptReports {
   ) {}
 
   /** Authentication of a report by callback token, before its body is read: the token must be this attempt's. */
-  checkToken(token: string, jobId: string, attemptId: string): void {
+  checkToken(token: string, jobId: string, attemptId: string): CallbackGrant {
     if (!this.deps.tokens.verify(token, jobId, attemptId)) throw new UnauthorizedError('That callback token is not valid for this job and attempt');
+    return { kind: 'callbackToken', jobId, attemptId };
   }
 
   /** Applies a report, authenticated as `auth` says; the job's status body, or the contract's error. */
@@ -96,6 +100,9 @@ export class AttemptReports {
   }
 
   private async find(auth: ReportAuth, jobId: string, attemptId: string): Promise<AttemptWithJob> {
+    if (auth.kind === 'callbackToken' && (auth.jobId !== jobId || auth.attemptId !== attemptId)) {
+      throw new UnauthorizedError('That callback token is not valid for this job and attempt');
+    }
     const found = await this.deps.store.attemptGetWithJob({ jobId, attemptId });
     // Another project's job is answered as an unknown one, as everywhere in the job API.
     if (!found || (auth.kind === 'apiKey' && found.job.projectId !== auth.projectId)) {

@@ -1,41 +1,19 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { Services } from '../../services/services.js';
 import { readTraceContext, type TraceContext } from '../../tracing/trace-context.js';
 import type { DispatchSpan, Tracer } from '../../tracing/tracer.js';
 import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type JobRequestContext, type RenderedAnswer } from '../../services/jobs-service.js';
-import { rateLimitHeaders } from '../../services/rate-limit-service.js';
 import { validateIdempotencyKey } from '../../services/validate-job-input.js';
 import { REPORT_ERROR_MAX, REPORT_OUTCOMES, type ReportAuth } from '../../services/attempt-reports.js';
+import { principalOf } from '../authentication.js';
 import { BATCH_BODY_LIMIT } from '../body-limits.js';
 import * as s from '../schemas.js';
 
 const security = [{ apiKey: [] }];
 const tags = ['jobs'];
 
-const REPORT_ROUTE = '/api/jobs/:jobId/attempts/:attemptId/result';
-
-/** Authentication comes first under /api/, before body size, parsing and validation, on every path. */
-export function authenticateApiRequests(app: FastifyInstance, services: Services): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/api/')) return;
-    // An async completion report may carry its attempt's callback token instead of an API key:
-    // the report checks it against its own job and attempt (SPEC section 11).
-    const callbackToken = request.routeOptions.url === REPORT_ROUTE ? services.auth.callbackToken(request.headers.authorization) : null;
-    if (callbackToken) {
-      const { jobId, attemptId } = request.params as { jobId: string; attemptId: string };
-      services.reports.checkToken(callbackToken, jobId, attemptId);
-      return;
-    }
-    const principal = await services.auth.authenticateApiKey(request.headers.authorization);
-    request.principal = principal;
-    // Second in SPEC's order, before the body is even read: a refused request costs no parsing.
-    const decision = await services.rateLimits.check(principal.team.id, principal.plan, request.receivedAt);
-    if (decision) reply.headers(rateLimitHeaders(decision));
-  });
-}
-
 export function context(request: FastifyRequest): JobRequestContext {
-  const principal = request.principal!;
+  const principal = principalOf(request);
   return { project: principal.project, team: principal.team, plan: principal.plan, receivedAt: request.receivedAt };
 }
 
@@ -77,7 +55,7 @@ const dispatchTrace = (request: FastifyRequest): TraceContext | null => request.
 type JobParams = { Params: { jobId: string } };
 type AttemptParams = { Params: { jobId: string; attemptId: string } };
 
-export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer | null }> = async (app, { services, tracer }) => {
+export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services: Services }> => async (app, { services }) => {
   const jobs = services.jobs;
   app.decorateRequest('dispatchSpan', null);
   const traced = dispatchTracing(tracer);
@@ -85,7 +63,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
     'A W3C `traceparent` header (and its `tracestate`) is continued onto every delivery of the job, each attempt with a span id of its own; an invalid one is ignored.';
 
   app.post(
-    '/api/jobs/dispatch',
+    '/jobs/dispatch',
     {
       ...traced,
       schema: {
@@ -105,7 +83,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.post(
-    '/api/jobs/dispatch/batch',
+    '/jobs/dispatch/batch',
     {
       bodyLimit: BATCH_BODY_LIMIT,
       ...traced,
@@ -126,7 +104,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.get(
-    '/api/jobs',
+    '/jobs',
     {
       schema: {
         summary: "List the project's jobs, newest first",
@@ -150,7 +128,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.post(
-    '/api/jobs/retry',
+    '/jobs/retry',
     {
       schema: {
         summary: 'Bulk replay: queue FAILED jobs again, oldest failure first',
@@ -172,13 +150,13 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.get<JobParams>(
-    '/api/jobs/:jobId',
+    '/jobs/:jobId',
     { schema: { summary: "A job's status", tags, security, params: s.jobIdParams, response: { 200: s.jobStatus, ...s.errors(401, 404) } } },
     async (request) => jobs.get(context(request), request.params.jobId),
   );
 
   app.delete<JobParams>(
-    '/api/jobs/:jobId',
+    '/jobs/:jobId',
     {
       schema: {
         summary: 'Cancel a QUEUED job',
@@ -192,7 +170,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.patch<JobParams>(
-    '/api/jobs/:jobId',
+    '/jobs/:jobId',
     {
       schema: {
         summary: 'Reschedule a QUEUED job',
@@ -210,7 +188,7 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.get<JobParams>(
-    '/api/jobs/:jobId/attempts',
+    '/jobs/:jobId/attempts',
     {
       schema: {
         summary: "A job's delivery attempts, oldest first",
@@ -224,8 +202,9 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
   );
 
   app.post<AttemptParams>(
-    REPORT_ROUTE,
+    '/jobs/:jobId/attempts/:attemptId/result',
     {
+      config: { acceptsCallbackToken: true },
       schema: {
         summary: 'Report the result of an attempt accepted with 202 (async completion)',
         description:
@@ -249,15 +228,14 @@ export const jobRoutes: FastifyPluginAsync<{ services: Services; tracer: Tracer 
       },
     },
     async (request) => {
-      const { principal } = request;
-      // Without a principal, the hook above checked the callback token against this job and attempt.
-      const auth: ReportAuth = principal ? { kind: 'apiKey', projectId: principal.project.id } : { kind: 'token' };
+      // The scope's hook checked either an API key or a callback token against this job and attempt.
+      const auth: ReportAuth = request.callbackGrant ?? { kind: 'apiKey', projectId: principalOf(request).project.id };
       return services.reports.report(auth, request.params.jobId, request.params.attemptId, request.body);
     },
   );
 
   app.post<JobParams>(
-    '/api/jobs/:jobId/retry',
+    '/jobs/:jobId/retry',
     {
       schema: {
         summary: 'Queue a FAILED job again with a fresh retry budget',

@@ -1,45 +1,13 @@
-import { fastifyCookie } from '@fastify/cookie';
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { UnauthorizedError } from '../../errors.js';
-import type { Viewer } from '../../services/access-service.js';
+import type { FastifyPluginAsync } from 'fastify';
 import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import type { Services } from '../../services/services.js';
-import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../../services/session-service.js';
+import { viewerOf } from '../authentication.js';
 import * as s from '../schemas.js';
 import { JOB_STATUSES } from '../../store/store.js';
 import { RETENTION_DAYS_RANGE } from '../../retention.js';
 
 const security: Record<string, string[]>[] = [{ adminToken: [] }, { dashboardSession: [] }];
 
-
-/**
- * /manage/v1 answers to the operator's admin token, or to a dashboard session scoped to the
- * user's teams. An Authorization header always means the token (a wrong one is 401 even with a
- * valid cookie). A cookie is sent by browsers on their own, so a state-changing request made with
- * one must also carry the session's CSRF token in X-CSRF-Token, which another site cannot read.
- */
-export function authenticateManageRequests(app: FastifyInstance, services: Services): void {
-  app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/manage/')) return;
-    request.viewer = await manageViewer(request, services);
-  });
-}
-
-async function manageViewer(request: FastifyRequest, services: Services): Promise<Viewer> {
-  // Read here rather than by @fastify/cookie's hooks, which the dashboard alone registers: the JSON
-  // API, the busiest routes, then pays nothing for cookies.
-  const cookie = request.headers.cookie ? fastifyCookie.parse(request.headers.cookie)[SESSION_COOKIE] : undefined;
-  if (request.headers.authorization !== undefined || !cookie) {
-    services.auth.authenticateAdmin(request.headers.authorization);
-    return { kind: 'admin' };
-  }
-  const active = await services.sessions.find(cookie);
-  if (!active) throw new UnauthorizedError('This dashboard session has ended: log in again, or send the admin token');
-  if (!SAFE_METHODS.has(request.method) && !SessionService.csrfMatches(active.session, request.headers[CSRF_HEADER])) {
-    throw new UnauthorizedError(`A request made with a dashboard session must carry the session's CSRF token in ${CSRF_HEADER}`);
-  }
-  return services.access.viewerFor(active.user);
-}
 
 const idParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string' } }, required: [name] }) as const;
 const secretsAnswer = {
@@ -125,7 +93,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   const access = services.access;
   // Another team's team, project or key answers 404 exactly as an absent one, before any handler runs.
   app.addHook('preHandler', async (request) => {
-    const viewer = request.viewer!;
+    const viewer = viewerOf(request);
     if (viewer.kind === 'admin') return;
     const params = (request.params ?? {}) as Record<string, string | undefined>;
     if (params.teamId !== undefined) await access.requireTeam(viewer, params.teamId);
@@ -135,35 +103,35 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   const opts = (summary: string, extra: Record<string, unknown>) => ({ schema: { summary, tags: ['manage'], security, ...extra } });
 
   app.post(
-    '/manage/v1/teams',
+    '/v1/teams',
     opts('Create a team', {
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 201: s.team, ...s.errors(400, 401) },
     }),
     async (request, reply) => {
-      access.requireOperator(request.viewer!, 'Creating a team');
+      access.requireOperator(viewerOf(request), 'Creating a team');
       return reply.code(201).send(await manage.createTeam(request.body));
     },
   );
   app.get<TeamParams>(
-    '/manage/v1/teams/:teamId',
+    '/v1/teams/:teamId',
     opts('A team', { params: idParams('teamId'), response: { 200: s.team, ...s.errors(401, 404) } }),
     async (request) => manage.getTeam(request.params.teamId),
   );
   app.patch<TeamParams>(
-    '/manage/v1/teams/:teamId',
+    '/v1/teams/:teamId',
     opts("Rename a team or change its plan (effective at once)", {
       params: idParams('teamId'),
       body: { type: 'object', properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 200: s.team, ...s.errors(400, 401, 404) },
     }),
     async (request) => {
-      if (request.body && typeof request.body === 'object' && 'plan' in request.body) access.requireOperator(request.viewer!, "Changing a team's plan");
+      if (request.body && typeof request.body === 'object' && 'plan' in request.body) access.requireOperator(viewerOf(request), "Changing a team's plan");
       return manage.updateTeam(request.params.teamId, request.body);
     },
   );
   app.get<TeamParams>(
-    '/manage/v1/teams/:teamId/projects',
+    '/v1/teams/:teamId/projects',
     opts("A team's projects", {
       params: idParams('teamId'),
       response: { 200: { type: 'object', properties: { projects: { type: 'array', items: s.project } } }, ...s.errors(401, 404) },
@@ -171,7 +139,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.listProjects(request.params.teamId),
   );
   app.post<TeamParams>(
-    '/manage/v1/teams/:teamId/projects',
+    '/v1/teams/:teamId/projects',
     opts('Create a project; its webhook secret is in the answer', {
       params: idParams('teamId'),
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, webhookUrl: { type: ['string', 'null'] } } },
@@ -183,18 +151,18 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request, reply) => reply.code(201).send(await manage.createProject(request.params.teamId, request.body)),
   );
   app.get<TeamParams>(
-    '/manage/v1/teams/:teamId/usage',
+    '/v1/teams/:teamId/usage',
     opts("This month's usage against the plan", { params: idParams('teamId'), response: { 200: usageAnswer, ...s.errors(401, 404) } }),
     async (request) => manage.usage(request.params.teamId),
   );
 
   app.get<ProjectParams>(
-    '/manage/v1/projects/:projectId',
+    '/v1/projects/:projectId',
     opts('A project (without its secret)', { params: idParams('projectId'), response: { 200: s.project, ...s.errors(401, 404) } }),
     async (request) => manage.getProject(request.params.projectId),
   );
   app.patch<ProjectParams>(
-    '/manage/v1/projects/:projectId',
+    '/v1/projects/:projectId',
     opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses, retention, pause, events, rate or async completion", {
       params: idParams('projectId'),
       body: {
@@ -220,7 +188,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.updateProject(request.params.projectId, request.body),
   );
   app.get<ProjectParams>(
-    '/manage/v1/projects/:projectId/keys',
+    '/v1/projects/:projectId/keys',
     opts("A project's API keys (never the key itself)", {
       params: idParams('projectId'),
       response: { 200: { type: 'object', properties: { keys: { type: 'array', items: s.apiKey } } }, ...s.errors(401, 404) },
@@ -228,7 +196,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.listKeys(request.params.projectId),
   );
   app.post<ProjectParams>(
-    '/manage/v1/projects/:projectId/keys',
+    '/v1/projects/:projectId/keys',
     opts('Create an API key; the key is shown once, here', {
       params: idParams('projectId'),
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
@@ -240,12 +208,12 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request, reply) => reply.code(201).send(await manage.createKey(request.params.projectId, request.body)),
   );
   app.get<ProjectParams>(
-    '/manage/v1/projects/:projectId/webhook-secrets',
+    '/v1/projects/:projectId/webhook-secrets',
     opts('The webhook secrets signing now, newest first', { params: idParams('projectId'), response: { 200: secretsAnswer, ...s.errors(401, 404) } }),
     async (request) => manage.listWebhookSecrets(request.params.projectId),
   );
   app.post<ProjectParams>(
-    '/manage/v1/projects/:projectId/webhook-secret/rotate',
+    '/v1/projects/:projectId/webhook-secret/rotate',
     opts('Rotate the webhook secret; the previous one keeps signing for 24 hours', {
       params: idParams('projectId'),
       response: { 200: { type: 'object', properties: { webhookSecret: { type: 'string' } } }, ...s.errors(401, 404) },
@@ -253,7 +221,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.rotateWebhookSecret(request.params.projectId),
   );
   app.post<ProjectParams>(
-    '/manage/v1/projects/:projectId/test-delivery',
+    '/v1/projects/:projectId/test-delivery',
     opts('Send a real, signed sample delivery (payload {"test": true}) and report the answer; no job is created', {
       params: idParams('projectId'),
       response: {
@@ -273,7 +241,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.testDelivery(request.params.projectId),
   );
   app.get<ProjectParams>(
-    '/manage/v1/projects/:projectId/events',
+    '/v1/projects/:projectId/events',
     opts("The project's recent events (SPEC section 10) with their delivery state, newest first", {
       params: idParams('projectId'),
       querystring: {
@@ -288,7 +256,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.listEvents(request.params.projectId, request.query as Record<string, unknown>),
   );
   app.get<ProjectParams>(
-    '/manage/v1/projects/:projectId/overview',
+    '/v1/projects/:projectId/overview',
     opts("The project's overview, as the dashboard's first tab shows it: jobs by status now, attempts finished and failed per minute over 24 hours, first attempts' lateness over the last hour, the latest failed attempts", {
       params: idParams('projectId'),
       response: { 200: overviewAnswer, ...s.errors(401, 404) },
@@ -296,7 +264,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     async (request) => manage.getOverview(request.params.projectId),
   );
   app.delete<KeyParams>(
-    '/manage/v1/keys/:keyId',
+    '/v1/keys/:keyId',
     opts('Revoke an API key', {
       params: idParams('keyId'),
       response: { 200: { type: 'object', properties: { keyId: { type: 'string' }, revokedAt: { type: 'string' } } }, ...s.errors(401, 404) },

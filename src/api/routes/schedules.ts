@@ -13,7 +13,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   const schedules = services.schedules;
 
   app.post(
-    '/api/schedules',
+    '/schedules',
     {
       schema: {
         summary: 'Create a recurring schedule',
@@ -27,7 +27,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   );
 
   app.get(
-    '/api/schedules',
+    '/schedules',
     {
       schema: {
         summary: "List the project's schedules, newest first",
@@ -44,7 +44,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   );
 
   app.get(
-    '/api/schedules/preview',
+    '/schedules/preview',
     {
       schema: {
         summary: 'The next fire instants of a cron expression in a zone',
@@ -62,13 +62,13 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   );
 
   app.get<ScheduleParams>(
-    '/api/schedules/:scheduleId',
+    '/schedules/:scheduleId',
     { schema: { summary: 'A schedule', tags, security, params: s.scheduleIdParams, response: { 200: s.schedule, ...s.errors(401, 404) } } },
     async (request) => schedules.get(context(request), request.params.scheduleId),
   );
 
   app.patch<ScheduleParams>(
-    '/api/schedules/:scheduleId',
+    '/schedules/:scheduleId',
     {
       schema: {
         summary: 'Change a schedule (its next run is computed again from now; a resume keeps the fire it was waiting for)',
@@ -83,7 +83,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   );
 
   app.delete<ScheduleParams>(
-    '/api/schedules/:scheduleId',
+    '/schedules/:scheduleId',
     {
       schema: {
         summary: 'Delete a schedule; its jobs still QUEUED are cancelled',
@@ -97,7 +97,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   );
 
   app.post<ScheduleParams>(
-    '/api/schedules/:scheduleId/trigger',
+    '/schedules/:scheduleId/trigger',
     {
       schema: {
         summary: 'One extra job now, outside the cron rhythm',
