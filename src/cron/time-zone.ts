@@ -14,29 +14,42 @@ export type LocalTimeInstants =
   /** `jump`: the first instant after the clocks jumped over this local time. */
   | { kind: 'skipped'; jump: number };
 
-const formats = new Map<string, Intl.DateTimeFormat>();
+/**
+ * Zones by lower-case name: Intl takes a zone name in any letter case, so keyed as typed, every
+ * spelling of one zone (`eUrOpE/pArIs`, and its 2^n siblings) would add an entry. Only names the
+ * runtime knows are kept, and never more than MAX_ZONES: the database holds about 600 zones and
+ * links, so the bound is never reached by real names and only caps what a flood of odd ones costs.
+ */
+const zones = new Map<string, { name: string; format: Intl.DateTimeFormat }>();
+export const MAX_ZONES = 1_000;
 
-function formatFor(name: string): Intl.DateTimeFormat | null {
-  let format = formats.get(name);
-  if (!format) {
-    try {
-      format = new Intl.DateTimeFormat('en-US', {
-        timeZone: name,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: 'numeric',
-        day: 'numeric',
-        hour: 'numeric',
-        minute: 'numeric',
-        second: 'numeric',
-      });
-    } catch {
-      return null;
-    }
-    formats.set(name, format);
+/** The zone's format and canonical name (the runtime's own, e.g. `Europe/Paris`), or null when unknown. */
+function zoneFor(typed: string): { name: string; format: Intl.DateTimeFormat } | null {
+  const key = typed.toLowerCase();
+  const cached = zones.get(key);
+  if (cached) return cached;
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: typed,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+  } catch {
+    return null;
   }
-  return format;
+  const zone = { name: format.resolvedOptions().timeZone, format };
+  if (zones.size < MAX_ZONES) zones.set(key, zone);
+  return zone;
 }
+
+/** How many zones are cached (a test checks the bound). */
+export const cachedZoneCount = (): number => zones.size;
 
 export class TimeZone {
   private readonly format: Intl.DateTimeFormat;
@@ -45,12 +58,16 @@ export class TimeZone {
     this.format = format;
   }
 
-  /** The zone, or INVALID_TIMEZONE (data.field "timezone") when the runtime does not know the name. */
+  /**
+   * The zone, named as the runtime names it (`europe/paris` is `Europe/Paris`, a link such as
+   * `US/Eastern` its zone `America/New_York`), or INVALID_TIMEZONE (data.field "timezone") when the
+   * runtime does not know the name.
+   */
   static named(name: string): TimeZone {
     // Intl also takes offsets such as "+01:00" on some runtimes: the contract asks for a zone name.
-    const format = /^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name) ? formatFor(name) : null;
-    if (!format) throw new InvalidTimezoneError(`timezone "${name}" is not an IANA time zone name known to this server`, { field: 'timezone' });
-    return new TimeZone(name, format);
+    const zone = /^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name) ? zoneFor(name) : null;
+    if (!zone) throw new InvalidTimezoneError(`timezone "${name}" is not an IANA time zone name known to this server`, { field: 'timezone' });
+    return new TimeZone(zone.name, zone.format);
   }
 
   /** Local minus UTC at this instant, in milliseconds (whole seconds). */

@@ -32,6 +32,14 @@ describe('recurring schedules: /api/schedules', () => {
   });
   afterEach(() => t.close());
 
+  it('answers and stores a zone by its canonical name, whatever its letter case', async () => {
+    const created = await create({ cron: '30 9 * * *', timezone: 'eUrOpE/pArIs' });
+    expect(created.timezone).toBe('Europe/Paris');
+    expect((await get(`/api/schedules/${created.scheduleId}`)).json().timezone).toBe('Europe/Paris');
+    const updated = await json('PATCH', `/api/schedules/${created.scheduleId}`, { timezone: 'america/NEW_york' });
+    expect(updated.json().timezone).toBe('America/New_York');
+  });
+
   it('creates a schedule with the contract defaults and its next run, and reads, lists and updates it', async () => {
     const created = await create({ cron: '30 9 * * MON-FRI', timezone: 'Europe/Paris', name: 'weekday report' });
     expect(created).toEqual({
