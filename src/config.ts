@@ -36,6 +36,13 @@ export interface Config {
   deliveryConcurrency: number;
   /** On SIGTERM, how long in-flight deliveries may run before they are aborted and released. */
   shutdownDrainMs: number;
+  /**
+   * How long a client may take to send a request's headers and body (SPEC section 8: 30 s); past
+   * it the request is answered 408 and its connection closed. An idle connection ends the same way.
+   */
+  requestTimeoutMs: number;
+  /** Client connections open at once per instance; a connection past it is closed as it arrives. */
+  maxConnections: number;
   /** Days final jobs are kept where a project sets none (PUNCTUAL_RETENTION_DAYS, SPEC section 12). */
   retentionDays: number;
   /**
@@ -225,6 +232,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
     deliveryConcurrency: parseIntegerIn('PUNCTUAL_DELIVERY_CONCURRENCY', env.PUNCTUAL_DELIVERY_CONCURRENCY, 256, 1, 10_000),
     // The whole shutdown must fit in 30 s: drain, then abort and record, then close.
     shutdownDrainMs: parseIntegerIn('PUNCTUAL_SHUTDOWN_DRAIN_MS', env.PUNCTUAL_SHUTDOWN_DRAIN_MS, 20_000, 0, 20_000),
+    requestTimeoutMs: parseIntegerIn('PUNCTUAL_REQUEST_TIMEOUT_MS', env.PUNCTUAL_REQUEST_TIMEOUT_MS, 30_000, 1_000, 30_000),
+    maxConnections: parseIntegerIn('PUNCTUAL_MAX_CONNECTIONS', env.PUNCTUAL_MAX_CONNECTIONS, 10_000, 1, 1_000_000),
     retentionDays: parseRetentionDays(env.PUNCTUAL_RETENTION_DAYS),
     otlpTracing,
     otlpProtocol: parseOtlpProtocol(env, otlpTracing),

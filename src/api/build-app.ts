@@ -30,7 +30,7 @@ declare module 'fastify' {
 }
 
 export interface AppDeps {
-  config: Pick<Config, 'production' | 'logLevel' | 'logFormat' | 'publicUrl' | 'trustProxy'>;
+  config: Pick<Config, 'production' | 'logLevel' | 'logFormat' | 'publicUrl' | 'trustProxy' | 'requestTimeoutMs' | 'maxConnections'>;
   store: Store;
   clock: Clock;
   services: Services;
@@ -87,6 +87,13 @@ function fastifyTrustProxy(trust: TrustProxy): FastifyServerOptions['trustProxy'
   return (_address: string, hop: number) => hop < trust;
 }
 
+/** What Node's HTTP parser refused, answered in the contract's shape: its status, reason and message. */
+function clientErrorAnswer(code: string | undefined, requestTimeoutMs: number): [number, string, string] {
+  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'Request Header Fields Too Large', 'Request headers are too large'];
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'Request Timeout', `The request did not arrive in full within ${requestTimeoutMs / 1000} s`];
+  return [400, 'Bad Request', 'Malformed HTTP request'];
+}
+
 export interface App extends FastifyInstance {
   /** Refuse new requests with 503 while in-flight ones finish (graceful shutdown). */
   startDraining(): void;
@@ -111,7 +118,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return503OnClosing: false,
     // Node answers an HTTP/1.1 request without Host with a bare 400 of its own, before Fastify sees
     // it; let it through so that it gets the contract's answer (401 first under /api/) like any other.
-    http: { requireHostHeader: false },
+    //
+    // A client gets requestTimeoutMs (30 s) to send its headers and body, whether it sends them
+    // slowly or not at all (SPEC section 8): Node answers 408 and closes the connection, checking
+    // every second so that the deadline is kept within about a second, not within its default 30 s.
+    requestTimeout: deps.config.requestTimeoutMs,
+    http: { requireHostHeader: false, headersTimeout: deps.config.requestTimeoutMs, connectionsCheckingInterval: 1_000 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     // Malformed HTTP and bad URLs get the contract's error shape too, never Fastify's default body.
     frameworkErrors: (error, _request, reply) => {
@@ -120,10 +132,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     clientErrorHandler: (error, socket) => {
       if (!socket.writable) return;
-      const status = (error as { code?: string }).code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      const body = JSON.stringify(new InvalidRequestError(status === 431 ? 'Request headers are too large' : 'Malformed HTTP request').toBody());
+      const [status, reason, message] = clientErrorAnswer((error as { code?: string }).code, deps.config.requestTimeoutMs);
+      const body = JSON.stringify(new InvalidRequestError(message).toBody());
       socket.end(
-        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     },
@@ -137,6 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     draining = true;
   });
   app.decorate('routeTable', checkRouteAccess(app));
+  app.server.maxConnections = deps.config.maxConnections;
 
   installJsonBodyParser(app);
   installErrorHandler(app);
