@@ -194,6 +194,7 @@ async function callWebhook(
       url: project.webhookUrl,
       webhookId: job.id,
       secrets,
+      bearer: true,
       timestampMs: Math.max(clock.now(), job.runAt),
       body: webhookBody(job.id, attempt.attemptId, attempt.attemptNumber, job.payload, {
         schedule: job.scheduleId === null ? null : { id: job.scheduleId, scheduledFor: job.scheduledFor },

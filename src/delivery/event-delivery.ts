@@ -1,6 +1,7 @@
 /**
- * Delivers events (SPEC section 10) to their project's eventsUrl: signed exactly as deliveries
- * (webhook-id = the event id), at least once, retried on the project's retry policy. Every
+ * Delivers events (SPEC section 10) to their project's eventsUrl: signed with the Standard Webhooks
+ * headers as deliveries are (webhook-id = the event id) but with no Authorization, since an events
+ * URL may be a third party's and the secret itself must never reach one; at least once, retried on the project's retry policy. Every
  * instance runs it; a claim in the store (a lease, as jobs have) keeps two from sending one event
  * at once, and an instance that dies lets its claims lapse to the others.
  *
@@ -102,6 +103,7 @@ export class EventDelivery {
           url: project.eventsUrl,
           webhookId: event.id,
           secrets,
+          bearer: false,
           timestampMs: clock.now(),
           body: eventBody(event, project),
           timeoutMs: project.deliveryTimeoutMs,

@@ -15,15 +15,26 @@ function webhookSignature(secrets: string[], id: string, timestamp: number, body
   return secrets.map((secret) => `v1,${sign(secret, id, timestamp, body)}`).join(' ');
 }
 
+/** What one signed request is made of. */
+export interface SignedContent {
+  webhookId: string;
+  /** Active secrets, newest first. */
+  secrets: string[];
+  body: string;
+  /** Send the newest secret as `Authorization: Bearer` too (deliveries, never events). */
+  bearer: boolean;
+  trace?: TraceContext | null;
+}
+
 /**
- * The signed headers of one request: Authorization with the newest secret, Standard Webhooks with
- * all active ones; and the attempt's trace context when its job has one (SPEC section 4), outside
- * the signature as the spec's signed content is id, timestamp and body.
+ * The signed headers of one request: Standard Webhooks with all active secrets, Authorization with
+ * the newest where asked for; and the attempt's trace context when its job has one (SPEC section
+ * 4), outside the signature as the spec's signed content is id, timestamp and body.
  */
-export function webhookHeaders(webhookId: string, secrets: string[], body: string, nowMs: number, trace?: TraceContext | null): Record<string, string> {
+export function webhookHeaders({ webhookId, secrets, body, bearer, trace }: SignedContent, nowMs: number): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
   const headers: Record<string, string> = {
-    authorization: `Bearer ${secrets[0] ?? ''}`,
+    ...(bearer && { authorization: `Bearer ${secrets[0] ?? ''}` }),
     'webhook-id': webhookId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': webhookSignature(secrets, webhookId, timestamp, body),

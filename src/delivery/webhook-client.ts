@@ -25,8 +25,13 @@ export interface WebhookRequest {
   url: string;
   /** The job's id: `webhook-id`, and part of what is signed. */
   webhookId: string;
-  /** Active secrets, newest first: the newest goes in Authorization, each signs. */
+  /** Active secrets, newest first: each signs, and the newest goes in Authorization when `bearer`. */
   secrets: string[];
+  /**
+   * Whether the newest secret also goes as `Authorization: Bearer` (job deliveries, as Dispatched
+   * sends them). Never to an events URL, which may be a third party's (SPEC section 10).
+   */
+  bearer: boolean;
   /** The instant signed as `webhook-timestamp` (application clock, ms). */
   timestampMs: number;
   body: string;
@@ -126,7 +131,7 @@ export class WebhookClient implements WebhookSender {
       return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0, lateMs: 0 };
     }
     const lateMs = request.sendAt === undefined ? 0 : Date.now() - request.sendAt;
-    const headers = webhookHeaders(request.webhookId, request.secrets, request.body, request.timestampMs, request.trace);
+    const headers = webhookHeaders(request, request.timestampMs);
     return { ...(await this.send(request.url, headers, request.body, request.timeoutMs, abort)), lateMs };
   }
 

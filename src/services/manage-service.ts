@@ -218,6 +218,7 @@ export class ManageService {
       url: project.webhookUrl,
       webhookId: jobId,
       secrets,
+      bearer: true,
       timestampMs: this.deps.clock.now(),
       body,
       timeoutMs: project.deliveryTimeoutMs,

@@ -44,7 +44,7 @@ describe('events to a project\'s eventsUrl', () => {
   };
   const listEvents = async (p: TestProject) => (await t.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/events` })).json();
 
-  it('sends job.failed when a job fails, signed as deliveries are, and lists it as delivered', async () => {
+  it('sends job.failed when a job fails, signed as deliveries are but with no Authorization, and lists it as delivered', async () => {
     const p = await project();
     const jobId = await dispatch(p, { status: 500 });
     await receiver.waitFor(() => eventsAt(p.eventsPath).length === 1);
@@ -56,7 +56,9 @@ describe('events to a project\'s eventsUrl', () => {
       projectId: p.projectId,
       data: { jobId, attemptCount: 1, lastError: 'HTTP 500' },
     });
-    expect(request!.headers.authorization).toBe(`Bearer ${p.webhookSecret}`);
+    // An events URL may be a third party's: the secret itself never goes there (SPEC section 10).
+    expect(request!.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(request!.headers)).not.toContain(p.webhookSecret.slice('whsec_'.length));
     expect(request!.headers['webhook-id']).toBe(request!.json.eventId);
     expect(new Webhook(p.webhookSecret).verify(request!.body, request!.headers as Record<string, string>)).toEqual(request!.json);
     const listed = await eventually(() => listEvents(p), { what: 'the event DELIVERED', until: (body) => body.events[0]?.status === 'DELIVERED' });
@@ -129,6 +131,7 @@ describe('events to a project\'s eventsUrl', () => {
     const [request] = eventsAt(p.eventsPath);
     expect(request!.json).toEqual({ text: `[Punctual] Billing &lt;prod&gt; &amp; co: job ${jobId} failed after 1 attempt: HTTP 500` });
     expect(request!.headers['webhook-id']).toMatch(/^evt_/);
+    expect(request!.headers.authorization).toBeUndefined();
   });
 
   it('records nothing for a project without an eventsUrl', async () => {
