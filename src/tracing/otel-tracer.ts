@@ -25,7 +25,7 @@ import {
   ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
   ATTR_SERVICE_VERSION,
-  ATTR_URL_FULL,
+  ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
 import type { OtlpProtocol } from '../config.js';
 import { traceIdOf, type TraceContext } from './trace-context.js';
@@ -64,19 +64,15 @@ function contextOf(span: Span): TraceContext {
 }
 
 /**
- * url.full without what may be a credential: user and password in the URL, and every query
- * value (a webhook URL often carries its receiver's token in its query).
+ * Where an attempt went, as scheme, host and port only: a webhook URL's path and query often carry
+ * its receiver's token (Slack's and Discord's incoming webhooks, a `?token=`), and whoever reads the
+ * traces must not be able to post to it. Hence no url.full at all.
  */
-export function redactedUrl(url: string): Attributes {
+export function attemptTarget(url: string): Attributes {
   try {
     const parsed = new URL(url);
-    if (parsed.username || parsed.password) {
-      parsed.username = 'REDACTED';
-      parsed.password = parsed.password ? 'REDACTED' : '';
-    }
-    for (const key of new Set(parsed.searchParams.keys())) parsed.searchParams.set(key, 'REDACTED');
     const port = parsed.port ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80;
-    return { [ATTR_URL_FULL]: parsed.href, [ATTR_SERVER_ADDRESS]: parsed.hostname, [ATTR_SERVER_PORT]: port };
+    return { [ATTR_URL_SCHEME]: parsed.protocol.slice(0, -1), [ATTR_SERVER_ADDRESS]: parsed.hostname, [ATTR_SERVER_PORT]: port };
   } catch {
     return {};
   }
@@ -139,7 +135,7 @@ export function createOtelTracer(options: { serviceVersion: string; protocol: Ot
         [ATTR.attemptId]: attempt.attemptId,
         [ATTR.attemptNumber]: attempt.attemptNumber,
         [ATTR_HTTP_REQUEST_METHOD]: 'POST',
-        ...(attempt.url !== null && redactedUrl(attempt.url)),
+        ...(attempt.url !== null && attemptTarget(attempt.url)),
       };
       const span = tracer.startSpan(
         'attempt',
