@@ -7,6 +7,8 @@ describe('webhook URL guard when private webhooks are not allowed', () => {
     '127.0.0.1', '127.8.9.10', '::1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254',
     '100.64.0.1', '0.0.0.0', '::', '224.0.0.1', 'ff02::1', 'fe80::1', 'fd00::1', 'fd00:ec2::254',
     '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '64:ff9b::7f00:1',
+    // IPv4-compatible (::/96): ::127.0.0.1 and ::10.0.0.1 by another name, and a public one too.
+    '::7f00:1', '::127.0.0.1', '::a00:1', '::8.8.8.8', '100::1', '2001:db8::1',
   ])('blocks %s', (address) => {
     expect(isBlockedAddress(address)).toBe(true);
   });
@@ -19,6 +21,7 @@ describe('webhook URL guard when private webhooks are not allowed', () => {
     'http://127.0.0.1:8080/hook',
     'http://[::1]/hook',
     'http://[::ffff:127.0.0.1]/hook',
+    'http://[::7f00:1]/hook',
     'http://10.0.0.5/hook',
     'http://172.16.5.5/hook',
     'http://192.168.0.10/hook',

@@ -4,7 +4,7 @@ import { BlockList, isIP } from 'node:net';
 /**
  * Addresses a webhook may not reach when private webhooks are not allowed (SPEC section 4):
  * private, loopback, link-local (with cloud metadata), CGNAT, multicast, unspecified and reserved.
- * IPv4-mapped, NAT64, 6to4 (2002::/16) and Teredo (2001::/32) IPv6 ranges are refused whole: they can carry any IPv4 address, and no
+ * IPv4-mapped, IPv4-compatible, NAT64, 6to4 (2002::/16) and Teredo (2001::/32) IPv6 ranges are refused whole: they can carry any IPv4 address, and no
  * public webhook needs them. (The mapped range is checked by hand: BlockList applies an
  * ::ffff:0:0/96 rule to every plain IPv4 address too.)
  */
@@ -25,8 +25,11 @@ for (const [network, prefix] of [
   blocked.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // Unspecified (::), loopback (::1) and the deprecated IPv4-compatible addresses (::a.b.c.d, such
+  // as ::7f00:1 for 127.0.0.1), which some stacks still route to the IPv4 address they carry.
+  ['::', 96],
+  ['100::', 64],
+  ['2001:db8::', 32],
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['fc00::', 7],
