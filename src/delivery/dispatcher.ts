@@ -420,6 +420,17 @@ export class Dispatcher {
     return false;
   }
 
+  /** A crash: every timer stopped, nothing released or recorded (the lease rescue will find them). */
+  halt(): void {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    for (const group of this.timed.values()) clearTimeout(group.timer);
+    for (const hold of this.projectHolds.values()) clearTimeout(hold.timer);
+    this.timed.clear();
+    this.waiting.clear();
+    this.projectHolds.clear();
+    this.shutdown.abort();
+  }
+
   private whenIdle(timeoutMs: number): Promise<boolean> {
     if (this.unrecorded === 0) return Promise.resolve(true);
     return new Promise((resolve) => {

@@ -147,9 +147,28 @@ export class DeliveryEngine {
     };
   }
 
+  /** Attempts started and not yet answered (those a long pause of this process would lose leases of). */
+  get attemptsInFlight(): number {
+    return this.dispatcher.inFlightCount;
+  }
+
   /** A job is due at `runAt` (dispatch, reschedule, retry). */
   notifyDue(runAt: number): void {
     this.claimLoop.notifyDue(runAt);
+  }
+
+  /**
+   * Stops every loop and timer at once and releases nothing, as a crash would leave things (the
+   * recovery tests kill an instance this way, then close its store under it).
+   */
+  halt(): void {
+    this.running = false;
+    if (this.releaseTimer) clearInterval(this.releaseTimer);
+    void this.claimLoop.stop();
+    this.rescuer.stop();
+    this.dispatcher.halt();
+    void this.health.stop().catch(() => {});
+    void this.events.stop().catch(() => {});
   }
 
   /** Stops claiming, lets in-flight attempts finish within `deadlineMs`, and returns unsent jobs to the queue. */

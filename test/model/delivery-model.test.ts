@@ -1,0 +1,312 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { AttemptRow } from '../../src/store/store.js';
+import { eventually } from '../support/eventually.js';
+import { OffsetClock } from '../support/offset-clock.js';
+import { DeliveryModel, POLICY, violations, type ModelProject } from './delivery-model.js';
+import { ModelReceiver, type ReceiverMode } from './model-receiver.js';
+import { ModelService } from './model-service.js';
+
+/**
+ * The delivery rules as a model-based test: fast-check builds sequences of what users and
+ * receivers do (dispatch, batch, cancel, reschedule, pause, resume, change concurrency or rate,
+ * answer 200 / 500 / 503 with Retry-After / 202 then a report / slowly, time passing, the process
+ * killed and restarted), runs them against the real service on a real store with a real receiver,
+ * and checks every delivery against the reference model (delivery-model.ts). A failing sequence
+ * is shrunk and printed with its seed.
+ *
+ * MODEL_RUNS (default 6) and MODEL_SEED set how many sequences and from which seed; the fixed
+ * seed's runs come first, then as many from a random seed, printed. `npm run test:model` runs
+ * 100 of them.
+ */
+const RUNS = Number(process.env.MODEL_RUNS ?? 6);
+const FIXED_SEED = 20261126;
+const RANDOM_SEED = process.env.MODEL_SEED ? Number(process.env.MODEL_SEED) : Math.floor(Math.random() * 2 ** 31);
+
+interface Run {
+  service: ModelService;
+  receiver: ModelReceiver;
+  clock: OffsetClock;
+  model: DeliveryModel;
+  /** Job ids in creation order, for commands that pick one. */
+  jobIds: string[];
+  /** Answers that broke the contract outright (a wrong status for a request). */
+  errors: string[];
+}
+
+type Command = fc.AsyncCommand<DeliveryModel, Run, false>;
+const PROJECTS = ['a', 'b'] as const;
+type ProjectName = (typeof PROJECTS)[number];
+const project = fc.constantFrom<ProjectName>(...PROJECTS);
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function readCreatedAt(run: Run, p: ModelProject, jobId: string): Promise<number> {
+  const res = await run.service.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}` });
+  return Date.parse(res.json().createdAt as string);
+}
+
+/** When a job becomes due, in the three kinds a user asks for: now, soon (real time), much later. */
+const delay = fc.oneof(
+  fc.constant<number | null>(null),
+  fc.integer({ min: 30, max: 400 }),
+  fc.integer({ min: 60_000, max: 900_000 }),
+);
+
+class Dispatch implements Command {
+  constructor(readonly projectName: ProjectName, readonly delays: (number | null)[]) {}
+  check = () => true;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const p = model.projects.get(this.projectName)!;
+    const now = run.clock.now();
+    const items = this.delays.map((d, i) => ({ payload: { i }, ...(d !== null && { scheduledFor: iso(now + d) }) }));
+    const single = items.length === 1;
+    const res = await run.service.api(p.key, {
+      method: 'POST',
+      url: single ? '/api/jobs/dispatch' : '/api/jobs/dispatch/batch',
+      payload: single ? items[0] : { jobs: items },
+    });
+    if (res.statusCode !== (single ? 201 : 200)) {
+      run.errors.push(`dispatch answered ${res.statusCode}: ${res.body}`);
+      return;
+    }
+    const answers = single ? [res.json()] : (res.json().jobs as Record<string, unknown>[]);
+    for (const [i, answer] of answers.entries()) {
+      const jobId = answer.jobId as string;
+      const createdAt = await readCreatedAt(run, p, jobId);
+      const asked = this.delays[i] === null ? null : now + this.delays[i]!;
+      model.addJob({ id: jobId, project: p.name, createdAt, dues: [{ since: createdAt, dueAt: Math.max(asked ?? createdAt, createdAt) }], maxRetries: 2 });
+      run.jobIds.push(jobId);
+    }
+  }
+  toString = () => `dispatch(${this.projectName}, ${JSON.stringify(this.delays)})`;
+}
+
+class Cancel implements Command {
+  constructor(readonly pick: number) {}
+  check = (model: DeliveryModel) => model.jobs.size > 0;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const job = model.jobs.get(run.jobIds[this.pick % run.jobIds.length]!)!;
+    const p = model.projects.get(job.project)!;
+    const res = await run.service.api(p.key, { method: 'DELETE', url: `/api/jobs/${job.id}` });
+    if (res.statusCode === 200) job.cancelledAt = run.clock.now();
+    else if (res.statusCode !== 409) run.errors.push(`cancel of ${job.id} answered ${res.statusCode}: ${res.body}`);
+  }
+  toString = () => `cancel(#${this.pick})`;
+}
+
+class Reschedule implements Command {
+  constructor(readonly pick: number, readonly delayMs: number | null) {}
+  check = (model: DeliveryModel) => model.jobs.size > 0;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const job = model.jobs.get(run.jobIds[this.pick % run.jobIds.length]!)!;
+    const p = model.projects.get(job.project)!;
+    const asked = this.delayMs === null ? null : run.clock.now() + this.delayMs;
+    const res = await run.service.api(p.key, { method: 'PATCH', url: `/api/jobs/${job.id}`, payload: { scheduledFor: asked === null ? null : iso(asked) } });
+    if (res.statusCode === 200) {
+      // Due at the time asked for, or at once: when it entered QUEUED, its creation or (waiting
+      // for a retry) a little after its last attempt ended.
+      const ended = run.receiver.deliveries.filter((d) => d.jobId === job.id).map((d) => d.endedAt ?? d.arrivedAt);
+      const queuedAt = ended.length === 0 ? job.createdAt : Math.max(...ended);
+      job.dues.push({ since: run.clock.now(), dueAt: Math.max(asked ?? queuedAt, queuedAt) });
+    } else if (res.statusCode !== 409) run.errors.push(`reschedule of ${job.id} answered ${res.statusCode}: ${res.body}`);
+  }
+  toString = () => `reschedule(#${this.pick}, ${this.delayMs})`;
+}
+
+class ProjectSetting implements Command {
+  constructor(readonly projectName: ProjectName, readonly patch: { paused?: boolean; deliveryConcurrency?: number; deliveryRatePerSecond?: number | null }) {}
+  check = () => true;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const p = model.projects.get(this.projectName)!;
+    const requestedAt = run.clock.now();
+    const res = await run.service.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: this.patch });
+    if (res.statusCode !== 200) {
+      run.errors.push(`PATCH ${JSON.stringify(this.patch)} answered ${res.statusCode}: ${res.body}`);
+      return;
+    }
+    const at = run.clock.now();
+    const open = p.paused.at(-1);
+    if (this.patch.paused === true && !(open && open.until === null)) p.paused.push({ from: at, until: null });
+    if (this.patch.paused === false && open && open.until === null) open.until = requestedAt;
+    if (this.patch.deliveryConcurrency !== undefined) p.concurrency.push({ since: at, value: this.patch.deliveryConcurrency });
+    if (this.patch.deliveryRatePerSecond !== undefined) p.rate.push({ since: at, value: this.patch.deliveryRatePerSecond });
+  }
+  toString = () => `set(${this.projectName}, ${JSON.stringify(this.patch)})`;
+}
+
+class ReceiverAnswers implements Command {
+  constructor(readonly projectName: ProjectName, readonly mode: ReceiverMode) {}
+  // Only an asyncCompletion project takes 202 as "accepted".
+  check = (model: DeliveryModel) => this.mode !== 'accept' || model.projects.get(this.projectName)!.asyncCompletion;
+  async run(_model: DeliveryModel, run: Run): Promise<void> {
+    run.receiver.setMode(this.projectName, this.mode);
+  }
+  toString = () => `receiver(${this.projectName}, ${this.mode})`;
+}
+
+class Wait implements Command {
+  constructor(readonly ms: number) {}
+  check = () => true;
+  async run(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, this.ms));
+  }
+  toString = () => `wait(${this.ms})`;
+}
+
+/**
+ * Time passes faster than it does: the clock jumps, once no attempt is under way (started and not
+ * answered). A jump stays under a lease's margin (30 s), so that an attempt that starts right after
+ * one keeps its lease across it, as one does across any real wait (clock-jumps.test.ts covers
+ * larger jumps).
+ */
+const MAX_JUMP_MS = 20_000;
+async function jump(run: Run, ms: number): Promise<void> {
+  await eventually(() => run.receiver.openRequests() + run.service.attemptsInFlight, { what: 'no attempt under way', until: (open) => open === 0, withinMs: 5_000 });
+  run.clock.advance(ms);
+  run.service.wake();
+}
+
+class TimePasses implements Command {
+  constructor(readonly ms: number) {}
+  check = () => true;
+  async run(_model: DeliveryModel, run: Run): Promise<void> {
+    await jump(run, this.ms);
+  }
+  toString = () => `advance(${this.ms})`;
+}
+
+class KillAndRestart implements Command {
+  check = () => true;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const inFlight = new Set(run.receiver.deliveries.filter((d) => d.endedAt === null || d.status === 202).map((d) => d.jobId));
+    // A job the dying instance had started but not yet sent may go out afterwards too.
+    for (const d of run.receiver.deliveries) inFlight.add(d.jobId);
+    model.kills.push({ at: run.clock.now(), inFlight });
+    await run.service.kill();
+    run.receiver.generation += 1;
+    await run.service.restart();
+  }
+  toString = () => 'kill-and-restart';
+}
+
+const commands = [
+  fc.record({ p: project, delays: fc.array(delay, { minLength: 1, maxLength: 4 }) }).map(({ p, delays }) => new Dispatch(p, delays)),
+  fc.record({ p: project, delays: fc.array(delay, { minLength: 1, maxLength: 4 }) }).map(({ p, delays }) => new Dispatch(p, delays)),
+  fc.nat().map((pick) => new Cancel(pick)),
+  fc.record({ pick: fc.nat(), d: delay }).map(({ pick, d }) => new Reschedule(pick, d)),
+  fc.record({ p: project, paused: fc.boolean() }).map(({ p, paused }) => new ProjectSetting(p, { paused })),
+  fc.record({ p: project, n: fc.integer({ min: 1, max: 3 }) }).map(({ p, n }) => new ProjectSetting(p, { deliveryConcurrency: n })),
+  fc.record({ p: project, r: fc.option(fc.integer({ min: 2, max: 20 }), { nil: null }) }).map(({ p, r }) => new ProjectSetting(p, { deliveryRatePerSecond: r })),
+  fc.record({ p: project, mode: fc.constantFrom<ReceiverMode>('ok', 'fail', 'busy', 'slow', 'accept') }).map(({ p, mode }) => new ReceiverAnswers(p, mode)),
+  fc.integer({ min: 10, max: 400 }).map((ms) => new Wait(ms)),
+  fc.integer({ min: 1_000, max: MAX_JUMP_MS }).map((ms) => new TimePasses(ms)),
+  fc.constant(null).map(() => new KillAndRestart()),
+];
+
+async function setUp(): Promise<Run> {
+  const clock = new OffsetClock();
+  const receiver = await new ModelReceiver(clock).start();
+  const service = await ModelService.open(clock);
+  const model = new DeliveryModel();
+  const run: Run = { service, receiver, clock, model, jobIds: [], errors: [] };
+  for (const name of PROJECTS) {
+    const asyncCompletion = name === 'b';
+    const team = await service.admin({ method: 'POST', url: '/manage/v1/teams', payload: { name: `team ${name}`, plan: 'unlimited' } });
+    const created = await service.admin({ method: 'POST', url: `/manage/v1/teams/${team.json().teamId}/projects`, payload: { name, webhookUrl: receiver.urlOf(name) } });
+    const projectId = created.json().projectId as string;
+    const settings = { deliveryConcurrency: 2, deliveryTimeoutMs: 1_000, retryPolicy: { maxRetries: 2, ...POLICY }, asyncCompletion, asyncCompletionTimeoutMs: 5_000 };
+    const patched = await service.admin({ method: 'PATCH', url: `/manage/v1/projects/${projectId}`, payload: settings });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const key = await service.admin({ method: 'POST', url: `/manage/v1/projects/${projectId}/keys`, payload: { name: 'model' } });
+    const at = clock.now();
+    model.addProject({ name, projectId, key: key.json().key, asyncCompletion, concurrency: [{ since: at, value: 2 }], rate: [{ since: at, value: null }], paused: [] });
+  }
+  // An accepted delivery is reported on a little later, as a receiver finishing the work would.
+  receiver.onAccepted = (delivery) => {
+    setTimeout(() => {
+      void service
+        .api(delivery.callbackToken ?? '', { method: 'POST', url: `/api/jobs/${delivery.jobId}/attempts/${delivery.attemptId}/result`, payload: { outcome: 'success' } })
+        .catch(() => {});
+    }, 50);
+  };
+  return run;
+}
+
+/**
+ * The end of a run: every project resumed and answering 200, time moved past every due time and
+ * lease, until no job is waiting or in flight. Then every job the model knows is final, as its
+ * history says it must be.
+ */
+async function settle(run: Run): Promise<string[]> {
+  const { model, service, receiver } = run;
+  for (const p of model.projects.values()) {
+    receiver.setMode(p.name, 'ok');
+    await new ProjectSetting(p.name as ProjectName, { paused: false, deliveryRatePerSecond: null }).run(model, run);
+  }
+  const unfinished = async () => {
+    const left: string[] = [];
+    for (const job of model.jobs.values()) {
+      const p = model.projects.get(job.project)!;
+      const status = (await service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json().status as string;
+      if (!['COMPLETED', 'FAILED', 'CANCELLED'].includes(status)) left.push(`${job.id}:${status}`);
+    }
+    return left;
+  };
+  await eventually(
+    async () => {
+      await jump(run, MAX_JUMP_MS);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return unfinished();
+    },
+    { what: 'every job final', until: (left) => left.length === 0, withinMs: 120_000, everyMs: 50 },
+  );
+  const problems: string[] = [];
+  for (const job of model.jobs.values()) {
+    const p = model.projects.get(job.project)!;
+    const body = (await service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json();
+    if (job.cancelledAt !== null && body.status !== 'CANCELLED') problems.push(`${job.id} was cancelled (200) but ended ${body.status}`);
+    if (body.status === 'CANCELLED' && job.cancelledAt === null) problems.push(`${job.id} ended CANCELLED, but no cancel of it was answered 200`);
+    const own = receiver.deliveries.filter((d) => d.jobId === job.id);
+    if (body.status === 'COMPLETED' && !own.some((d) => d.status === 200 || d.status === 202)) problems.push(`${job.id} COMPLETED with no successful delivery`);
+  }
+  return problems;
+}
+
+async function attemptsOf(run: Run): Promise<Map<string, AttemptRow[]>> {
+  const attempts = new Map<string, AttemptRow[]>();
+  for (const jobId of run.model.jobs.keys()) attempts.set(jobId, await run.service.store.attemptListByJob(jobId));
+  return attempts;
+}
+
+async function runSequence(cmds: Iterable<Command>): Promise<void> {
+  const run = await setUp();
+  try {
+    await fc.asyncModelRun(() => ({ model: run.model, real: run }), cmds);
+    const settled = await settle(run);
+    const attempts = await attemptsOf(run);
+    const broken = [...run.errors, ...settled, ...violations(run.model, run.receiver.deliveries, attempts)];
+    if (broken.length > 0 && process.env.MODEL_DEBUG) {
+      for (const job of run.model.jobs.values()) {
+        console.log(job.id, job.project, JSON.stringify({ createdAt: job.createdAt, dues: job.dues, cancelledAt: job.cancelledAt }));
+        for (const d of run.receiver.deliveries.filter((x) => x.jobId === job.id)) console.log('  delivery', JSON.stringify(d));
+        for (const a of attempts.get(job.id) ?? []) console.log('  attempt', JSON.stringify(a));
+      }
+    }
+    expect(broken).toEqual([]);
+  } finally {
+    await run.service.close();
+    await run.receiver.close();
+  }
+}
+
+describe('the delivery rules against a model (fast-check)', () => {
+  for (const [name, seed] of [
+    ['a fixed seed', FIXED_SEED],
+    [`a random seed (${RANDOM_SEED}; MODEL_SEED=${RANDOM_SEED} repeats it)`, RANDOM_SEED],
+  ] as const) {
+    it(`holds for every command sequence from ${name}`, async () => {
+      await fc.assert(fc.asyncProperty(fc.commands(commands, { maxCommands: 25 }), runSequence), { numRuns: RUNS, seed, verbose: 1, ...(process.env.MODEL_REPLAY && { path: process.env.MODEL_REPLAY, endOnFailure: true }) });
+    }, 600_000);
+  }
+});

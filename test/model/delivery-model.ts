@@ -1,0 +1,180 @@
+/**
+ * A reference model of the delivery contract (SPEC sections 2, 3, 4, 10 and 11): what the service
+ * was told, and when, and the rules every delivery it made must satisfy. The commands of
+ * delivery-model.test.ts record into it as they drive the real service; `violations` checks the
+ * receiver's deliveries and the store's attempts against it.
+ */
+import type { AttemptRow } from '../../src/store/store.js';
+import { BUSY_RETRY_AFTER_S, type Delivery } from './model-receiver.js';
+
+/** The retry policy of every model project: short, so that retries happen within a run. */
+export const POLICY = { initialDelayMs: 200, factor: 2, maxDelayMs: 1_000 } as const;
+/** Jitter is fixed at its middle (random() = 0.5): a retry waits its base plus 5%. */
+export const backoffOf = (retryNumber: number) => {
+  const base = Math.min(POLICY.maxDelayMs, POLICY.initialDelayMs * POLICY.factor ** (retryNumber - 1));
+  return Math.round(base * 1.05);
+};
+/** A job claimed ahead of its time starts (STARTED, not sent) this much before it. */
+const START_AHEAD_TOLERANCE_MS = 15;
+/** How long before a delivery a job must have been known for the order rule to hold it to it. */
+const ORDER_SLACK_MS = 150;
+
+export interface ModelJob {
+  id: string;
+  project: string;
+  /** Order of creation answers, across the run. */
+  seq: number;
+  createdAt: number;
+  /** The due time, as each change of it took effect: `since` is when its answer came. */
+  dues: { since: number; dueAt: number }[];
+  maxRetries: number;
+  /** When a cancel of it was answered 200. */
+  cancelledAt: number | null;
+}
+
+export interface ModelProject {
+  name: string;
+  projectId: string;
+  key: string;
+  asyncCompletion: boolean;
+  /** Settings as each change took effect (`since`: when it was answered). */
+  concurrency: { since: number; value: number }[];
+  rate: { since: number; value: number | null }[];
+  /** Paused spans: from the pause's answer to the resume's request (null while still paused). */
+  paused: { from: number; until: number | null }[];
+}
+
+export class DeliveryModel {
+  readonly projects = new Map<string, ModelProject>();
+  readonly jobs = new Map<string, ModelJob>();
+  /** Kills: when, and what was in flight then (those may be delivered twice). */
+  readonly kills: { at: number; inFlight: Set<string> }[] = [];
+  private nextSeq = 0;
+
+  addProject(project: ModelProject): void {
+    this.projects.set(project.name, project);
+  }
+
+  addJob(job: Omit<ModelJob, 'seq' | 'cancelledAt'>): void {
+    this.jobs.set(job.id, { ...job, seq: this.nextSeq++, cancelledAt: null });
+  }
+
+  dueAt(job: ModelJob, at: number): number {
+    let due = job.dues[0]!.dueAt;
+    for (const change of job.dues) if (change.since <= at) due = change.dueAt;
+    return due;
+  }
+
+  /** Whether the job had been touched (a kill in flight) so that a repeat delivery is allowed. */
+  maybeRepeated(jobId: string): boolean {
+    return this.kills.some((kill) => kill.inFlight.has(jobId));
+  }
+}
+
+const valueAt = <T>(changes: { since: number; value: T }[], at: number): T => {
+  let value = changes[0]!.value;
+  for (const change of changes) if (change.since <= at) value = change.value;
+  return value;
+};
+
+/** Every rule a run's deliveries broke, each as a sentence naming the job and the times. */
+export function violations(model: DeliveryModel, deliveries: Delivery[], attempts: Map<string, AttemptRow[]>): string[] {
+  const found: string[] = [];
+  const byJob = new Map<string, Delivery[]>();
+  for (const d of deliveries) byJob.set(d.jobId, [...(byJob.get(d.jobId) ?? []), d]);
+
+  for (const job of model.jobs.values()) {
+    const own = (byJob.get(job.id) ?? []).sort((a, b) => a.arrivedAt - b.arrivedAt);
+    // Never early: a first attempt arrives at or after the job's due time as it then stood.
+    const first = own.find((d) => d.attemptNumber === 1);
+    if (first && first.arrivedAt < model.dueAt(job, first.arrivedAt)) {
+      found.push(`${job.id} (${job.project}) first delivered at ${first.arrivedAt}, before its due time ${model.dueAt(job, first.arrivedAt)}`);
+    }
+    // A retry waits its backoff (or the Retry-After) after the attempt before it ended.
+    for (let i = 1; i < own.length; i++) {
+      const [before, after] = [own[i - 1]!, own[i]!];
+      if (before.endedAt === null || after.attemptNumber !== before.attemptNumber + 1 || model.maybeRepeated(job.id)) continue;
+      const backoff = backoffOf(before.attemptNumber);
+      const wait = before.status === 503 ? Math.min(POLICY.maxDelayMs, Math.max(backoff, BUSY_RETRY_AFTER_S * 1000)) : backoff;
+      if (after.arrivedAt < before.endedAt + wait) {
+        found.push(`${job.id} attempt ${after.attemptNumber} at ${after.arrivedAt}, under ${wait} ms after attempt ${before.attemptNumber} ended at ${before.endedAt}`);
+      }
+    }
+    // Never after a cancel answer.
+    if (job.cancelledAt !== null) {
+      const late = own.find((d) => d.arrivedAt > job.cancelledAt!);
+      if (late) found.push(`${job.id} delivered at ${late.arrivedAt}, after its cancel was answered at ${job.cancelledAt}`);
+    }
+    // Each attempt number once, but for attempts in flight at a kill.
+    const numbers = own.map((d) => d.attemptNumber);
+    if (new Set(numbers).size !== numbers.length && !model.maybeRepeated(job.id)) {
+      found.push(`${job.id} delivered twice as the same attempt: attempts ${numbers.join(', ')}`);
+    }
+  }
+
+  for (const project of model.projects.values()) {
+    const own = deliveries.filter((d) => d.project === project.name).sort((a, b) => a.arrivedAt - b.arrivedAt);
+    // Concurrency: open requests at an arrival never exceed the limit in force (a lowered limit
+    // lets requests already out finish; a killed instance's requests are another instance's).
+    for (const d of own) {
+      const overlapping = own.filter((o) => o === d || (o.arrivedAt <= d.arrivedAt && (o.endedAt === null || o.endedAt > d.arrivedAt) && o.generation === d.generation));
+      const limit = Math.max(...overlapping.map((o) => valueAt(project.concurrency, o.arrivedAt)));
+      if (overlapping.length > limit) {
+        found.push(`${project.name}: ${overlapping.length} requests open at ${d.arrivedAt}, over its concurrency ${limit}`);
+        break;
+      }
+    }
+    // Rate: no more starts in any second than the rate and its bucket's few tokens allow.
+    for (const d of own) {
+      const rate = valueAt(project.rate, d.arrivedAt);
+      if (rate === null) continue;
+      const window = own.filter((o) => o.arrivedAt >= d.arrivedAt && o.arrivedAt < d.arrivedAt + 1_000 && valueAt(project.rate, o.arrivedAt) === rate);
+      const allowed = Math.ceil(rate) + Math.max(1, Math.ceil(rate / 20)) + 1;
+      if (window.length > allowed) {
+        found.push(`${project.name}: ${window.length} deliveries in the second from ${d.arrivedAt}, over its rate ${rate}/s`);
+        break;
+      }
+    }
+    // Due order: a first attempt never overtakes a job of its project that was due earlier (or as
+    // early and created first) and known well before it started.
+    const firsts = own.filter((d) => d.attemptNumber === 1 && !model.maybeRepeated(d.jobId));
+    for (const later of firsts) {
+      const laterJob = model.jobs.get(later.jobId);
+      if (!laterJob) continue;
+      const laterDue = model.dueAt(laterJob, later.arrivedAt);
+      for (const earlier of model.jobs.values()) {
+        if (earlier.project !== project.name || earlier.id === later.jobId || model.maybeRepeated(earlier.id)) continue;
+        const known = Math.max(earlier.createdAt, ...earlier.dues.map((c) => c.since));
+        if (known > later.arrivedAt - ORDER_SLACK_MS) continue;
+        if (earlier.cancelledAt !== null && earlier.cancelledAt <= later.arrivedAt) continue;
+        const earlierDue = model.dueAt(earlier, later.arrivedAt);
+        if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq > laterJob.seq)) continue;
+        const its = (byJob.get(earlier.id) ?? []).find((d) => d.attemptNumber === 1);
+        if (!its || its.arrivedAt > later.arrivedAt) {
+          found.push(
+            `${project.name}: ${later.jobId} (due ${laterDue}) first delivered at ${later.arrivedAt}, before ${earlier.id} (due ${earlierDue}, ` +
+              `${its ? `delivered at ${its.arrivedAt}` : 'never delivered'})`,
+          );
+        }
+      }
+    }
+    // Pause: no attempt starts between a pause's answer and the resume's request.
+    for (const span of project.paused) {
+      for (const job of model.jobs.values()) {
+        if (job.project !== project.name) continue;
+        const started = (attempts.get(job.id) ?? []).find((a) => a.startedAt > span.from + START_AHEAD_TOLERANCE_MS && (span.until === null || a.startedAt < span.until));
+        if (started) found.push(`${project.name}: ${job.id} attempt ${started.attemptNumber} started at ${started.startedAt}, while paused from ${span.from}`);
+      }
+    }
+    // Retry-After: after a 503 with Retry-After, no attempt of the project starts until it passes.
+    for (const busy of own.filter((d) => d.status === 503 && d.endedAt !== null)) {
+      const until = busy.endedAt! + Math.min(BUSY_RETRY_AFTER_S * 1000, POLICY.maxDelayMs);
+      for (const job of model.jobs.values()) {
+        if (job.project !== project.name || model.maybeRepeated(job.id)) continue;
+        const early = (attempts.get(job.id) ?? []).find((a) => a.startedAt > busy.endedAt! + START_AHEAD_TOLERANCE_MS && a.startedAt < until);
+        if (early) found.push(`${project.name}: ${job.id} attempt ${early.attemptNumber} started at ${early.startedAt}, within the Retry-After of a 503 at ${busy.endedAt}`);
+      }
+    }
+  }
+  return found;
+}
