@@ -3,7 +3,8 @@ import type { FastifyPluginAsync } from 'fastify';
 const KEPT = 50;
 
 /**
- * A webhook receiver built into the service for the quickstart (outside production only): it
+ * A webhook receiver built into the service for the quickstart, mounted only where config.devReceiver
+ * (by default only on a loopback address outside production: src/development-conveniences.ts). It
  * logs each delivery and keeps the last few, readable at GET /dev/receiver.
  */
 export const devReceiverRoutes: FastifyPluginAsync = async (app) => {
