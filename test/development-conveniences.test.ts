@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { developmentConveniencesNotice } from '../src/development-conveniences.js';
 import { eventually } from './support/eventually.js';
@@ -30,6 +31,32 @@ describe('the development receiver', () => {
     const t = await makeTestApp({ env: { HOST: '0.0.0.0', PUNCTUAL_DEV_RECEIVER: 'true' } });
     try {
       expect((await t.app.inject({ method: 'GET', url: '/dev/receiver' })).json()).toEqual({ deliveries: [] });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('shows a real delivery without its secret, signature or callbackToken', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const t = await makeTestApp({ clock: systemClock, delivery: true, env: { PUNCTUAL_PUBLIC_URL: base } });
+    try {
+      await t.app.listen({ host: '127.0.0.1', port });
+      const project = await t.makeProject({ webhookUrl: `${base}/dev/receiver`, settings: { asyncCompletion: true } });
+      const dispatched = await t.api(project.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { hello: 'world' } } });
+      expect(dispatched.statusCode).toBe(201);
+      const { jobId } = dispatched.json();
+      type Shown = { headers: Record<string, unknown>; body: Record<string, unknown> };
+      const [delivery] = await eventually(
+        async () => ((await (await fetch(`${base}/dev/receiver`)).json()) as { deliveries: Shown[] }).deliveries,
+        { what: 'the delivery at the dev receiver', until: (deliveries) => deliveries.length === 1 },
+      );
+      expect(delivery!.headers).toMatchObject({ 'webhook-id': jobId, 'webhook-signature': '[redacted]' });
+      expect(delivery!.headers).not.toHaveProperty('authorization');
+      expect(delivery!.body).toMatchObject({ jobId, attempt: 1, callbackToken: '[redacted]', payload: { hello: 'world' } });
+      // Nothing of the three anywhere in what it shows.
+      const shown = JSON.stringify(delivery);
+      expect(shown).not.toMatch(/v1,[A-Za-z0-9+/=]{20}|pcb_|whsec_/);
     } finally {
       await t.close();
     }
