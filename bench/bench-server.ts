@@ -81,7 +81,7 @@ await engine.start();
 
 // Development mode (the default) points the first project at the built-in receiver, so dispatch
 // has a webhook URL to accept jobs for.
-const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
+const devReceiverUrl = config.devReceiver && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
 const first = secondary ? null : await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl });
 if (!first && !secondary) throw new Error('the benchmark needs an empty database');
 

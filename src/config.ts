@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { developmentDefaults, type ConvenienceVariable, type DevelopmentDefaults } from './development-conveniences.js';
 import { loadPlans, type Plans } from './plans.js';
 import { DEFAULT_RETENTION_DAYS, MIN_SERVER_RETENTION_DAYS, RETENTION_DAYS_RANGE } from './retention.js';
 
@@ -11,6 +12,7 @@ export interface Config {
     | { kind: 'sqlite'; path: string; synchronous: 'FULL' | 'NORMAL' }
     | { kind: 'postgres'; url: string; poolSize: number; connectTimeoutMs: number; statementTimeoutMs: number };
   redisUrl: string | null;
+  /** Where to listen (HOST): 127.0.0.1 by default outside production, 0.0.0.0 in production. */
   host: string;
   port: number;
   /** Base URL printed in the quickstart and used for the development receiver. */
@@ -24,7 +26,12 @@ export interface Config {
   /** The login of the first dashboard user, created on first start (PUNCTUAL_ADMIN_EMAIL). */
   adminEmail: string;
   secretKey: string | null;
+  /** Whether webhooks may reach private and reserved addresses (PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS). */
   allowPrivateWebhooks: boolean;
+  /** Whether GET and POST /dev/receiver are mounted (PUNCTUAL_DEV_RECEIVER). */
+  devReceiver: boolean;
+  /** Where the two above come from, for the start-up log (src/development-conveniences.ts). */
+  developmentDefaults: DevelopmentDefaults;
   plans: Plans;
   logLevel: string;
   /**
@@ -67,6 +74,8 @@ export type LogFormat = 'json' | 'pretty';
 export class ConfigError extends Error {}
 
 const DEFAULT_SQLITE_PATH = './data/punctual.db';
+
+const CONVENIENCE_VARIABLES: ConvenienceVariable[] = ['PUNCTUAL_DEV_RECEIVER', 'PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS'];
 
 function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
   if (value === undefined || value === '') return fallback;
@@ -205,7 +214,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
   if (database.kind === 'postgres' && secretKey === null) {
     throw new ConfigError('PUNCTUAL_SECRET_KEY is required with PostgreSQL, so that every instance can read the webhook secrets');
   }
-  const host = env.HOST?.trim() || '0.0.0.0';
+  // Outside production only this machine reaches the service unless HOST says otherwise: the
+  // quickstart's conveniences stay on and nothing else on the network sees them.
+  const host = env.HOST?.trim() || (production ? '0.0.0.0' : '127.0.0.1');
   let publicUrl = env.PUNCTUAL_PUBLIC_URL?.trim() || `http://localhost:${port}`;
   publicUrl = publicUrl.replace(/\/+$/, '');
   try {
@@ -213,6 +224,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
   } catch {
     throw new ConfigError(`PUNCTUAL_PUBLIC_URL must be an absolute URL, got "${env.PUNCTUAL_PUBLIC_URL}"`);
   }
+  const trustProxy = parseTrustProxy(env.PUNCTUAL_TRUST_PROXY);
+  const explicit = CONVENIENCE_VARIABLES.filter((name) => (env[name]?.trim() ?? '') !== '');
+  const defaults = developmentDefaults({ production, host, publicUrl, proxyTrusted: trustProxy !== false, explicit });
   return {
     nodeEnv,
     production,
@@ -221,11 +235,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, stdoutIsTermina
     host,
     port,
     publicUrl,
-    trustProxy: parseTrustProxy(env.PUNCTUAL_TRUST_PROXY),
+    trustProxy,
     adminToken,
     adminEmail: env.PUNCTUAL_ADMIN_EMAIL?.trim() || 'admin@localhost',
     secretKey,
-    allowPrivateWebhooks: parseBoolean('PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS', env.PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS, !production),
+    allowPrivateWebhooks: parseBoolean('PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS', env.PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS?.trim(), defaults.on),
+    devReceiver: parseBoolean('PUNCTUAL_DEV_RECEIVER', env.PUNCTUAL_DEV_RECEIVER?.trim(), defaults.on),
+    developmentDefaults: defaults,
     plans: loadPlans(env.PUNCTUAL_PLANS?.trim() || undefined),
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     logFormat: parseLogFormat(env.LOG_FORMAT, production, stdoutIsTerminal),

@@ -94,6 +94,11 @@ export class InvalidCronError extends PunctualError {
   readonly code = 'INVALID_CRON';
   readonly statusCode = 400;
 }
+/** Tags that are not an object of at most 10 valid entries (SPEC section 14). */
+export class InvalidTagsError extends PunctualError {
+  readonly code = 'INVALID_TAGS';
+  readonly statusCode = 400;
+}
 export class InvalidTimezoneError extends PunctualError {
   readonly code = 'INVALID_TIMEZONE';
   readonly statusCode = 400;
@@ -127,6 +132,7 @@ export const ERROR_CLASSES = [
   InternalError,
   UnavailableError,
   InvalidCronError,
+  InvalidTagsError,
   InvalidTimezoneError,
   ScheduleNotFoundError,
   AttemptNotPendingError,

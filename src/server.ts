@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { dashboardRoutes } from './dashboard/dashboard-plugin.js';
+import { developmentConveniencesNotice } from './development-conveniences.js';
 import { createDeliveryEngine, openRuntime } from './runtime.js';
 import { bootstrapFirstStart, createFirstUser, firstStartMessage, firstUserMessage } from './services/bootstrap.js';
 import type { Store } from './store/store.js';
@@ -82,11 +83,14 @@ export async function serve(config: Config): Promise<void> {
 
   await warnOnClockSkew(runtime.store, clock, app.log);
   await app.listen({ host: config.host, port: config.port });
+  const conveniences = developmentConveniencesNotice(config);
+  if (conveniences) app.log[conveniences.level]({ ...conveniences.fields, host: config.host }, conveniences.message);
   await engine.start();
   runtime.services.retention.start();
   runtime.services.scheduleFiring.start();
 
-  const devReceiverUrl = !config.production && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
+  // Its URL is a loopback one by default, which only private webhooks may reach.
+  const devReceiverUrl = config.devReceiver && config.allowPrivateWebhooks ? `${config.publicUrl}/dev/receiver` : null;
   const firstUser = { users: runtime.services.users, email: config.adminEmail };
   const first = await bootstrapFirstStart(runtime.store, runtime.services.manage, { now: clock.now(), devReceiverUrl, firstUser });
   if (first) {

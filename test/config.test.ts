@@ -11,7 +11,7 @@ describe('configuration', () => {
 
   it('has working defaults', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 8080, production: false, allowPrivateWebhooks: true, adminToken: null, publicUrl: 'http://localhost:8080' });
+    expect(config).toMatchObject({ port: 8080, production: false, allowPrivateWebhooks: true, devReceiver: true, adminToken: null, publicUrl: 'http://localhost:8080' });
     expect(config.database).toMatchObject({ kind: 'sqlite', synchronous: 'FULL' });
     expect(config.plans.unlimited).toEqual({ requestsPerSecond: null, burst: null, jobsPerMonth: null, maxRetriesCap: 3 });
   });
@@ -21,12 +21,62 @@ describe('configuration', () => {
     expect(loadConfig({ NODE_ENV: 'production', PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: 'true' }).allowPrivateWebhooks).toBe(true);
   });
 
+  it('listens on loopback outside production and on every address in production, unless HOST says', () => {
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadConfig({ NODE_ENV: 'production' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ NODE_ENV: 'production', HOST: '10.1.2.3' }).host).toBe('10.1.2.3');
+  });
+
+  const conveniences = (env: NodeJS.ProcessEnv) => {
+    const config = loadConfig(env);
+    return { devReceiver: config.devReceiver, privateWebhooks: config.allowPrivateWebhooks };
+  };
+  const bothOn = { devReceiver: true, privateWebhooks: true };
+  const bothOff = { devReceiver: false, privateWebhooks: false };
+
+  it.each(['127.0.0.1', '127.8.9.10', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost', 'LocalHost'])(
+    'turns the development receiver and private webhooks on outside production on loopback HOST %s',
+    (host) => {
+      expect(conveniences({ HOST: host })).toEqual(bothOn);
+      expect(loadConfig({ HOST: host }).developmentDefaults).toMatchObject({ on: true, explicit: [] });
+    },
+  );
+
+  it.each([
+    [{ HOST: '0.0.0.0' }, 'HOST 0.0.0.0 is not a loopback address'],
+    [{ HOST: '::' }, 'HOST :: is not a loopback address'],
+    [{ HOST: '192.168.1.20' }, 'HOST 192.168.1.20 is not a loopback address'],
+    [{ HOST: '::ffff:10.0.0.1' }, 'HOST ::ffff:10.0.0.1 is not a loopback address'],
+    // A name other than localhost may resolve anywhere.
+    [{ HOST: 'jobs.internal' }, 'HOST jobs.internal is not a loopback address'],
+    // Listening on loopback, but reached from elsewhere: a proxy on the same machine.
+    [{ PUNCTUAL_PUBLIC_URL: 'https://jobs.example.com' }, "PUNCTUAL_PUBLIC_URL's host jobs.example.com is not a loopback address"],
+    [{ PUNCTUAL_TRUST_PROXY: 'loopback' }, 'PUNCTUAL_TRUST_PROXY is set, so a proxy forwards requests from elsewhere'],
+    [{ NODE_ENV: 'production', HOST: '127.0.0.1' }, 'NODE_ENV=production'],
+  ])('keeps them off by default with %j', (env, reason) => {
+    expect(conveniences(env)).toEqual(bothOff);
+    expect(loadConfig(env).developmentDefaults).toEqual({ on: false, reason, explicit: [] });
+  });
+
+  it('lets PUNCTUAL_DEV_RECEIVER and PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS win over the default either way', () => {
+    expect(conveniences({ HOST: '0.0.0.0', PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: 'true' })).toEqual({ devReceiver: false, privateWebhooks: true });
+    expect(conveniences({ HOST: '0.0.0.0', PUNCTUAL_DEV_RECEIVER: 'yes' })).toEqual({ devReceiver: true, privateWebhooks: false });
+    expect(conveniences({ NODE_ENV: 'production', PUNCTUAL_DEV_RECEIVER: '1', PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: '1' })).toEqual(bothOn);
+    expect(conveniences({ PUNCTUAL_DEV_RECEIVER: 'false' })).toEqual({ devReceiver: false, privateWebhooks: true });
+    expect(conveniences({ PUNCTUAL_DEV_RECEIVER: 'no', PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: 'false' })).toEqual(bothOff);
+    expect(loadConfig({ HOST: '0.0.0.0', PUNCTUAL_DEV_RECEIVER: 'true' }).developmentDefaults.explicit).toEqual(['PUNCTUAL_DEV_RECEIVER']);
+    // Empty is unset, as for every other variable.
+    expect(conveniences({ HOST: '0.0.0.0', PUNCTUAL_DEV_RECEIVER: ' ', PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: '' })).toEqual(bothOff);
+  });
+
   it.each([
     [{ PORT: 'eighty' }, /PORT/],
     [{ PORT: '70000' }, /PORT/],
     [{ PUNCTUAL_ADMIN_TOKEN: 'short' }, /PUNCTUAL_ADMIN_TOKEN/],
     [{ PUNCTUAL_SECRET_KEY: 'short' }, /PUNCTUAL_SECRET_KEY/],
     [{ PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: 'maybe' }, /PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS/],
+    [{ PUNCTUAL_DEV_RECEIVER: 'sometimes' }, /PUNCTUAL_DEV_RECEIVER must be true or false, got "sometimes"/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     [{ PUNCTUAL_SQLITE_SYNCHRONOUS: 'OFF' }, /PUNCTUAL_SQLITE_SYNCHRONOUS/],
     [{ DATABASE_URL: 'postgres://localhost/test' }, /PUNCTUAL_SECRET_KEY is required/],

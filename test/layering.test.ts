@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
  * file must be placed here before it can be imported from anywhere.
  */
 const LAYERS: { layer: string; holds: string[] }[] = [
-  { layer: 'foundation', holds: ['errors.ts', 'clock.ts', 'timestamp.ts', 'version.ts', 'plans.ts', 'config.ts', 'retention.ts', 'background-loop.ts'] },
+  { layer: 'foundation', holds: ['errors.ts', 'clock.ts', 'timestamp.ts', 'version.ts', 'plans.ts', 'config.ts', 'development-conveniences.ts', 'retention.ts', 'background-loop.ts'] },
   { layer: 'cron', holds: ['cron/'] },
   { layer: 'crypto', holds: ['crypto/'] },
   { layer: 'tracing', holds: ['tracing/'] },

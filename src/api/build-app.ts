@@ -30,7 +30,7 @@ declare module 'fastify' {
 }
 
 export interface AppDeps {
-  config: Pick<Config, 'production' | 'logLevel' | 'logFormat' | 'publicUrl' | 'trustProxy' | 'requestTimeoutMs' | 'maxConnections'>;
+  config: Pick<Config, 'devReceiver' | 'logLevel' | 'logFormat' | 'publicUrl' | 'trustProxy' | 'requestTimeoutMs' | 'maxConnections'>;
   store: Store;
   clock: Clock;
   services: Services;
@@ -207,6 +207,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Authentication belongs to the scope a route is registered in (authentication.ts).
   await app.register(apiScope([jobRoutes(deps.tracer ?? null), scheduleRoutes], deps.services), { prefix: ACCESS_PREFIX.apiKey });
   await app.register(manageScope([manageRoutes], deps.services), { prefix: ACCESS_PREFIX.manage });
-  if (!deps.config.production) await app.register(devReceiverRoutes);
+  if (deps.config.devReceiver) await app.register(devReceiverRoutes);
   return app;
 }
