@@ -57,7 +57,7 @@ const BOTH_STORES = [
 ];
 // test/faults is a suite of its own (npm run test:faults, vitest.faults.config.ts), kept out of the
 // default run so that the main suite's time does not grow with it.
-const NOT_HERE = ['test/faults/**', '**/node_modules/**'];
+const NOT_HERE = ['test/faults/**', 'test/model/**', '**/node_modules/**'];
 
 /**
  * Each store's files in two groups: the rest two files at a time (most wait on PostgreSQL, a
