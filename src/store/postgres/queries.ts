@@ -2,7 +2,7 @@
  * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
-import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES, type JobListParams } from '../store.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../overview-store.js';
 
 /** The lateness buckets' bounds as an array literal: constants of the code, never data. */
@@ -405,6 +405,22 @@ const OF_SCHEDULE = ' AND schedule_id = $6';
 export const JobListBySchedule = everyStatusNewestFirst(`${OF_SCHEDULE}${CREATED_BETWEEN}`);
 export const JobListByScheduleStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE schedule_id = $6 AND status = $7 AND project_id = $1
   AND seq < $2${CREATED_BETWEEN} ORDER BY seq DESC LIMIT $3`;
+
+/** The statement of a page of the jobs list and its arguments (the store runs it; the query-plan tests explain it). */
+export function jobListStatement(params: JobListParams): [text: string, values: unknown[]] {
+  const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
+  const range = [...args, params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
+  if (params.scheduleId != null) {
+    if (params.status === null) return [JobListBySchedule, [...range, params.scheduleId]];
+    return [JobListByScheduleStatus, [...range, params.scheduleId, params.status]];
+  }
+  if (params.createdFrom != null || params.createdBefore != null) {
+    if (params.status === null) return [JobListCreatedBetween, range];
+    return [JobListByStatusCreatedBetween, [...range, params.status]];
+  }
+  if (params.status === null) return [JobList, args];
+  return [JobListByStatus, [...args, params.status]];
+}
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS "createdAt" FROM teams t

@@ -2,7 +2,7 @@
  * Every SQL statement of the embedded store, named after the store method that runs it.
  * Columns are aliased to the camelCase row types of store.ts so rows need little mapping.
  */
-import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES, type JobListParams } from '../store.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
@@ -267,6 +267,27 @@ const OF_SCHEDULE = ' AND schedule_id = @scheduleId';
 export const JobListBySchedule = everyStatusNewestFirst(`${OF_SCHEDULE}${CREATED_BETWEEN}`, 'jobs_schedule');
 export const JobListByScheduleStatus = `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_schedule WHERE schedule_id = @scheduleId
   AND status = @status AND project_id = @projectId AND seq < @beforeSeq${CREATED_BETWEEN} ORDER BY seq DESC LIMIT @limit`;
+
+/** The statement of a page of the jobs list and its parameters (the store runs it; the query-plan tests explain it). */
+export function jobListStatement(params: JobListParams): [sql: string, values: Record<string, unknown>] {
+  const args = {
+    projectId: params.projectId,
+    beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+    limit: params.limit,
+  };
+  const range = { ...args, createdFrom: params.createdFrom ?? 0, createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER };
+  if (params.scheduleId != null) {
+    const bySchedule = { ...range, scheduleId: params.scheduleId };
+    if (params.status === null) return [JobListBySchedule, bySchedule];
+    return [JobListByScheduleStatus, { ...bySchedule, status: params.status }];
+  }
+  if (params.createdFrom != null || params.createdBefore != null) {
+    if (params.status === null) return [JobListCreatedBetween, range];
+    return [JobListByStatusCreatedBetween, { ...range, status: params.status }];
+  }
+  if (params.status === null) return [JobList, args];
+  return [JobListByStatus, { ...args, status: params.status }];
+}
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS createdAt FROM teams t
