@@ -14,12 +14,12 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { Plan } from '../plans.js';
-import { JOB_STATUSES, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
-import { pageOf, readListLimit, readSeqCursor, readTimestampParam, singleValues } from './list-query.js';
+import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './list-query.js';
 import { traceIdOf, type TraceContext } from '../tracing/trace-context.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -294,17 +294,26 @@ export class JobsService {
 
   /** One page of the project's jobs, newest first (`GET /api/jobs` and the dashboard's list). */
   async listPage(ctx: JobRequestContext, filter: JobListFilter): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
-    const beforeSeq = filter.cursor === null ? null : readSeqCursor(filter.cursor);
-    const rows = await this.deps.store.jobList({
+    const cursor = filter.cursor === null ? null : readJobCursor(filter.cursor);
+    const params: JobListParams = {
       projectId: ctx.project.id,
       status: filter.status,
-      beforeSeq,
+      beforeSeq: cursor?.seq ?? null,
+      beforeCreatedAt: cursor?.createdAt ?? null,
       limit: filter.limit + 1,
       createdFrom: filter.createdFrom ?? null,
       createdBefore: filter.createdBefore ?? null,
       scheduleId: filter.scheduleId ?? null,
-    });
-    const { page, nextCursor } = pageOf(rows, filter.limit);
+    };
+    // A list by creation window or schedule is ordered by (createdAt, seq) and its cursors carry
+    // both; a cursor of seq alone (another list's, or an older version's) cannot say where in that
+    // order to continue. Other lists keep cursors of seq alone, which every version reads.
+    const byCreation = listedByCreation(params);
+    if (byCreation && cursor !== null && cursor.createdAt === null) {
+      throw new InvalidRequestError('cursor is not one this list returned: start it again without a cursor', { field: 'cursor' });
+    }
+    const rows = await this.deps.store.jobList(params);
+    const { page, nextCursor } = pageOf(rows, filter.limit, byCreation ? encodeJobCursor : undefined);
     return { jobs: page.map(jobStatusView), nextCursor };
   }
 

@@ -1,7 +1,7 @@
 /**
  * The query of a cursor-paginated list (`GET /api/jobs`, `GET /api/schedules`): each parameter
  * given at most once, `limit` 1..max, and an opaque cursor, base64url of the last row's insertion
- * sequence.
+ * sequence (for jobs by creation window or schedule, of its creation time and insertion sequence).
  */
 import { InvalidRequestError } from '../errors.js';
 import { parseTimestamp } from '../timestamp.js';
@@ -18,13 +18,20 @@ export function decodeSeqCursor(cursor: string): number | null {
   return Number(text.slice(1));
 }
 
+/** The cursor of a jobs list by creation window or schedule (ordered by both): the last job's creation time and sequence. */
+export const encodeJobCursor = (job: { createdAt: number; seq: number }): string => Buffer.from(`c${job.createdAt}s${job.seq}`).toString('base64url');
+
 /**
  * A page from rows read with limit + 1 (newest first): the first `limit`, and the cursor of the
  * last one when the extra row shows that more follow.
  */
-export function pageOf<R extends { seq: number }>(rows: R[], limit: number): { page: R[]; nextCursor: string | null } {
+export function pageOf<R extends { seq: number }>(
+  rows: R[],
+  limit: number,
+  cursorOf: (row: R) => string = (row) => encodeSeqCursor(row.seq),
+): { page: R[]; nextCursor: string | null } {
   const page = rows.slice(0, limit);
-  return { page, nextCursor: rows.length > limit ? encodeSeqCursor(page[page.length - 1]!.seq) : null };
+  return { page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]!) : null };
 }
 
 /** The cursor's sequence, or INVALID_REQUEST on the cursor field. */
@@ -32,6 +39,19 @@ export function readSeqCursor(cursor: string): number {
   const seq = decodeSeqCursor(cursor);
   if (seq === null) throw new InvalidRequestError('cursor is not one this API returned', { field: 'cursor' });
   return seq;
+}
+
+/**
+ * A jobs list's cursor: its job's seq, and its creation time when it is one of a list by creation
+ * window or schedule (null for a cursor of seq alone). Anything else is INVALID_REQUEST.
+ */
+export function readJobCursor(cursor: string): { seq: number; createdAt: number | null } {
+  const match = /^c(0|[1-9]\d{0,15})s([1-9]\d{0,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (match) {
+    const job = { createdAt: Number(match[1]), seq: Number(match[2]) };
+    if (encodeJobCursor(job) === cursor) return job;
+  }
+  return { seq: readSeqCursor(cursor), createdAt: null };
 }
 
 /** These query parameters as strings; one given twice (an array) is INVALID_REQUEST. */

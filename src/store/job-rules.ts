@@ -1,7 +1,7 @@
 /**
  * The rules both drivers apply to jobs, written once: what a finished attempt does to its job,
  * how an expired lease is rescued, what a dispatch answers and when an Idempotency-Key replays
- * it, how counts are reported.
+ * it, how counts are reported, where a list by creation starts.
  * The drivers only say how to store the outcome in their own SQL.
  *
  * Plain functions of their arguments, importing no driver: the embedded store's writes run them on
@@ -14,6 +14,7 @@ import {
   type AttemptFinishParams,
   type ExpiredLease,
   type JobCreateResult,
+  type JobListParams,
   type JobRow,
   type JobStatus,
   type ProjectRow,
@@ -150,4 +151,16 @@ export async function countPrunable(
   total.usageRows = await count.usageRows(cutoffs.usageBeforeDay);
   total.events = await count.events(cutoffs.eventsOccurredBy);
   return total;
+}
+
+/**
+ * Where a list by creation time (listedByCreation) starts reading, newest first: below this
+ * (createdAt, seq), the window's end or the cursor's position, whichever comes first. seq 0 is
+ * below every job's, so the window's end is `createdAt < createdBefore`.
+ */
+export function creationListStart(params: JobListParams): { createdAt: number; seq: number } {
+  const windowEnd = { createdAt: params.createdBefore ?? Number.MAX_SAFE_INTEGER, seq: 0 };
+  if (params.beforeSeq === null) return windowEnd;
+  if (params.beforeCreatedAt == null) throw new Error('A list by creation time continues from a cursor with its createdAt');
+  return params.beforeCreatedAt < windowEnd.createdAt ? { createdAt: params.beforeCreatedAt, seq: params.beforeSeq } : windowEnd;
 }

@@ -205,6 +205,12 @@ export type JobCreateResult =
 /** A guarded transition either happened or tells why not (null status: no such job). */
 export type JobTransitionResult = { ok: true; job: JobRow } | { ok: false; status: JobStatus | null };
 
+/**
+ * A page of a project's jobs, newest first. A list by creation window or by schedule
+ * (listedByCreation) is ordered by (createdAt, seq) and continues below the cursor's pair, so
+ * that it is read from the window's end in an index whatever the window's age; any other list is
+ * ordered by seq alone.
+ */
 export interface JobListParams {
   projectId: string;
   status: JobStatus | null;
@@ -213,10 +219,16 @@ export interface JobListParams {
   createdBefore?: number | null;
   /** Only the jobs this schedule created. */
   scheduleId?: string | null;
-  /** Only jobs with seq below this (the cursor); null from the newest. */
+  /** The cursor: the seq of the previous page's last job, and its createdAt; null from the newest. */
   beforeSeq: number | null;
+  /** Required with beforeSeq in a list by creation; not read by the others. */
+  beforeCreatedAt?: number | null;
   limit: number;
 }
+
+/** Whether this list is ordered by (createdAt, seq), and so needs a cursor's createdAt as well as its seq. */
+export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId'>): boolean =>
+  params.createdFrom != null || params.createdBefore != null || params.scheduleId != null;
 
 /**
  * A project's FAILED jobs that failed in [failedFrom, failedBefore) and were created in

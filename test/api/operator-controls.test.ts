@@ -40,6 +40,23 @@ describe('GET /api/jobs filters', () => {
     expect(page2.json().nextCursor).toBeNull();
   });
 
+  it("a cursor of seq alone (the list without a window's, every list's before migration 0012) pages that list, and is refused by a list by creation window or schedule", async () => {
+    const seqAlone = Buffer.from('s1').toString('base64url');
+    expect((await t.api(p.key, { method: 'GET', url: `/api/jobs?cursor=${seqAlone}` })).json()).toEqual({ jobs: [], nextCursor: null });
+    for (let i = 0; i < 2; i++) await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {} } });
+    const plain = await t.api(p.key, { method: 'GET', url: '/api/jobs?limit=1' });
+    const cursor = plain.json().nextCursor as string;
+    expect(Buffer.from(cursor, 'base64url').toString()).toMatch(/^s\d+$/);
+    // A list by creation window or schedule is ordered by creation time: seq alone does not say where to continue.
+    for (const filter of [`createdBefore=${iso(t.clock.now())}`, 'scheduleId=sch_any']) {
+      for (const given of [seqAlone, cursor]) {
+        const res = await t.api(p.key, { method: 'GET', url: `/api/jobs?${filter}&cursor=${given}` });
+        expectContractError(res, 400, 'INVALID_REQUEST');
+        expect(res.json().data).toMatchObject({ field: 'cursor' });
+      }
+    }
+  });
+
   it('scheduleId lists one schedule\'s jobs, with status, and nothing of another project\'s schedule', async () => {
     const schedule = await t.api(p.key, { method: 'POST', url: '/api/schedules', payload: { cron: '0 * * * *', payload: { s: 1 } } });
     const scheduleId = schedule.json().scheduleId as string;

@@ -243,10 +243,11 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
         {
           status: fc.oneof(edgyString, fc.constantFrom('queued', 'DONE', 'QUEUED,FAILED')).filter((s) => !['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'].includes(s)),
           limit: fc.oneof(fc.constantFrom('0', '101', '-1', '1.5', '1e2', 'ten', '', '99999999999999999999'), fc.string()).filter((s) => !(/^\d{1,3}$/.test(s) && Number(s) >= 1 && Number(s) <= 100)),
-          // A real cursor is base64url of "s<sequence>"; anything else must be refused.
+          // A real cursor is base64url of "s<sequence>" (or "c<createdAt>s<sequence>", a list's by
+          // creation window or schedule); anything else must be refused.
           cursor: fc
-            .oneof(fc.constantFrom('', 's1', 'AAAA', '%00', 'czA', 'czE=', 'czE '), fc.base64String({ maxLength: 20 }), edgyString)
-            .filter((cursor) => !/^s[1-9]\d{0,15}$/.test(Buffer.from(cursor, 'base64url').toString('utf8')) || cursor.includes('=')),
+            .oneof(fc.constantFrom('', 's1', 'AAAA', '%00', 'czA', 'czE=', 'czE ', 'YzFzMA', 'YzAxczE'), fc.base64String({ maxLength: 20 }), edgyString)
+            .filter((cursor) => !/^(c(0|[1-9]\d{0,15}))?s[1-9]\d{0,15}$/.test(Buffer.from(cursor, 'base64url').toString('utf8')) || cursor.includes('=')),
         },
         { requiredKeys: [] },
       )

@@ -41,19 +41,37 @@ describe('embedded store query plans', () => {
   });
 
   it("lists a project's jobs newest first by merging one jobs_project_status range per status, without a sort or a walk of the table", () => {
-    for (const [sql, params] of [
-      [q.JobList, { projectId: 'p', beforeSeq: 1e15, limit: 50 }],
-      [q.JobListCreatedBetween, { projectId: 'p', beforeSeq: 1e15, limit: 50, createdFrom: 0, createdBefore: 1 }],
-    ] as const) {
-      const detail = plan(sql, params);
-      expect(detail.match(/SEARCH jobs USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)/g)).toHaveLength(6);
-      expect(detail).toMatch(/MERGE \(UNION ALL\)/);
-      expect(detail).not.toMatch(/TEMP B-TREE|SCAN/);
-    }
-    expect(plan(q.JobListByStatusCreatedBetween, { projectId: 'p', status: 'FAILED', beforeSeq: 1e15, limit: 50, createdFrom: 0, createdBefore: 1 })).toMatch(
-      /USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)/,
-    );
+    const detail = plan(q.JobList, { projectId: 'p', beforeSeq: 1e15, limit: 50 });
+    expect(detail.match(/SEARCH jobs USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)/g)).toHaveLength(6);
+    expect(detail).toMatch(/MERGE \(UNION ALL\)/);
+    expect(detail).not.toMatch(/TEMP B-TREE|SCAN/);
+    // jobs_project_created shares the key's (project_id, status): the list by seq still seeks jobs_project_status.
+    const byStatus = plan(q.JobListByStatus, { projectId: 'p', status: 'FAILED', beforeSeq: 1e15, limit: 50 });
+    expect(byStatus).toMatch(/^SEARCH jobs USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)$/);
   });
+
+  // The list by creation window used to read jobs_project_status by seq from the newest job down,
+  // checking created_at: an old window was reached only after every newer job of the project.
+  it.each([
+    ['a window', 'jobs_project_created', {}, 'project_id', 6],
+    ['a window and a status', 'jobs_project_created', { status: 'FAILED' }, 'project_id', 1],
+    ['a schedule', 'jobs_schedule', { scheduleId: 'sch_1', createdFrom: null, createdBefore: null }, 'schedule_id', 6],
+    ['a schedule, a window and a status', 'jobs_schedule', { scheduleId: 'sch_1', status: 'FAILED' }, 'schedule_id', 1],
+  ] as const)(
+    'lists by %s from the window\'s end through %s, per status the rest of the cursor\'s millisecond and the earlier ones, merged without a sort',
+    (_what, index, filter, lead, statuses) => {
+      for (const cursor of [{}, { beforeSeq: 7, beforeCreatedAt: 500 }]) {
+        const [sql, values] = q.jobListStatement({ projectId: 'p', status: null, beforeSeq: null, limit: 51, createdFrom: 0, createdBefore: 1_000, ...filter, ...cursor });
+        const detail = plan(sql, values);
+        const search = `SEARCH jobs USING INDEX ${index} \\(${lead}=\\? AND status=\\? AND `;
+        // Two ranges a status: seq is the rowid, which SQLite does not seek in a row value (created_at, seq) < (?, ?).
+        expect(detail.match(new RegExp(`${search}created_at=\\? AND seq<\\?\\)`, 'g'))).toHaveLength(statuses);
+        expect(detail.match(new RegExp(`${search}created_at>\\? AND created_at<\\?\\)`, 'g'))).toHaveLength(statuses);
+        expect(detail).toMatch(/MERGE \(UNION ALL\)/);
+        expect(detail).not.toMatch(/TEMP B-TREE|SCAN/);
+      }
+    },
+  );
 
   it("reads a project's overview through its keys, never a walk of a table: the counts stop at the limit in jobs_project_status", () => {
     const counts = plan(q.JobCountByStatusOfProject, { projectId: 'p', limit: 10_001 });

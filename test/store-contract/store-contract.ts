@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import type { NewSchedule } from '../../src/store/schedule-store.js';
-import type { AttemptNext, ClaimedJob, JobCreateParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
+import type { AttemptNext, ClaimedJob, JobCreateParams, JobListParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -638,6 +638,38 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
       expect(ids(await store.jobList({ ...base, status: null, createdBefore: T0 + 1_000 }))).toEqual(['job_r1']);
       expect(ids(await store.jobList({ ...base, status: 'CANCELLED', createdFrom: T0 }))).toEqual(['job_r2']);
       expect(ids(await store.jobList({ ...base, status: 'QUEUED', createdFrom: T0, limit: 1 }))).toEqual(['job_r3']);
+    });
+
+    // Read by (created_at, seq) so that a window is found from its end in an index whatever its age:
+    // a job stamped by an instance whose clock is behind is listed at its creation time.
+    it("lists a window or a schedule's jobs newest first by creation time, then insertion, and pages through them by cursor", async () => {
+      const project = await makeProject();
+      const ofSchedule = (id: string, fireAt: number) => job(id, { scheduledFor: fireAt, runAt: fireAt, schedule: { id: 'sch_order', fireAt } });
+      await create(project, [ofSchedule('job_o1', T0 + 1)], { now: T0 + 2_000 });
+      await create(project, [ofSchedule('job_o2', T0 + 2)], { now: T0 + 1_000 });
+      await create(project, [ofSchedule('job_o3', T0 + 3), job('job_o4')], { now: T0 + 1_500 });
+      await create(project, [ofSchedule('job_o5', T0 + 5), job('job_o6')], { now: T0 + 1_000 });
+      await create(project, [job('job_o7')], { now: T0 + 3_000 });
+      await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_o3', now: T0 + 4_000 });
+      const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+      /** Every page of `filter`, two at a time, each from the cursor (seq and creation time) of the last job of the one before. */
+      async function pages(filter: Partial<JobListParams>): Promise<string[][]> {
+        const found: string[][] = [];
+        let cursor: Pick<JobListParams, 'beforeSeq' | 'beforeCreatedAt'> = { beforeSeq: null, beforeCreatedAt: null };
+        for (;;) {
+          const page = await store.jobList({ projectId: project.id, status: null, ...filter, ...cursor, limit: 2 });
+          if (page.length > 0) found.push(ids(page));
+          if (page.length < 2 || found.length > 5) return found;
+          cursor = { beforeSeq: page[1]!.seq, beforeCreatedAt: page[1]!.createdAt };
+        }
+      }
+      const window = { createdFrom: T0 + 1_000, createdBefore: T0 + 3_000 };
+      expect(await pages(window)).toEqual([['job_o1', 'job_o4'], ['job_o3', 'job_o6'], ['job_o5', 'job_o2']]);
+      expect(await pages({ ...window, status: 'QUEUED' })).toEqual([['job_o1', 'job_o4'], ['job_o6', 'job_o5'], ['job_o2']]);
+      expect(await pages({ scheduleId: 'sch_order' })).toEqual([['job_o1', 'job_o3'], ['job_o5', 'job_o2']]);
+      expect(await pages({ scheduleId: 'sch_order', status: 'QUEUED', createdBefore: T0 + 2_000 })).toEqual([['job_o5', 'job_o2']]);
+      // A cursor later than the window's end reads from the window's end.
+      expect(ids(await store.jobList({ projectId: project.id, status: null, ...window, beforeSeq: 1e9, beforeCreatedAt: T0 + 9_000, limit: 1 }))).toEqual(['job_o1']);
     });
 
     describe('project overview', () => {

@@ -269,18 +269,7 @@ export class PostgresStore implements Store {
   }
 
   async jobList(params: JobListParams): Promise<JobRow[]> {
-    const args = [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit];
-    const range = [...args, params.createdFrom ?? 0, params.createdBefore ?? Number.MAX_SAFE_INTEGER];
-    if (params.scheduleId != null) {
-      if (params.status === null) return this.db.rows<JobRow>(q.JobListBySchedule, [...range, params.scheduleId]);
-      return this.db.rows<JobRow>(q.JobListByScheduleStatus, [...range, params.scheduleId, params.status]);
-    }
-    if (params.createdFrom != null || params.createdBefore != null) {
-      if (params.status === null) return this.db.rows<JobRow>(q.JobListCreatedBetween, range);
-      return this.db.rows<JobRow>(q.JobListByStatusCreatedBetween, [...range, params.status]);
-    }
-    if (params.status === null) return this.db.rows<JobRow>(q.JobList, args);
-    return this.db.rows<JobRow>(q.JobListByStatus, [...args, params.status]);
+    return this.db.rows<JobRow>(...q.jobListStatement(params));
   }
 
   /** Runs a guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */

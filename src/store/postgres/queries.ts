@@ -2,7 +2,8 @@
  * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
-import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES, listedByCreation, type JobListParams } from '../store.js';
+import { creationListStart } from '../job-rules.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../overview-store.js';
 
 /** The lateness buckets' bounds as an array literal: constants of the code, never data. */
@@ -136,11 +137,9 @@ export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_i
  * merged by seq; so no index on (project_id, seq) has to be kept for every job (as in
  * ../sqlite/queries.ts).
  */
-const everyStatusNewestFirst = (filter: string) =>
-  `${JOB_STATUSES.map(
-    (status) => `(SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = '${status}' AND seq < $2${filter} ORDER BY seq DESC LIMIT $3)`,
-  ).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT $3`;
-export const JobList = everyStatusNewestFirst('');
+export const JobList = `${JOB_STATUSES.map(
+  (status) => `(SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = '${status}' AND seq < $2 ORDER BY seq DESC LIMIT $3)`,
+).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT $3`;
 export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = $4 AND seq < $2
   ORDER BY seq DESC LIMIT $3`;
 export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3
@@ -395,16 +394,41 @@ export const NotifyDue = `SELECT pg_notify('punctual_job_due', $1::text)`;
 /** Sent in the transaction of every change to keys, projects, teams or secrets: instances drop their read caches. */
 export const NotifyConfigChanged = `SELECT pg_notify('punctual_config_changed', '')`;
 
-/** The dashboard's time range: walks the project's jobs newest first through jobs_project, checking created_at. */
-const CREATED_BETWEEN = ' AND created_at >= $4 AND created_at < $5';
-export const JobListCreatedBetween = everyStatusNewestFirst(CREATED_BETWEEN);
-export const JobListByStatusCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = $6 AND seq < $2${CREATED_BETWEEN}
-  ORDER BY seq DESC LIMIT $3`;
-/** One schedule's jobs (`?scheduleId=`), by jobs_schedule (schedule_id, status, seq): one range per status, merged. */
+/**
+ * A list by creation window or by schedule (store.ts, listedByCreation), newest first by
+ * (created_at, seq) from ($5, $2) (job-rules.ts, creationListStart) down to $4: per status one
+ * range of jobs_project_created (project_id, status, created_at, seq), or of jobs_schedule
+ * (schedule_id, status, created_at, seq) for a schedule's, each limited on its own and then
+ * merged as JobList's are, so that the read starts at the window's end and stops at the limit
+ * however old the window (a read by seq would step over every newer job first).
+ */
+function newestCreatedFirst(filter: string, statuses: readonly string[]): string {
+  const ranges = statuses.map(
+    (status) => `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = $1 AND status = ${status}${filter}
+    AND created_at >= $4 AND (created_at, seq) < ($5, $2) ORDER BY created_at DESC, seq DESC LIMIT $3`,
+  );
+  if (ranges.length === 1) return ranges[0]!;
+  return `${ranges.map((range) => `(${range})`).join('\n  UNION ALL ')}\n  ORDER BY "createdAt" DESC, seq DESC LIMIT $3`;
+}
+const EVERY_STATUS = JOB_STATUSES.map((status) => `'${status}'`);
+/** One schedule's jobs (`?scheduleId=`); a schedule of another project lists nothing. */
 const OF_SCHEDULE = ' AND schedule_id = $6';
-export const JobListBySchedule = everyStatusNewestFirst(`${OF_SCHEDULE}${CREATED_BETWEEN}`);
-export const JobListByScheduleStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE schedule_id = $6 AND status = $7 AND project_id = $1
-  AND seq < $2${CREATED_BETWEEN} ORDER BY seq DESC LIMIT $3`;
+export const JobListCreatedBetween = newestCreatedFirst('', EVERY_STATUS);
+export const JobListByStatusCreatedBetween = newestCreatedFirst('', ['$6']);
+export const JobListBySchedule = newestCreatedFirst(OF_SCHEDULE, EVERY_STATUS);
+export const JobListByScheduleStatus = newestCreatedFirst(OF_SCHEDULE, ['$7']);
+
+/** The statement of a page of the jobs list and its arguments (the store runs it; the query-plan tests explain it). */
+export function jobListStatement(params: JobListParams): [text: string, values: unknown[]] {
+  const status = params.status === null ? [] : [params.status];
+  if (listedByCreation(params)) {
+    const start = creationListStart(params);
+    const values = [params.projectId, start.seq, params.limit, params.createdFrom ?? 0, start.createdAt];
+    if (params.scheduleId != null) return [params.status === null ? JobListBySchedule : JobListByScheduleStatus, [...values, params.scheduleId, ...status]];
+    return [params.status === null ? JobListCreatedBetween : JobListByStatusCreatedBetween, [...values, ...status]];
+  }
+  return [params.status === null ? JobList : JobListByStatus, [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit, ...status]];
+}
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS "createdAt" FROM teams t

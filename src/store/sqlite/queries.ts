@@ -2,7 +2,8 @@
  * Every SQL statement of the embedded store, named after the store method that runs it.
  * Columns are aliased to the camelCase row types of store.ts so rows need little mapping.
  */
-import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES } from '../store.js';
+import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES, listedByCreation, type JobListParams } from '../store.js';
+import { creationListStart } from '../job-rules.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
@@ -109,12 +110,10 @@ export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id
  * commit). INDEXED BY because, with statistics saying a status is empty, the planner may pick a
  * walk of the whole table for its arm.
  */
-const everyStatusNewestFirst = (filter: string, index = 'jobs_project_status') =>
-  `${JOB_STATUSES.map(
-    (status) =>
-      `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY ${index} WHERE project_id = @projectId AND status = '${status}' AND seq < @beforeSeq${filter}`,
-  ).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT @limit`;
-export const JobList = everyStatusNewestFirst('');
+export const JobList = `${JOB_STATUSES.map(
+  (status) =>
+    `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_project_status WHERE project_id = @projectId AND status = '${status}' AND seq < @beforeSeq`,
+).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT @limit`;
 export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
   AND seq < @beforeSeq ORDER BY seq DESC LIMIT @limit`;
 export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = @now, updated_at = @now
@@ -257,16 +256,45 @@ export const UsageSum = `SELECT COALESCE(SUM(jobs_created), 0) AS n FROM usage_d
 export const UsageDaily = `SELECT day, jobs_created AS jobsCreated FROM usage_daily WHERE team_id = ? AND day >= ? AND day < ?
   ORDER BY day`;
 
-/** The dashboard's time range: walks the project's jobs newest first, checking created_at. */
-const CREATED_BETWEEN = ' AND created_at >= @createdFrom AND created_at < @createdBefore';
-export const JobListCreatedBetween = everyStatusNewestFirst(CREATED_BETWEEN);
-export const JobListByStatusCreatedBetween = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
-  AND seq < @beforeSeq${CREATED_BETWEEN} ORDER BY seq DESC LIMIT @limit`;
-/** One schedule's jobs (`?scheduleId=`), by jobs_schedule (schedule_id, status, seq): one range per status, merged. */
-const OF_SCHEDULE = ' AND schedule_id = @scheduleId';
-export const JobListBySchedule = everyStatusNewestFirst(`${OF_SCHEDULE}${CREATED_BETWEEN}`, 'jobs_schedule');
-export const JobListByScheduleStatus = `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_schedule WHERE schedule_id = @scheduleId
-  AND status = @status AND project_id = @projectId AND seq < @beforeSeq${CREATED_BETWEEN} ORDER BY seq DESC LIMIT @limit`;
+/**
+ * A list by creation window or by schedule (store.ts, listedByCreation), newest first by
+ * (created_at, seq), read in `index`, keyed (`lead`, status, created_at, seq), from
+ * (@beforeCreatedAt, @beforeSeq) (job-rules.ts, creationListStart) down to @createdFrom: per
+ * status two ranges, the rest of that millisecond (created_at equal, seq below) and the
+ * milliseconds before it, merged as JobList's ranges are, so that the read starts at the window's
+ * end and stops at the limit however old the window (a read by seq would step over every newer
+ * job first). Two ranges because SQLite seeks a row value (created_at, seq) < (?, ?) on created_at
+ * alone when seq is the rowid, and would step over every other job of that millisecond.
+ */
+function newestCreatedFirst(index: string, lead: string, statuses: readonly string[]): string {
+  const from = `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY ${index} WHERE ${lead}`;
+  const ranges = statuses.flatMap((status) => [
+    `${from} AND status = ${status} AND created_at = @beforeCreatedAt AND seq < @beforeSeq AND created_at >= @createdFrom`,
+    `${from} AND status = ${status} AND created_at >= @createdFrom AND created_at < @beforeCreatedAt`,
+  ]);
+  return `${ranges.join('\n  UNION ALL ')}\n  ORDER BY createdAt DESC, seq DESC LIMIT @limit`;
+}
+const EVERY_STATUS = JOB_STATUSES.map((status) => `'${status}'`);
+const OF_PROJECT = 'project_id = @projectId';
+/** One schedule's jobs (`?scheduleId=`); a schedule of another project lists nothing. */
+const OF_SCHEDULE = 'schedule_id = @scheduleId AND project_id = @projectId';
+export const JobListCreatedBetween = newestCreatedFirst('jobs_project_created', OF_PROJECT, EVERY_STATUS);
+export const JobListByStatusCreatedBetween = newestCreatedFirst('jobs_project_created', OF_PROJECT, ['@status']);
+export const JobListBySchedule = newestCreatedFirst('jobs_schedule', OF_SCHEDULE, EVERY_STATUS);
+export const JobListByScheduleStatus = newestCreatedFirst('jobs_schedule', OF_SCHEDULE, ['@status']);
+
+/** The statement of a page of the jobs list and its parameters (the store runs it; the query-plan tests explain it). */
+export function jobListStatement(params: JobListParams): [sql: string, values: Record<string, unknown>] {
+  const status = params.status === null ? {} : { status: params.status };
+  if (listedByCreation(params)) {
+    const start = creationListStart(params);
+    const values = { projectId: params.projectId, limit: params.limit, createdFrom: params.createdFrom ?? 0, beforeCreatedAt: start.createdAt, beforeSeq: start.seq, ...status };
+    if (params.scheduleId != null) return [params.status === null ? JobListBySchedule : JobListByScheduleStatus, { ...values, scheduleId: params.scheduleId }];
+    return [params.status === null ? JobListCreatedBetween : JobListByStatusCreatedBetween, values];
+  }
+  const values = { projectId: params.projectId, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit: params.limit, ...status };
+  return [params.status === null ? JobList : JobListByStatus, values];
+}
 
 export const TeamList = `SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id`;
 export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS createdAt FROM teams t

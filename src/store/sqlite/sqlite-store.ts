@@ -244,23 +244,8 @@ export class SqliteStore implements Store {
   }
 
   async jobList(params: JobListParams): Promise<JobRow[]> {
-    const args = {
-      projectId: params.projectId,
-      beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      limit: params.limit,
-    };
-    const range = { ...args, createdFrom: params.createdFrom ?? 0, createdBefore: params.createdBefore ?? Number.MAX_SAFE_INTEGER };
-    if (params.scheduleId != null) {
-      const bySchedule = { ...range, scheduleId: params.scheduleId };
-      if (params.status === null) return this.sql(q.JobListBySchedule).all(bySchedule) as JobRow[];
-      return this.sql(q.JobListByScheduleStatus).all({ ...bySchedule, status: params.status }) as JobRow[];
-    }
-    if (params.createdFrom != null || params.createdBefore != null) {
-      if (params.status === null) return this.sql(q.JobListCreatedBetween).all(range) as JobRow[];
-      return this.sql(q.JobListByStatusCreatedBetween).all({ ...range, status: params.status }) as JobRow[];
-    }
-    if (params.status === null) return this.sql(q.JobList).all(args) as JobRow[];
-    return this.sql(q.JobListByStatus).all({ ...args, status: params.status }) as JobRow[];
+    const [sql, values] = q.jobListStatement(params);
+    return this.sql(sql).all(values) as JobRow[];
   }
 
   jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
