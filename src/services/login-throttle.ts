@@ -1,10 +1,12 @@
 import type { Clock } from '../clock.js';
+import { addressBucket } from './address-bucket.js';
 
 /**
  * Failed logins, counted per account and per client address over a sliding window. Kept in this
  * process's memory: with several instances each counts alone (an attacker spread across N
  * instances gets N times the attempts), and a restart forgets. That bounds online guessing well
  * enough for a dashboard whose passwords are scrypt-hashed; REDIS_URL is not used for it (yet).
+ * Addresses are counted as addressBucket gives them: IPv6 by /64.
  */
 export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 /** Five wrong passwords for one account in 15 minutes lock that account's logins until the oldest ages out. */
@@ -66,7 +68,7 @@ export class LoginThrottle {
    */
   reserve(email: string, address: string): LoginReservation {
     const now = this.clock.now();
-    const keys = [`account:${email.slice(0, MAX_KEY_TEXT)}`, `address:${address.slice(0, MAX_KEY_TEXT)}`] as const;
+    const keys = [`account:${email.slice(0, MAX_KEY_TEXT)}`, `address:${addressBucket(address.slice(0, MAX_KEY_TEXT))}`] as const;
     let until = 0;
     for (const key of keys) {
       const times = this.recent(key, now);

@@ -100,6 +100,12 @@ describe('dashboard with PUNCTUAL_TRUST_PROXY set to the proxy address', () => {
     expect((await login(t, { headers: { 'x-forwarded-for': '203.0.113.8' } })).statusCode).toBe(303);
   });
 
+  it('counts an IPv6 client the proxy gives by its /64, however it spells the address', async () => {
+    await exhaustAddress(t, { 'x-forwarded-for': '2001:db8:77:1::1' }, 'six');
+    expect((await login(t, { headers: { 'x-forwarded-for': '2001:DB8:77:1:a:b:c:d' } })).statusCode).toBe(429);
+    expect((await login(t, { headers: { 'x-forwarded-for': '2001:db8:77:2::1' } })).statusCode).toBe(303);
+  });
+
   it("takes a POST whose Origin is the one the trusted proxy's X-Forwarded-Host names", async () => {
     const session = await login(t);
     const cookie = String(session.headers['set-cookie']).split(';')[0]!;

@@ -1,6 +1,41 @@
 import { describe, expect, it } from 'vitest';
 import { TestClock } from '../../src/clock.js';
+import { addressBucket } from '../../src/services/address-bucket.js';
 import { LOGIN_FAILURES_PER_ACCOUNT, LOGIN_FAILURES_PER_ADDRESS, LOGIN_WINDOW_MS, LoginThrottle } from '../../src/services/login-throttle.js';
+
+describe('addressBucket', () => {
+  it.each([
+    ['192.0.2.1', '192.0.2.1'],
+    ['::ffff:192.0.2.1', '192.0.2.1'],
+    ['::FFFF:C000:0201', '192.0.2.1'],
+    ['2001:db8:1:2::a', '2001:db8:1:2::/64'],
+    ['2001:0DB8:0001:0002:ffff:0:0:1', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2:3:4:198.51.100.7', '2001:db8:1:2::/64'],
+    ['2001:db8::', '2001:db8:0:0::/64'],
+    ['2001:db8:0:0:1::', '2001:db8:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['not an address', 'not an address'],
+  ])('counts %s as %s', (address, bucket) => {
+    expect(addressBucket(address)).toBe(bucket);
+  });
+
+  it('tells apart /64 prefixes that differ in any of their four groups', () => {
+    const buckets = ['2001:db8:1:2::1', '2001:db8:1:3::1', '2001:db8:2:2::1', '2001:db9:1:2::1', '2002:db8:1:2::1'].map(addressBucket);
+    expect(new Set(buckets).size).toBe(5);
+  });
+
+  it('counts a spray from many addresses of one /64 as one address, and an IPv4-mapped address as the IPv4 address', () => {
+    const throttle = new LoginThrottle(new TestClock());
+    const refused = (email: string, address: string) => 'retryAfterSeconds' in throttle.reserve(email, address);
+    for (let i = 0; i < LOGIN_FAILURES_PER_ADDRESS; i += 1) expect(refused(`spray${i}@example.com`, `2001:db8:1:2::${(i + 1).toString(16)}`)).toBe(false);
+    expect(refused('another@example.com', '2001:0db8:0001:0002:ffff:ffff:ffff:ffff')).toBe(true);
+    expect(refused('another@example.com', '2001:db8:1:3::1')).toBe(false);
+    for (let i = 0; i < LOGIN_FAILURES_PER_ADDRESS; i += 1) expect(refused(`mapped${i}@example.com`, i % 2 ? '192.0.2.44' : '::ffff:192.0.2.44')).toBe(false);
+    expect(refused('another@example.com', '192.0.2.44')).toBe(true);
+    expect(refused('another@example.com', '::ffff:192.0.2.45')).toBe(false);
+  });
+});
 
 /** The login throttle when its table is full: what goes, and what must stay. */
 describe('login throttle at its memory bound', () => {
@@ -29,7 +64,7 @@ describe('login throttle at its memory bound', () => {
     // Each failure adds an account and an address: ten times the table's size in keys.
     for (let i = 0; i < TABLE * 5; i += 1) {
       clock.advance(1);
-      fail(throttle, `spray${i}@example.com`, `2001:db8::${i.toString(16)}`);
+      fail(throttle, `spray${i}@example.com`, `2001:db8:${i.toString(16)}::1`);
     }
     expect(throttle.trackedKeys).toBe(TABLE);
     expect(locked(throttle, 'target@example.com', '198.51.100.201')).toBe(true);
