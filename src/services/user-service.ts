@@ -86,23 +86,29 @@ export class UserService {
   }
 
   /**
-   * The user whose password this is. Throttled per account and per address before the password
-   * is even checked, so a locked account cannot be probed; the same answer for an unknown email
-   * and a wrong password, after the same scrypt work. The attempt is counted as a failure before
-   * anything is awaited and forgiven only if the password is right, so parallel guesses cannot
-   * all pass the throttle's check at once.
+   * Lets a password check through the login throttle (see LoginThrottle), or refuses it with 429
+   * and Retry-After before the password is even looked at, so a delayed account cannot be probed.
+   */
+  private reserveAttempt(account: string, address: string, refusal: string, field?: string) {
+    const reservation = this.deps.throttle.reserve(account, address);
+    if ('attempt' in reservation) return reservation.attempt;
+    const wait = reservation.retryAfterSeconds;
+    throw new RateLimitedError(
+      `${refusal} Try again in ${wait} second${wait === 1 ? '' : 's'}.`,
+      field === undefined ? {} : { field },
+      { 'retry-after': String(wait) },
+    );
+  }
+
+  /**
+   * The user whose password this is. Throttled per account and address before the password is
+   * even checked; the same answer for an unknown email and a wrong password, after the same scrypt
+   * work. The attempt is counted as a failure before anything is awaited and forgiven only if the
+   * password is right, so parallel guesses cannot all pass the throttle's check at once.
    */
   async authenticate(emailInput: string, password: string, address: string): Promise<UserRow> {
     const email = emailInput.trim().toLowerCase();
-    const reservation = this.deps.throttle.reserve(email, address);
-    if ('retryAfterSeconds' in reservation) {
-      const wait = reservation.retryAfterSeconds;
-      throw new RateLimitedError(
-        `Too many failed logins for this account or from your address. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? 's' : ''}.`,
-        {},
-        { 'retry-after': String(wait) },
-      );
-    }
+    const attempt = this.reserveAttempt(email, address, 'Too many failed logins for this account or from your address.');
     let found: UserWithPassword | null;
     let ok: boolean;
     try {
@@ -110,11 +116,11 @@ export class UserService {
       found = email.length <= EMAIL_MAX && EMAIL_SHAPE.test(email) ? await this.deps.store.userGetByEmail(email) : null;
       ok = await verifyPassword(password.slice(0, PASSWORD_MAX_LENGTH * 4), found?.passwordHash ?? (await decoyPasswordHash()));
     } catch (error) {
-      this.deps.throttle.release(reservation.attempt);
+      this.deps.throttle.release(attempt);
       throw error;
     }
     if (!found || !ok) throw new UnauthorizedError('Wrong email or password');
-    this.deps.throttle.succeeded(reservation.attempt);
+    this.deps.throttle.succeeded(attempt);
     const { passwordHash: _hash, ...user } = found;
     return user;
   }
