@@ -2,8 +2,8 @@ import type { Clock } from '../clock.js';
 import { addressBucket } from './address-bucket.js';
 
 /**
- * Wrong passwords at login, counted over a sliding window in three buckets, and answered by
- * slowing down, never by locking out:
+ * Wrong passwords (at login, and for the current password when changing it), counted over a
+ * sliding window in three buckets, and answered by slowing down, never by locking out:
  *
  * - one account from one address: the strict bucket, the one an attacker guessing a password
  *   fills. It is keyed by the pair so that guesses from the attacker's address do not hold back

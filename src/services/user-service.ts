@@ -125,16 +125,31 @@ export class UserService {
     return user;
   }
 
-  /** Needs the current password; every other session of the user ends (the one in use stays). */
-  async changePassword(userId: string, input: { current: unknown; next: unknown; confirm: unknown }, keepTokenHash: Buffer | null) {
-    const stored = await this.deps.store.userGetPasswordHash(userId);
-    if (stored === null) throw new NotFoundError('No such user');
-    if (typeof input.current !== 'string' || !(await verifyPassword(input.current, stored))) {
-      throw new InvalidRequestError('The current password is not right', { field: 'current' });
+  /**
+   * Needs the current password, checked through the same throttle (and buckets) as a login for
+   * this account from this address: a stolen session must not be a way to guess the password
+   * without limit. Every other session of the user ends (the one in use stays).
+   */
+  async changePassword(
+    user: Pick<UserRow, 'id' | 'email'>,
+    input: { current: unknown; next: unknown; confirm: unknown },
+    from: { address: string; keepTokenHash: Buffer | null },
+  ) {
+    const attempt = this.reserveAttempt(user.email, from.address, 'Too many wrong passwords.', 'current');
+    let ok: boolean;
+    try {
+      const stored = await this.deps.store.userGetPasswordHash(user.id);
+      if (stored === null) throw new NotFoundError('No such user');
+      ok = typeof input.current === 'string' && (await verifyPassword(input.current.slice(0, PASSWORD_MAX_LENGTH * 4), stored));
+    } catch (error) {
+      this.deps.throttle.release(attempt);
+      throw error;
     }
+    if (!ok) throw new InvalidRequestError('The current password is not right', { field: 'current' });
+    this.deps.throttle.succeeded(attempt);
     const next = readNewPassword(input.next, 'next');
     if (input.confirm !== next) throw new InvalidRequestError('The two new passwords differ', { field: 'confirm' });
-    await this.deps.store.userUpdatePassword({ userId, passwordHash: await hashPassword(next), now: this.deps.clock.now() });
-    await this.deps.store.sessionDeleteByUser({ userId, keepTokenHash });
+    await this.deps.store.userUpdatePassword({ userId: user.id, passwordHash: await hashPassword(next), now: this.deps.clock.now() });
+    await this.deps.store.sessionDeleteByUser({ userId: user.id, keepTokenHash: from.keepTokenHash });
   }
 }

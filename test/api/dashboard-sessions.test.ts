@@ -299,6 +299,30 @@ describe('dashboard sessions', () => {
     expect((await login('changer@example.com', 'a new password 1')).statusCode).toBe(303);
   });
 
+  it('throttles wrong current passwords on the account page as it does logins, in the same count', async () => {
+    await t.services.users.create({ email: 'stolen@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    const session = await signIn('stolen@example.com');
+    const change = (current: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/account/password',
+        remoteAddress: '10.7.0.1',
+        headers: { ...FORM, cookie: session.cookie },
+        payload: form({ _csrf: session.csrf, current, next: 'chosen by the thief', confirm: 'chosen by the thief' }),
+      });
+    for (let i = 0; i < PER_PAIR; i += 1) expect((await change(`guess ${i}`)).statusCode).toBe(400);
+    const slowed = await change(PASSWORD);
+    expect(slowed.statusCode).toBe(429);
+    expect(slowed.headers['retry-after']).toBe('1');
+    expect(slowed.body).toMatch(/id="f-current-error">Too many wrong passwords. Try again in 1 second./);
+    // The guesses on the account page count against logins of the account from that address too.
+    expect((await login('stolen@example.com', PASSWORD, '10.7.0.1')).statusCode).toBe(429);
+    expect((await login('stolen@example.com', PASSWORD)).statusCode).toBe(303);
+    t.clock.advance(1000);
+    expect((await change(PASSWORD)).statusCode).toBe(303);
+    expect((await login('stolen@example.com', 'chosen by the thief', '10.7.0.1')).statusCode).toBe(303);
+  });
+
   it('ends a session at logout and when it expires', async () => {
     const session = await signIn('member@example.com');
     const out = await t.app.inject({ method: 'POST', url: '/logout', headers: { ...FORM, cookie: session.cookie }, payload: form({ _csrf: session.csrf }) });
