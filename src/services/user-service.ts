@@ -86,23 +86,29 @@ export class UserService {
   }
 
   /**
-   * The user whose password this is. Throttled per account and per address before the password
-   * is even checked, so a locked account cannot be probed; the same answer for an unknown email
-   * and a wrong password, after the same scrypt work. The attempt is counted as a failure before
-   * anything is awaited and forgiven only if the password is right, so parallel guesses cannot
-   * all pass the throttle's check at once.
+   * Lets a password check through the login throttle (see LoginThrottle), or refuses it with 429
+   * and Retry-After before the password is even looked at, so a delayed account cannot be probed.
+   */
+  private reserveAttempt(account: string, address: string, refusal: string, field?: string) {
+    const reservation = this.deps.throttle.reserve(account, address);
+    if ('attempt' in reservation) return reservation.attempt;
+    const wait = reservation.retryAfterSeconds;
+    throw new RateLimitedError(
+      `${refusal} Try again in ${wait} second${wait === 1 ? '' : 's'}.`,
+      field === undefined ? {} : { field },
+      { 'retry-after': String(wait) },
+    );
+  }
+
+  /**
+   * The user whose password this is. Throttled per account and address before the password is
+   * even checked; the same answer for an unknown email and a wrong password, after the same scrypt
+   * work. The attempt is counted as a failure before anything is awaited and forgiven only if the
+   * password is right, so parallel guesses cannot all pass the throttle's check at once.
    */
   async authenticate(emailInput: string, password: string, address: string): Promise<UserRow> {
     const email = emailInput.trim().toLowerCase();
-    const reservation = this.deps.throttle.reserve(email, address);
-    if ('retryAfterSeconds' in reservation) {
-      const wait = reservation.retryAfterSeconds;
-      throw new RateLimitedError(
-        `Too many failed logins for this account or from your address. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? 's' : ''}.`,
-        {},
-        { 'retry-after': String(wait) },
-      );
-    }
+    const attempt = this.reserveAttempt(email, address, 'Too many failed logins for this account or from your address.');
     let found: UserWithPassword | null;
     let ok: boolean;
     try {
@@ -110,25 +116,40 @@ export class UserService {
       found = email.length <= EMAIL_MAX && EMAIL_SHAPE.test(email) ? await this.deps.store.userGetByEmail(email) : null;
       ok = await verifyPassword(password.slice(0, PASSWORD_MAX_LENGTH * 4), found?.passwordHash ?? (await decoyPasswordHash()));
     } catch (error) {
-      this.deps.throttle.release(reservation.attempt);
+      this.deps.throttle.release(attempt);
       throw error;
     }
     if (!found || !ok) throw new UnauthorizedError('Wrong email or password');
-    this.deps.throttle.succeeded(reservation.attempt);
+    this.deps.throttle.succeeded(attempt);
     const { passwordHash: _hash, ...user } = found;
     return user;
   }
 
-  /** Needs the current password; every other session of the user ends (the one in use stays). */
-  async changePassword(userId: string, input: { current: unknown; next: unknown; confirm: unknown }, keepTokenHash: Buffer | null) {
-    const stored = await this.deps.store.userGetPasswordHash(userId);
-    if (stored === null) throw new NotFoundError('No such user');
-    if (typeof input.current !== 'string' || !(await verifyPassword(input.current, stored))) {
-      throw new InvalidRequestError('The current password is not right', { field: 'current' });
+  /**
+   * Needs the current password, checked through the same throttle (and buckets) as a login for
+   * this account from this address: a stolen session must not be a way to guess the password
+   * without limit. Every other session of the user ends (the one in use stays).
+   */
+  async changePassword(
+    user: Pick<UserRow, 'id' | 'email'>,
+    input: { current: unknown; next: unknown; confirm: unknown },
+    from: { address: string; keepTokenHash: Buffer | null },
+  ) {
+    const attempt = this.reserveAttempt(user.email, from.address, 'Too many wrong passwords.', 'current');
+    let ok: boolean;
+    try {
+      const stored = await this.deps.store.userGetPasswordHash(user.id);
+      if (stored === null) throw new NotFoundError('No such user');
+      ok = typeof input.current === 'string' && (await verifyPassword(input.current.slice(0, PASSWORD_MAX_LENGTH * 4), stored));
+    } catch (error) {
+      this.deps.throttle.release(attempt);
+      throw error;
     }
+    if (!ok) throw new InvalidRequestError('The current password is not right', { field: 'current' });
+    this.deps.throttle.succeeded(attempt);
     const next = readNewPassword(input.next, 'next');
     if (input.confirm !== next) throw new InvalidRequestError('The two new passwords differ', { field: 'confirm' });
-    await this.deps.store.userUpdatePassword({ userId, passwordHash: await hashPassword(next), now: this.deps.clock.now() });
-    await this.deps.store.sessionDeleteByUser({ userId, keepTokenHash });
+    await this.deps.store.userUpdatePassword({ userId: user.id, passwordHash: await hashPassword(next), now: this.deps.clock.now() });
+    await this.deps.store.sessionDeleteByUser({ userId: user.id, keepTokenHash: from.keepTokenHash });
   }
 }

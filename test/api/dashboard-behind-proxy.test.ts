@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { LOGIN_FAILURES_PER_ADDRESS } from '../../src/services/login-throttle.js';
+import { FAILURES_BEFORE_DELAY } from '../../src/services/login-throttle.js';
 import { makeTestApp, type TestApp } from '../support/make-app.js';
 
 /**
@@ -50,12 +50,12 @@ function login(t: TestApp, options: { email?: string; password?: string; headers
   });
 }
 
-/** Fails as many logins as one address is allowed, each for another email (so no account locks). */
+/** Fails as many logins as one address is allowed before it is slowed, each for another email (so no account is). */
 async function exhaustAddress(t: TestApp, headers: Record<string, string>, tag: string): Promise<void> {
   const failures = await Promise.all(
-    Array.from({ length: LOGIN_FAILURES_PER_ADDRESS }, (_, i) => login(t, { email: `${tag}${i}@example.com`, password: 'wrong guess', headers })),
+    Array.from({ length: FAILURES_BEFORE_DELAY.address }, (_, i) => login(t, { email: `${tag}${i}@example.com`, password: 'wrong guess', headers })),
   );
-  expect(failures.map((response) => response.statusCode)).toEqual(Array(LOGIN_FAILURES_PER_ADDRESS).fill(401));
+  expect(failures.map((response) => response.statusCode)).toEqual(Array(FAILURES_BEFORE_DELAY.address).fill(401));
 }
 
 describe('dashboard without PUNCTUAL_TRUST_PROXY', () => {
@@ -98,6 +98,12 @@ describe('dashboard with PUNCTUAL_TRUST_PROXY set to the proxy address', () => {
     await exhaustAddress(t, { 'x-forwarded-for': '203.0.113.7' }, 'client');
     expect((await login(t, { headers: { 'x-forwarded-for': '203.0.113.7' } })).statusCode).toBe(429);
     expect((await login(t, { headers: { 'x-forwarded-for': '203.0.113.8' } })).statusCode).toBe(303);
+  });
+
+  it('counts an IPv6 client the proxy gives by its /64, however it spells the address', async () => {
+    await exhaustAddress(t, { 'x-forwarded-for': '2001:db8:77:1::1' }, 'six');
+    expect((await login(t, { headers: { 'x-forwarded-for': '2001:DB8:77:1:a:b:c:d' } })).statusCode).toBe(429);
+    expect((await login(t, { headers: { 'x-forwarded-for': '2001:db8:77:2::1' } })).statusCode).toBe(303);
   });
 
   it("takes a POST whose Origin is the one the trusted proxy's X-Forwarded-Host names", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOGIN_FAILURES_PER_ACCOUNT, LOGIN_FAILURES_PER_ADDRESS, LOGIN_WINDOW_MS } from '../../src/services/login-throttle.js';
+import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS } from '../../src/services/login-throttle.js';
 import { SESSION_TTL_MS } from '../../src/services/session-service.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 
@@ -130,37 +130,86 @@ describe('dashboard sessions', () => {
     expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: second } })).statusCode).toBe(200);
   });
 
-  it('throttles an account after repeated failures, even with the right password, until the window passes', async () => {
-    await t.services.users.create({ email: 'target@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
-    for (let i = 0; i < LOGIN_FAILURES_PER_ACCOUNT; i += 1) expect((await login('target@example.com', 'guess', `10.1.0.${i}`)).statusCode).toBe(401);
-    const locked = await login('target@example.com', PASSWORD, '10.1.1.1');
-    expect(locked.statusCode).toBe(429);
-    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
-    expect(locked.body).toContain('Too many failed logins');
-    t.clock.advance(LOGIN_WINDOW_MS);
-    expect((await login('target@example.com', PASSWORD, '10.1.1.1')).statusCode).toBe(303);
+  const PER_PAIR = FAILURES_BEFORE_DELAY.accountAtAddress;
+
+  it('slows wrong passwords for an account at one address, doubling the wait, and takes the right one once the wait is over', async () => {
+    await t.services.users.create({ email: 'target@example.com', password: PASSWORD, teamIds: [], operator: true });
+    for (let i = 0; i < PER_PAIR; i += 1) expect((await login('target@example.com', 'guess', '10.1.0.1')).statusCode).toBe(401);
+    const slowed = await login('target@example.com', PASSWORD, '10.1.0.1');
+    expect(slowed.statusCode).toBe(429);
+    expect(slowed.headers['retry-after']).toBe('1');
+    expect(slowed.body).toContain('Too many failed logins for this account or from your address. Try again in 1 second.');
+    expect(slowed.headers['set-cookie']).toBeUndefined();
+    t.clock.advance(1000);
+    expect((await login('target@example.com', 'guess', '10.1.0.1')).statusCode).toBe(401);
+    const slower = await login('target@example.com', PASSWORD, '10.1.0.1');
+    expect(slower.statusCode).toBe(429);
+    expect(slower.headers['retry-after']).toBe('2');
+    expect(slower.body).toContain('Try again in 2 seconds.');
+    t.clock.advance(2000);
+    expect((await login('target@example.com', PASSWORD, '10.1.0.1')).statusCode).toBe(303);
+  });
+
+  it("does not let one address's wrong passwords keep the operator out at another, however long it guesses", async () => {
+    await t.services.users.create({ email: 'besieged@example.com', password: PASSWORD, teamIds: [], operator: true });
+    const waits: number[] = [];
+    // Guesses as fast as the throttle lets them through, for a whole window and then some.
+    for (const end = t.clock.now() + LOGIN_WINDOW_MS; ; ) {
+      const guess = await login('besieged@example.com', 'guess', '10.5.0.1');
+      if (guess.statusCode === 401 && t.clock.now() >= end) break;
+      if (guess.statusCode === 429) {
+        waits.push(Number(guess.headers['retry-after']));
+        t.clock.advance(Number(guess.headers['retry-after']) * 1000);
+      } else expect(guess.statusCode).toBe(401);
+    }
+    expect(Math.max(...waits)).toBe(60);
+    expect((await login('besieged@example.com', PASSWORD, '10.5.0.1')).statusCode).toBe(429);
+    expect((await login('besieged@example.com', PASSWORD, '10.5.1.1')).statusCode).toBe(303);
   });
 
   it('throttles an address that tries many accounts, and only that address', async () => {
-    for (let i = 0; i < LOGIN_FAILURES_PER_ADDRESS; i += 1) await login(`spray${i}@example.com`, 'guess', '10.2.0.1');
+    for (let i = 0; i < FAILURES_BEFORE_DELAY.address; i += 1) await login(`spray${i}@example.com`, 'guess', '10.2.0.1');
     expect((await login('member@example.com', PASSWORD, '10.2.0.1')).statusCode).toBe(429);
     expect((await login('member@example.com', PASSWORD, '10.2.0.2')).statusCode).toBe(303);
+  });
+
+  // IPv6 clients counted by their /64: test/api/dashboard-behind-proxy.test.ts.
+  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d: each is its IPv4 address, not one shared /64.
+  it('counts an IPv4 client whose socket address is written as IPv6 as the IPv4 address', async () => {
+    for (let i = 0; i < PER_PAIR; i += 1) expect((await login('member@example.com', 'guess', '::ffff:10.2.1.1')).statusCode).toBe(401);
+    expect((await login('member@example.com', PASSWORD, '10.2.1.1')).statusCode).toBe(429);
+    expect((await login('member@example.com', PASSWORD, '::ffff:10.2.1.2')).statusCode).toBe(303);
   });
 
   it('gives wrong guesses sent all at once no more tries than guesses sent one after another', async () => {
     await t.services.users.create({ email: 'parallel@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
     const guesses = 12;
-    // Each from its own address, so that only the account's limit applies.
-    const answers = await Promise.all(Array.from({ length: guesses }, (_, i) => login('parallel@example.com', `guess ${i}`, `10.3.0.${i}`)));
+    const answers = await Promise.all(Array.from({ length: guesses }, (_, i) => login('parallel@example.com', `guess ${i}`, '10.3.0.1')));
     const statuses = answers.map((response) => response.statusCode);
-    expect(statuses.filter((status) => status === 401)).toHaveLength(LOGIN_FAILURES_PER_ACCOUNT);
-    expect(statuses.filter((status) => status === 429)).toHaveLength(guesses - LOGIN_FAILURES_PER_ACCOUNT);
-    expect((await login('parallel@example.com', PASSWORD, '10.3.1.1')).statusCode).toBe(429);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(PER_PAIR);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(guesses - PER_PAIR);
+    expect((await login('parallel@example.com', PASSWORD, '10.3.0.1')).statusCode).toBe(429);
+    expect((await login('parallel@example.com', PASSWORD, '10.3.1.1')).statusCode).toBe(303);
+  });
+
+  it('slows an account guessed from many addresses at new ones, by a second, but not at one its owner has logged in from', async () => {
+    await t.services.users.create({ email: 'widely@example.com', password: PASSWORD, teamIds: [], operator: true });
+    expect((await login('widely@example.com', PASSWORD, '10.6.0.1')).statusCode).toBe(303);
+    const guesses = await Promise.all(
+      Array.from({ length: FAILURES_BEFORE_DELAY.account }, (_, i) => login('widely@example.com', `guess ${i}`, `10.6.1.${Math.floor(i / PER_PAIR)}`)),
+    );
+    expect(guesses.map((response) => response.statusCode)).toEqual(Array(FAILURES_BEFORE_DELAY.account).fill(401));
+    const elsewhere = await login('widely@example.com', PASSWORD, '10.6.2.1');
+    expect(elsewhere.statusCode).toBe(429);
+    expect(elsewhere.headers['retry-after']).toBe('1');
+    expect((await login('widely@example.com', PASSWORD, '10.6.0.1')).statusCode).toBe(303);
+    t.clock.advance(1000);
+    expect((await login('widely@example.com', PASSWORD, '10.6.2.1')).statusCode).toBe(303);
   });
 
   it('does not hold right passwords against the address, though each counts while it is checked', async () => {
     await t.services.users.create({ email: 'office@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
-    for (let i = 0; i <= LOGIN_FAILURES_PER_ADDRESS; i += 1) expect((await login('office@example.com', PASSWORD, '10.4.0.1')).statusCode).toBe(303);
+    for (let i = 0; i <= FAILURES_BEFORE_DELAY.address; i += 1) expect((await login('office@example.com', PASSWORD, '10.4.0.1')).statusCode).toBe(303);
     expect((await login('office@example.com', 'one wrong guess', '10.4.0.1')).statusCode).toBe(401);
   });
 
@@ -248,6 +297,30 @@ describe('dashboard sessions', () => {
     expect((await t.app.inject({ method: 'GET', url: '/account', headers: { cookie: elsewhere.cookie } })).statusCode).toBe(303);
     expect((await login('changer@example.com', PASSWORD)).statusCode).toBe(401);
     expect((await login('changer@example.com', 'a new password 1')).statusCode).toBe(303);
+  });
+
+  it('throttles wrong current passwords on the account page as it does logins, in the same count', async () => {
+    await t.services.users.create({ email: 'stolen@example.com', password: PASSWORD, teamIds: [mine.teamId], operator: false });
+    const session = await signIn('stolen@example.com');
+    const change = (current: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/account/password',
+        remoteAddress: '10.7.0.1',
+        headers: { ...FORM, cookie: session.cookie },
+        payload: form({ _csrf: session.csrf, current, next: 'chosen by the thief', confirm: 'chosen by the thief' }),
+      });
+    for (let i = 0; i < PER_PAIR; i += 1) expect((await change(`guess ${i}`)).statusCode).toBe(400);
+    const slowed = await change(PASSWORD);
+    expect(slowed.statusCode).toBe(429);
+    expect(slowed.headers['retry-after']).toBe('1');
+    expect(slowed.body).toMatch(/id="f-current-error">Too many wrong passwords. Try again in 1 second./);
+    // The guesses on the account page count against logins of the account from that address too.
+    expect((await login('stolen@example.com', PASSWORD, '10.7.0.1')).statusCode).toBe(429);
+    expect((await login('stolen@example.com', PASSWORD)).statusCode).toBe(303);
+    t.clock.advance(1000);
+    expect((await change(PASSWORD)).statusCode).toBe(303);
+    expect((await login('stolen@example.com', 'chosen by the thief', '10.7.0.1')).statusCode).toBe(303);
   });
 
   it('ends a session at logout and when it expires', async () => {

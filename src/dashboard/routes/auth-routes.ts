@@ -61,9 +61,15 @@ export const authRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
     const current = signedIn(request);
     const form = formFields(request.body);
     try {
-      await users.changePassword(current.user.id, { current: form.current, next: form.next, confirm: form.confirm }, current.session.tokenHash);
+      await users.changePassword(
+        current.user,
+        { current: form.current, next: form.next, confirm: form.confirm },
+        { address: request.ip, keepTokenHash: current.session.tokenHash },
+      );
     } catch (error) {
       const refused = formError(error);
+      // A throttled check says when to come back, as a throttled login does.
+      if (error instanceof RateLimitedError) reply.headers(error.headers);
       return sendPage(reply, accountPage(await pageContext(deps, request), { error: refused }), refused.statusCode);
     }
     return redirectWithNotice(reply, '/account', 'password-changed');
