@@ -17,7 +17,8 @@ import { ModelService } from './model-service.js';
  *
  * MODEL_RUNS (default 6) and MODEL_SEED set how many sequences and from which seed; the fixed
  * seed's runs come first, then as many from a random seed, printed. `npm run test:model` runs
- * 100 of them.
+ * 100 of them. A failure prints its seed, its path and the commands' replayPath: MODEL_SEED,
+ * MODEL_PATH and MODEL_REPLAY run that one sequence again (MODEL_DEBUG=1 prints every delivery).
  */
 const RUNS = Number(process.env.MODEL_RUNS ?? 6);
 const FIXED_SEED = 20261126;
@@ -306,7 +307,7 @@ describe('the delivery rules against a model (fast-check)', () => {
     [`a random seed (${RANDOM_SEED}; MODEL_SEED=${RANDOM_SEED} repeats it)`, RANDOM_SEED],
   ] as const) {
     it(`holds for every command sequence from ${name}`, async () => {
-      await fc.assert(fc.asyncProperty(fc.commands(commands, { maxCommands: 25 }), runSequence), { numRuns: RUNS, seed, verbose: 1, ...(process.env.MODEL_REPLAY && { path: process.env.MODEL_REPLAY, endOnFailure: true }) });
+      await fc.assert(fc.asyncProperty(fc.commands(commands, { maxCommands: 25, ...(process.env.MODEL_REPLAY && { replayPath: process.env.MODEL_REPLAY }) }), runSequence), { numRuns: RUNS, seed, verbose: 1, ...(process.env.MODEL_PATH && { path: process.env.MODEL_PATH, endOnFailure: true }) });
     }, 600_000);
   }
 });

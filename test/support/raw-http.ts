@@ -27,7 +27,8 @@ export function rawRequest(port: number, method: string, target: string, headers
       const rest = raw.subarray(split + 4);
       resolve({ statusCode, headers: parsed, body: (parsed['transfer-encoding'] === 'chunked' ? dechunk(rest) : rest).toString('utf8') });
     });
-    socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+    // Written, not ended: a client that half-closes first may see its answer dropped. `Connection: close` ends it.
+    socket.write(`${lines.join('\r\n')}\r\n\r\n${body}`);
   });
 }
 
