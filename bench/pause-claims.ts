@@ -23,6 +23,7 @@ import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import { machineLine, positiveNumber } from './delivery-harness.js';
 import { createSchema, postgresUrlFromEnv } from './pg-bench.js';
+import { claimRule } from '../src/delivery/capacity.js';
 
 const PAUSED_JOBS = Math.round(positiveNumber('BENCH_PAUSED_JOBS', 100_000) / 500) * 500;
 const CLAIMS = 20;
@@ -86,7 +87,7 @@ async function run(kind: Case): Promise<string> {
         const now = Date.now();
         await store.jobCreate({ projectId: live.id, teamId: live.teamId, now, jobs: [{ id: `job_l${k}`, payload: '{}', scheduledFor: null, runAt: now, maxRetries: 0 }], quota: null, idempotency: null, answer });
         const started = performance.now();
-        const claimed = await store.jobClaimDue({ now, dueBy: now, limit: 100, workerId: 'wrk_bench', leaseExtraMs: 1_000, excludeProjectIds: [], heldByProject: {} });
+        const claimed = await store.jobClaimDue({ now, dueBy: now, limit: 100, workerId: 'wrk_bench', leaseExtraMs: 1_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
         times.push(performance.now() - started);
         if (claimed.length !== 1) throw new Error(`${kind}: claimed ${claimed.length} jobs, expected the live project's one`);
       }

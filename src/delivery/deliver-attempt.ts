@@ -4,6 +4,7 @@ import { newAttemptId } from '../crypto/random-ids.js';
 import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
+import { LEASE_MARGIN_MS, leaseMs } from './capacity.js';
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
 import type { WebhookHealth } from './webhook-health.js';
@@ -11,8 +12,6 @@ import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { continueTrace, type TraceContext } from '../tracing/trace-context.js';
 import type { AttemptSpan, AttemptSpanResult, Tracer } from '../tracing/tracer.js';
 
-/** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
-export const LEASE_MARGIN_MS = 30_000;
 
 export interface DeliveryDeps {
   store: Store;
@@ -158,7 +157,7 @@ async function prepareAttempt(deps: DeliveryDeps, job: ClaimedJob, project: Proj
         attemptId,
         workerId,
         now: startedAt,
-        leaseExpiresAt: startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
+        leaseExpiresAt: startedAt + leaseMs(project),
       });
     },
     () => clock.now() < job.leaseExpiresAt - LEASE_MARGIN_MS / 2 && !shutdown?.aborted,
@@ -218,7 +217,7 @@ async function callWebhook(
 async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: Extract<SendResult, { kind: 'answered' }>): Promise<void> {
   const { store, clock, metrics, workerId } = deps;
   const now = clock.now();
-  const recordBy = attempt.startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS;
+  const recordBy = attempt.startedAt + leaseMs(project);
   const applied = await retryWhileUnavailable(
     () =>
       store.attemptAccept({
@@ -262,7 +261,7 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
   );
   // The answer is in hand: keep trying to record it while the database is briefly away, rather than
   // let the lease expire and deliver the job again. Past the lease the rescuer takes over.
-  const recordBy = attempt.startedAt + project.deliveryTimeoutMs + LEASE_MARGIN_MS;
+  const recordBy = attempt.startedAt + leaseMs(project);
   const applied = await retryWhileUnavailable(
     () => store.attemptFinish({ jobId: job.id, attemptId: attempt.attemptId, workerId, now: finishedAt, result, next }),
     () => clock.now() < recordBy,

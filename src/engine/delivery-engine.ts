@@ -11,7 +11,7 @@ import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
 import type { ImmediateDelivery } from '../services/jobs-service.js';
-import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
+import { leaseMs } from '../delivery/capacity.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 import type { Tracer } from '../tracing/tracer.js';
@@ -132,7 +132,7 @@ export class DeliveryEngine {
         return {
           projectId: project.id,
           workerId: this.workerId,
-          leaseExpiresAt: this.options.clock.now() + project.deliveryTimeoutMs + LEASE_MARGIN_MS,
+          leaseExpiresAt: this.options.clock.now() + leaseMs(project),
           limit,
         };
       },

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import { LEASE_MARGIN_MS } from '../delivery/deliver-attempt.js';
+import { LEASE_MARGIN_MS } from '../delivery/capacity.js';
 import type { Dispatcher } from '../delivery/dispatcher.js';
 import { UnavailableError } from '../errors.js';
 import type { Store } from '../store/store.js';
@@ -154,6 +154,7 @@ export class ClaimLoop {
             limit,
             workerId: this.deps.workerId,
             leaseExtraMs: LEASE_MARGIN_MS,
+            claimRule: dispatcher.claimRule,
           });
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
           const filled = claimed.length > 0 ? await dispatcher.submit(claimed) : [];

@@ -291,19 +291,29 @@ export interface AttemptResult {
   responseBody: string | null;
 }
 
-/** A worker claims up to this many times a project's deliveryConcurrency (claimLimit in src/delivery/dispatcher.ts). */
-export const CLAIM_AHEAD_FACTOR = 2;
+/**
+ * The order in which a project's jobs start (SPEC section 10: earliest due first), and ties by
+ * creation: written once, for the claims of both stores and the dispatcher's queues.
+ */
+export const dueOrder = (a: Pick<JobRow, 'runAt' | 'seq'>, b: Pick<JobRow, 'runAt' | 'seq'>): number => a.runAt - b.runAt || a.seq - b.seq;
 
 export interface JobClaimParams {
   now: number;
   dueBy: number;
   limit: number;
   workerId: string;
+  /** A claim's lease is the project's timeout plus this (leaseMs in src/delivery/capacity.ts). */
   leaseExtraMs: number;
-  /** Projects whose delivery slots are all taken: their jobs stay QUEUED (cancellable) for now. */
+  /** Projects held back or without room: their jobs stay QUEUED (cancellable) for now. */
   excludeProjectIds: string[];
   /** How many jobs of each project the worker holds already: it claims no more than each one's room. */
   heldByProject: Record<string, number>;
+  /**
+   * The numbers of claimLimit (src/delivery/capacity.ts), which the claim applies per project in
+   * SQL: min(aheadFactor × min(deliveryConcurrency, share), share), and for a rated project no more
+   * than ceil(rate / rateWindowsPerSecond), at least one.
+   */
+  claimRule: { aheadFactor: number; share: number; rateWindowsPerSecond: number };
 }
 
 export interface AttemptStartParams {

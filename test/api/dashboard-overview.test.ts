@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AttemptResult } from '../../src/store/store.js';
 import { DAY, makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+import { claimRule } from '../../src/delivery/capacity.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const PASSWORD = 'overview password 1';
@@ -35,7 +36,7 @@ describe('dashboard: project overview', () => {
     const jobId = await dispatch(p, due);
     ids[name] = jobId;
     const start = due + lateMs;
-    const claimed = await t.store.jobClaimDue({ now: start, dueBy: start, limit: 1, workerId: 'wrk_page', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+    const claimed = await t.store.jobClaimDue({ now: start, dueBy: start, limit: 1, workerId: 'wrk_page', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
     expect(claimed.map((job) => job.id)).toEqual([jobId]);
     const attemptId = `att_${name}_0000000000000000`;
     await t.store.attemptStart({ jobId, attemptId, workerId: 'wrk_page', now: start, leaseExpiresAt: start + 60_000 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+import { claimRule } from '../../src/delivery/capacity.js';
 
 /** SPEC section 12 through the API, with an injected clock: a job goes exactly when its retention has passed. */
 describe('retention', () => {
@@ -97,7 +98,7 @@ describe('retention', () => {
     const jobId = (await t.api(project.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { n: 3 } } })).json().jobId as string;
     const at = t.clock.now();
     // Another project's jobs are due too (the idempotency test's): stepped over.
-    const claimed = await t.store.jobClaimDue({ now: at, dueBy: at, limit: 10, workerId: 'wrk_t', leaseExtraMs: 30_000, excludeProjectIds: [p.projectId], heldByProject: {} });
+    const claimed = await t.store.jobClaimDue({ now: at, dueBy: at, limit: 10, workerId: 'wrk_t', leaseExtraMs: 30_000, excludeProjectIds: [p.projectId], heldByProject: {}, claimRule: claimRule(256) });
     expect(claimed.map((job) => job.id)).toEqual([jobId]);
     await t.store.attemptStart({ jobId, attemptId: 'att_retention0000000', workerId: 'wrk_t', now: at, leaseExpiresAt: at + 60_000 });
     const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 3, error: 'HTTP 500', responseBody: null };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEASE_MARGIN_MS } from '../../src/delivery/deliver-attempt.js';
+import { LEASE_MARGIN_MS } from '../../src/delivery/capacity.js';
 import { TEST_STORE } from '../support/make-app.js';
 import { ReceiverProcess } from '../support/receiver-process.js';
 import { projectByCli, runCli, sharedDatabase } from '../support/spawn-punctual.js';

@@ -3,6 +3,7 @@ import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { claimRule } from '../../src/delivery/capacity.js';
 
 /**
  * Attempt starts and results of one event-loop turn share one statement. A row the database
@@ -38,7 +39,7 @@ describe.runIf(await postgresAvailable())('postgres: one bad row in a batch of a
       idempotency: null,
       answer: { kind: 'single', statusCode: 201, body: '{}' },
     });
-    const claimed = await store.jobClaimDue({ now: T0, dueBy: T0, limit: ids.length, workerId: WORKER, leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+    const claimed = await store.jobClaimDue({ now: T0, dueBy: T0, limit: ids.length, workerId: WORKER, leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
     expect(claimed.map((job) => job.id).sort()).toEqual([...ids].sort());
   }
 

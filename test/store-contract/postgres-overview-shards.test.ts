@@ -4,6 +4,7 @@ import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { AttemptResult, ClaimedJob, ProjectRow } from '../../src/store/store.js';
 import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { claimRule } from '../../src/delivery/capacity.js';
 
 /**
  * The overview's figures on PostgreSQL (0011_project_overview.sql): two instances finishing the
@@ -55,7 +56,7 @@ describe.runIf(await postgresAvailable())('postgres: the overview rows under con
   it('counts every attempt of every project finished by two instances side by side, then folds each past minute into one row', async () => {
     // Each instance claims half the jobs (SKIP LOCKED keeps them apart), in an order that mixes projects.
     const [mine, theirs] = await Promise.all(
-      instances.map((store, i) => store.jobClaimDue({ now: T0, dueBy: T0, limit: (projects.length * JOBS_PER_PROJECT) / 2, workerId: `wrk_${i}`, leaseExtraMs: 60_000, excludeProjectIds: [], heldByProject: {} })),
+      instances.map((store, i) => store.jobClaimDue({ now: T0, dueBy: T0, limit: (projects.length * JOBS_PER_PROJECT) / 2, workerId: `wrk_${i}`, leaseExtraMs: 60_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) })),
     );
     expect(mine!.length + theirs!.length).toBe(projects.length * JOBS_PER_PROJECT);
     // Started and finished in small groups, each group a statement, the two instances side by side;

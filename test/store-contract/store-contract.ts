@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
 import type { NewSchedule } from '../../src/store/schedule-store.js';
 import type { AttemptNext, ClaimedJob, JobCreateParams, JobListParams, NewJob, ProjectRow, Store } from '../../src/store/store.js';
+import { claimLimit, claimRule, leaseMs } from '../../src/delivery/capacity.js';
 
 const DAY_MS = 86_400_000;
 
@@ -239,7 +240,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
       const success = { outcome: 'success' as const, statusCode: 200, durationMs: 5, error: null, responseBody: 'ok' };
       const failure = { outcome: 'http_error' as const, statusCode: 500, durationMs: 5, error: 'HTTP 500', responseBody: 'no' };
       const claim = (now: number, limit = 10, workerId = 'wrk_a', dueBy = now, excludeProjectIds: string[] = []) =>
-        store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000, excludeProjectIds, heldByProject: {} });
+        store.jobClaimDue({ now, dueBy, limit, workerId, leaseExtraMs: 30_000, excludeProjectIds, heldByProject: {}, claimRule: claimRule(256) });
 
       it("claims no more of a project's jobs than its room: its claim limit less what the worker holds", async () => {
         const narrow = await makeProject();
@@ -253,7 +254,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await create(rated, [1, 2, 3, 4, 5].map((i) => job(`job_r${i}`, { runAt: T0 + i })));
         await create(wide, [6, 7].map((i) => job(`job_w${i}`, { runAt: T0 + i })));
         const ids = (claimed: ClaimedJob[]) => claimed.map((j) => j.id);
-        const first = await store.jobClaimDue({ now: T0 + 10, dueBy: T0 + 10, limit: 100, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: { [narrow.id]: 1 } });
+        const first = await store.jobClaimDue({ now: T0 + 10, dueBy: T0 + 10, limit: 100, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: { [narrow.id]: 1 }, claimRule: claimRule(256) });
         // Earliest due first within each project; the rest stay QUEUED.
         expect(ids(first).sort()).toEqual(['job_n1', 'job_r1', 'job_r2', 'job_r3', 'job_w6', 'job_w7']);
         const second = await store.jobClaimDue({
@@ -264,9 +265,37 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
           leaseExtraMs: 30_000,
           excludeProjectIds: [],
           heldByProject: { [narrow.id]: 1, [rated.id]: 1 },
+          claimRule: claimRule(256),
         });
         expect(ids(second).sort()).toEqual(['job_n2', 'job_r4', 'job_r5']);
         expect((await store.jobGet({ projectId: narrow.id, jobId: 'job_n3' }))?.status).toBe('QUEUED');
+      });
+
+      it("claims of each project exactly the capacity model's claimLimit, less what the worker holds (one rule, in TypeScript and in SQL)", async () => {
+        // A small instance (20 slots, a share of 10) so that every branch of the rule is taken.
+        const globalSlots = 20;
+        const settings = [
+          { deliveryConcurrency: 1, deliveryRatePerSecond: null },
+          { deliveryConcurrency: 3, deliveryRatePerSecond: null },
+          { deliveryConcurrency: 100, deliveryRatePerSecond: null },
+          { deliveryConcurrency: 50, deliveryRatePerSecond: 0.5 },
+          { deliveryConcurrency: 50, deliveryRatePerSecond: 25 },
+          { deliveryConcurrency: 2, deliveryRatePerSecond: 35 },
+        ];
+        const projects = [];
+        for (const [i, patch] of settings.entries()) {
+          const project = await makeProject();
+          await store.projectUpdate({ projectId: project.id, patch });
+          await create(project, Array.from({ length: 15 }, (_, n) => job(`job_cap${i}_${n}`, { runAt: T0 + n })));
+          projects.push({ project: { ...project, ...patch }, held: i % 2 });
+        }
+        const heldByProject = Object.fromEntries(projects.filter((p) => p.held > 0).map((p) => [p.project.id, p.held]));
+        const claimed = await store.jobClaimDue({ now: T0 + 20, dueBy: T0 + 20, limit: 1_000, workerId: 'wrk_cap', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject, claimRule: claimRule(globalSlots) });
+        const counts = projects.map(({ project }) => claimed.filter((j) => j.projectId === project.id).length);
+        expect(counts).toEqual(projects.map(({ project, held }) => claimLimit(project, globalSlots) - held));
+        expect(counts).toEqual([2, 5, 10, 0, 3, 3]);
+        // The lease is leaseMs of the project (its timeout plus the margin), from the claim's now.
+        for (const j of claimed) expect(j.leaseExpiresAt).toBe(T0 + 20 + leaseMs({ deliveryTimeoutMs: 30_000 }));
       });
 
       it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
@@ -685,7 +714,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
 
       /** Claims the one job due by `at` (no other job may be due then) and starts its attempt `attemptId` at `at`. */
       async function start(jobId: string, attemptId: string, at: number, dueBy = at) {
-        const claimed = await store.jobClaimDue({ now: at, dueBy, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+        const claimed = await store.jobClaimDue({ now: at, dueBy, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
         expect(claimed.map((j) => j.id)).toEqual([jobId]);
         expect(await store.attemptStart({ jobId, attemptId, workerId: 'wrk_o', now: at, leaseExpiresAt: at + 60_000 })).not.toBeNull();
       }
@@ -719,7 +748,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await create(project, [job('job_c_started', { runAt: T0 - 3_000 })]);
         await start('job_c_started', 'att_c_started', T0 - 3_000);
         await create(project, [job('job_c_dispatched', { runAt: T0 - 2_000 })]);
-        expect((await store.jobClaimDue({ now: T0 - 2_000, dueBy: T0 - 2_000, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} })).map((j) => j.id)).toEqual(['job_c_dispatched']);
+        expect((await store.jobClaimDue({ now: T0 - 2_000, dueBy: T0 - 2_000, limit: 1, workerId: 'wrk_o', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) })).map((j) => j.id)).toEqual(['job_c_dispatched']);
         expect((await store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_c_q3', now: T0 })).ok).toBe(true);
         const counts = { QUEUED: 2, DISPATCHED: 1, STARTED: 1, COMPLETED: 1, FAILED: 1, CANCELLED: 1 };
         expect((await store.projectOverview({ projectId: project.id, now: NOW })).jobsByStatus).toEqual(counts);
@@ -876,7 +905,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
 
       /** Takes a QUEUED job due by `at` through one attempt with this result and what follows it. */
       async function attempt(jobId: string, at: number, result: typeof success | typeof failure, next: AttemptNext) {
-        const claimed = await store.jobClaimDue({ now: at, dueBy: at, limit: 1, workerId: 'wrk_r', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+        const claimed = await store.jobClaimDue({ now: at, dueBy: at, limit: 1, workerId: 'wrk_r', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
         expect(claimed.map((j) => j.id)).toEqual([jobId]);
         const attemptId = `att_${jobId}_${at}`;
         expect(await store.attemptStart({ jobId, attemptId, workerId: 'wrk_r', now: at, leaseExpiresAt: at + 60_000 })).not.toBeNull();
@@ -1031,7 +1060,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         const quiet = await makeProject();
         await create(project, [job('job_ef', { maxRetries: 0 })]);
         await create(quiet, [job('job_qf', { maxRetries: 0, runAt: T0 + 1 })]);
-        await store.jobClaimDue({ now: T0 + 5, dueBy: T0 + 5, limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+        await store.jobClaimDue({ now: T0 + 5, dueBy: T0 + 5, limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
         for (const jobId of ['job_ef', 'job_qf']) {
           await store.attemptStart({ jobId, attemptId: `att_X${jobId}`, workerId: 'wrk_a', now: T0 + 5, leaseExpiresAt: T0 + 60_000 });
           await store.attemptFinish({ jobId, attemptId: `att_X${jobId}`, workerId: 'wrk_a', now: T0 + 9, result: failure, next: { kind: 'fail' } });

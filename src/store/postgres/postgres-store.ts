@@ -49,6 +49,7 @@ import type {
   UserWithPassword,
   WebhookSecretRow,
 } from '../store.js';
+import { dueOrder } from '../store.js';
 import { sessionFromRow } from '../session-row.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { CachedReads } from './cached-reads.js';
@@ -335,7 +336,7 @@ export class PostgresStore implements Store {
   }
 
   async jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
-    const { now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds, heldByProject } = params;
+    const { now, dueBy, limit, workerId, leaseExtraMs, excludeProjectIds, heldByProject, claimRule } = params;
     const held = Object.entries(heldByProject);
     const claimed = await this.db.rows<ClaimedJob>(q.JobClaimDue, [
       now,
@@ -346,8 +347,12 @@ export class PostgresStore implements Store {
       excludeProjectIds,
       held.map(([projectId]) => projectId),
       held.map(([, count]) => count),
+      claimRule.aheadFactor,
+      claimRule.share,
+      claimRule.rateWindowsPerSecond,
     ]);
-    return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
+    // RETURNING gives no order; deliveries start earliest-due first.
+    return claimed.sort(dueOrder);
   }
 
   async jobNextDueAt(params: { after: number }): Promise<number | null> {

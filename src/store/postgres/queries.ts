@@ -2,7 +2,7 @@
  * Every SQL statement of the PostgreSQL store, named as in ../sqlite/queries.ts so a diff shows
  * both dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
-import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES, listedByCreation, type JobListParams } from '../store.js';
+import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../store.js';
 import { creationListStart } from '../job-rules.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../overview-store.js';
 
@@ -165,12 +165,12 @@ export const JobFailedExists = `SELECT EXISTS (SELECT 1 ${FAILED_IN_WINDOW}) AS 
 export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
 
 /**
- * How many of a project's jobs one worker holds claimed at most: claimLimit in
- * src/delivery/dispatcher.ts (twice its concurrency; for a delivery rate, a tenth of a second's worth,
- * at least one), written here for the claim. `p` is the project's row.
+ * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity.ts,
+ * from the numbers of $9 (aheadFactor), $10 (share) and $11 (rateWindowsPerSecond). `p` is the
+ * project's row.
  */
-const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN ${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency
-  ELSE LEAST(${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency, GREATEST(1, CEIL(p.delivery_rate_per_second / 10)::int)) END`;
+const CLAIM_LIMIT = `LEAST($9::int * LEAST(p.delivery_concurrency, $10::int), $10::int,
+  CASE WHEN p.delivery_rate_per_second IS NULL THEN $10::int ELSE GREATEST(1, CEIL(p.delivery_rate_per_second / $11::int)::int) END)`;
 /**
  * One statement: pick due jobs through the partial index, skipping rows another instance is
  * claiming (SKIP LOCKED), and lease them. No transaction stays open beyond it. A paused project's

@@ -2,7 +2,7 @@
  * Every SQL statement of the embedded store, named after the store method that runs it.
  * Columns are aliased to the camelCase row types of store.ts so rows need little mapping.
  */
-import { AWAITING_REPORT, CLAIM_AHEAD_FACTOR, JOB_STATUSES, listedByCreation, type JobListParams } from '../store.js';
+import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../store.js';
 import { creationListStart } from '../job-rules.js';
 
 const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
@@ -140,13 +140,14 @@ export const JobCountFailed = `SELECT count(*) AS n ${FAILED_IN_WINDOW}`;
  * nothing. A paused project's due jobs are stepped over: they wait, QUEUED, for its resume.
  */
 /**
- * How many of a project's jobs one worker holds claimed at most: claimLimit in
- * src/delivery/dispatcher.ts (twice its concurrency; for a delivery rate, a tenth of a second's worth,
- * at least one), written here for the claim. `p` is the project's row.
+ * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity.ts,
+ * from the numbers of @aheadFactor, @share and @rateWindowsPerSecond (JobClaimParams.claimRule).
+ * `p` is the project's row; ceil is written out (SQLite may be built without math functions).
  */
-const CLAIM_LIMIT = `CASE WHEN p.delivery_rate_per_second IS NULL THEN ${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency
-  ELSE MIN(${CLAIM_AHEAD_FACTOR} * p.delivery_concurrency, MAX(1, CAST(p.delivery_rate_per_second / 10 AS INTEGER)
-    + (p.delivery_rate_per_second / 10 > CAST(p.delivery_rate_per_second / 10 AS INTEGER)))) END`;
+const RATE_WINDOW = 'p.delivery_rate_per_second * 1.0 / @rateWindowsPerSecond';
+const CLAIM_LIMIT = `MIN(@aheadFactor * MIN(p.delivery_concurrency, @share), @share,
+  CASE WHEN p.delivery_rate_per_second IS NULL THEN @share
+    ELSE MAX(1, CAST(${RATE_WINDOW} AS INTEGER) + (${RATE_WINDOW} > CAST(${RATE_WINDOW} AS INTEGER))) END)`;
 /**
  * The earliest due jobs, at most @limit, and of each project no more than its claim limit less what
  * the worker holds already (@heldByProject, a JSON object of counts): jobs beyond a project's room

@@ -8,6 +8,7 @@
 import type Database from 'better-sqlite3';
 import {
   AWAITING_REPORT,
+  dueOrder,
   type AttemptAcceptParams,
   type AttemptReport,
   type ApiKeyRow,
@@ -302,13 +303,15 @@ export const WRITES = {
   },
 
   jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
+    const { claimRule, ...rest } = params;
     const claimed = sql(q.JobClaimDue).all({
-      ...params,
+      ...rest,
+      ...claimRule,
       excludeProjectIds: JSON.stringify(params.excludeProjectIds),
       heldByProject: JSON.stringify(params.heldByProject),
     }) as ClaimedJob[];
     // RETURNING gives no order; deliveries start earliest-due first.
-    return claimed.sort((a, b) => a.runAt - b.runAt || a.seq - b.seq);
+    return claimed.sort(dueOrder);
   },
 
   attemptStart(sql: Sql, params: AttemptStartParams, tally: OverviewTally): { attemptNumber: number } | null {

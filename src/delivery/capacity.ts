@@ -1,0 +1,210 @@
+/**
+ * The capacity model: every rule that decides how many jobs a worker may hold and whether an
+ * attempt may start, written once. The claim loop asks it how much to claim, the dispatcher asks it
+ * whether to start, the dispatch path asks it for room to create jobs already claimed, and the
+ * stores' claim takes its numbers as parameters (`claimRule`). Pure but for its counters: the clock
+ * comes in as `now`, and nothing here sets a timer or touches the store.
+ *
+ * The rules (SPEC sections 3, 10 and 11):
+ * - **Global slots**: a worker holds (claimed or running) at most PUNCTUAL_DELIVERY_CONCURRENCY jobs.
+ * - **A project's slots**: at most its deliveryConcurrency attempts run at once, and never more
+ *   than its share of the global slots (half), so that one project pointed at a receiver that never
+ *   answers leaves the other projects room (docs/guarantees.md section 9).
+ * - **Claim-ahead**: a worker holds up to CLAIM_AHEAD_FACTOR times a project's slots (within its
+ *   share), so that when a slot frees the next job is already here; for a rated project no more
+ *   than a tenth of a second's worth. The rest wait QUEUED, cancellable.
+ * - **Holds**: a project held back (a receiver's Retry-After, the rate's next token) starts nothing
+ *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
+ *   paused project and its starts are refused there, on every instance.
+ * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts).
+ * - **Leases**: a claim or an attempt is leased for the project's timeout plus LEASE_MARGIN_MS.
+ */
+import type { ProjectRow } from '../store/store.js';
+
+/** A worker holds up to this many times a project's slots (within its share of the global slots). */
+export const CLAIM_AHEAD_FACTOR = 2;
+/** A rated project's jobs held at once: this fraction of a second's worth (at least one). */
+const RATE_WINDOWS_PER_SECOND = 10;
+/** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
+export const LEASE_MARGIN_MS = 30_000;
+
+type CapacitySettings = Pick<ProjectRow, 'deliveryConcurrency' | 'deliveryRatePerSecond'>;
+
+/** How long a claim or an attempt of the project is leased for. */
+export const leaseMs = (project: Pick<ProjectRow, 'deliveryTimeoutMs'>): number => project.deliveryTimeoutMs + LEASE_MARGIN_MS;
+
+/** The most slots one project may use of a worker's `globalSlots`. */
+export const projectShare = (globalSlots: number): number => Math.max(1, Math.floor(globalSlots / 2));
+
+/** Attempts of the project that may run at once in one worker. */
+export const projectSlots = (project: CapacitySettings, globalSlots: number): number =>
+  Math.min(project.deliveryConcurrency, projectShare(globalSlots));
+
+/** Jobs of the project one worker may hold at once, claimed or running. */
+export function claimLimit(project: CapacitySettings, globalSlots: number): number {
+  const ahead = Math.min(CLAIM_AHEAD_FACTOR * projectSlots(project, globalSlots), projectShare(globalSlots));
+  if (project.deliveryRatePerSecond === null) return ahead;
+  return Math.min(ahead, Math.max(1, Math.ceil(project.deliveryRatePerSecond / RATE_WINDOWS_PER_SECOND)));
+}
+
+/**
+ * claimLimit's numbers, for a store's claim to apply the same rule in SQL to projects the worker
+ * has not loaded. The store contract proves the two agree.
+ */
+export interface ClaimRule {
+  aheadFactor: number;
+  share: number;
+  rateWindowsPerSecond: number;
+}
+
+export const claimRule = (globalSlots: number): ClaimRule => ({
+  aheadFactor: CLAIM_AHEAD_FACTOR,
+  share: projectShare(globalSlots),
+  rateWindowsPerSecond: RATE_WINDOWS_PER_SECOND,
+});
+
+interface ProjectCount {
+  /** Claimed (or about to be created claimed) and not yet started. */
+  held: number;
+  /** Started and not yet answered. */
+  running: number;
+  /** The project's settings as last loaded; null until then (its room is then only the global one). */
+  settings: CapacitySettings | null;
+  /** Nothing of it starts before this instant (Retry-After, the rate's next token). */
+  holdUntil: number;
+}
+
+/** One worker's counts, and the rules applied to them. */
+export class Capacity {
+  private readonly projects = new Map<string, ProjectCount>();
+  private heldTotal = 0;
+  private runningTotal = 0;
+
+  constructor(readonly globalSlots: number) {}
+
+  private countOf(projectId: string): ProjectCount {
+    let count = this.projects.get(projectId);
+    if (!count) this.projects.set(projectId, (count = { held: 0, running: 0, settings: null, holdUntil: 0 }));
+    return count;
+  }
+
+  /** Forgets a project with nothing held, running or holding it back. */
+  private tidy(projectId: string, now: number): void {
+    const count = this.projects.get(projectId);
+    if (count && count.held === 0 && count.running === 0 && count.holdUntil <= now) this.projects.delete(projectId);
+  }
+
+  /** The project's settings changed or were loaded (each batch of claimed jobs brings them). */
+  know(project: ProjectRow): void {
+    this.countOf(project.id).settings = project;
+  }
+
+  /** Jobs the worker may still take on, all projects together. */
+  freeSlots(): number {
+    return this.globalSlots - this.heldTotal - this.runningTotal;
+  }
+
+  get running(): number {
+    return this.runningTotal;
+  }
+
+  /** How many more of the project's jobs this worker may hold now (0 while it is held back). */
+  roomFor(project: ProjectRow, now: number): number {
+    const count = this.projects.get(project.id);
+    if (!count) return Math.min(claimLimit(project, this.globalSlots), this.freeSlots());
+    if (count.holdUntil > now) return 0;
+    return Math.max(0, Math.min(claimLimit(project, this.globalSlots) - count.held - count.running, this.freeSlots()));
+  }
+
+  /** Jobs held per project (claimed or running), for the claim's per-project room. */
+  heldByProject(): Record<string, number> {
+    const held: Record<string, number> = {};
+    for (const [projectId, count] of this.projects) if (count.held + count.running > 0) held[projectId] = count.held + count.running;
+    return held;
+  }
+
+  /** Projects a claim must step over: held back, or holding all this worker may hold of them. */
+  projectsWithoutRoom(now: number): string[] {
+    const full: string[] = [];
+    for (const [projectId, count] of this.projects) {
+      if (count.holdUntil > now) full.push(projectId);
+      else if (count.settings && count.held + count.running >= claimLimit(count.settings, this.globalSlots)) full.push(projectId);
+    }
+    return full;
+  }
+
+  /** `n` of the project's jobs are now held (claimed, or room taken for jobs about to be created claimed). */
+  hold(projectId: string, n: number): void {
+    this.countOf(projectId).held += n;
+    this.heldTotal += n;
+  }
+
+  /** `n` held jobs were given back (not created after all, released unstarted, or dropped at shutdown). */
+  release(projectId: string, n: number, now: number): void {
+    const count = this.countOf(projectId);
+    count.held -= n;
+    this.heldTotal -= n;
+    this.tidy(projectId, now);
+  }
+
+  /** Whether one more attempt of the project may start now: a free slot of its own, and no hold. */
+  mayStart(project: ProjectRow, now: number): boolean {
+    const count = this.countOf(project.id);
+    return count.holdUntil <= now && count.running < projectSlots(project, this.globalSlots);
+  }
+
+  /** Until when the project is held back (0: not held). */
+  heldBackUntil(projectId: string): number {
+    return this.projects.get(projectId)?.holdUntil ?? 0;
+  }
+
+  /** A held job's attempt starts. */
+  start(projectId: string): void {
+    const count = this.countOf(projectId);
+    count.held -= 1;
+    count.running += 1;
+    this.heldTotal -= 1;
+    this.runningTotal += 1;
+  }
+
+  /** A start counted (start) did not happen after all (the rate refused its token): held again. */
+  unstart(projectId: string): void {
+    const count = this.countOf(projectId);
+    count.running -= 1;
+    count.held += 1;
+    this.runningTotal -= 1;
+    this.heldTotal += 1;
+  }
+
+  /** An attempt's answer is in (or it never left): its slot is free. */
+  finish(projectId: string, now: number): void {
+    const count = this.countOf(projectId);
+    count.running -= 1;
+    this.runningTotal -= 1;
+    this.tidy(projectId, now);
+  }
+
+  /** Nothing of the project starts before `until`; a later hold wins. Returns whether this one is later. */
+  holdBack(projectId: string, until: number): boolean {
+    const count = this.countOf(projectId);
+    if (count.holdUntil >= until) return false;
+    count.holdUntil = until;
+    return true;
+  }
+
+  /**
+   * The hold until `until` ended (its timer fired; timers may fire a hair before the clock says
+   * so, and the hold is over all the same). A later hold set meanwhile stays.
+   */
+  endHold(projectId: string, until: number, now: number): void {
+    const count = this.projects.get(projectId);
+    if (count && count.holdUntil === until) count.holdUntil = 0;
+    this.tidy(projectId, now);
+  }
+
+  /** Shutdown: every held job is given back at once (the store releases them). */
+  releaseAllHeld(): void {
+    for (const count of this.projects.values()) count.held = 0;
+    this.heldTotal = 0;
+  }
+}
