@@ -543,7 +543,8 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         });
         expect(rescued.map((r) => [r.job.id, r.attemptNumber]).sort()).toEqual([['job_l1', null], ['job_l2', 1], ['job_l3', 1]]);
         expect(seen.sort()).toEqual(['job_l2:1:30000', 'job_l3:1:30000']);
-        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l1' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 60_001, attemptCount: 0 });
+        // Never started: due when it was (a claim given back is not a new due time, SPEC section 2).
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_l1' })).toMatchObject({ status: 'QUEUED', runAt: T0, queuedAt: T0, attemptCount: 0 });
         const lost = 'lease expired: the worker stopped before the attempt finished';
         expect(await store.jobGet({ projectId: project.id, jobId: 'job_l2' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 90_000, attemptCount: 1, lastError: lost });
         expect(await store.jobGet({ projectId: project.id, jobId: 'job_l3' })).toMatchObject({ status: 'FAILED', failedAt: T0 + 60_001, lastError: lost });
@@ -642,7 +643,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await store.jobLeaseRenew({ workerId: 'wrk_b', leases: [{ jobId: 'job_n1', leaseExpiresAt: T0 + 1 }] });
         expect(await store.jobRescueExpiredLeases({ now: T0 + 400_000, expiredBefore: T0 + 400_000, limit: 10, retryAt: () => null })).toEqual([]);
         expect(await store.jobReleaseDispatched({ workerId: 'wrk_a', now: T0 + 7 })).toBe(1);
-        expect(await store.jobGet({ projectId: project.id, jobId: 'job_n1' })).toMatchObject({ status: 'QUEUED', runAt: T0 + 7 });
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_n1' })).toMatchObject({ status: 'QUEUED', runAt: T0, queuedAt: T0 });
         expect(await store.jobGet({ projectId: project.id, jobId: 'job_n2' })).toMatchObject({ status: 'STARTED' });
       });
     });

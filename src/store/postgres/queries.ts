@@ -315,10 +315,14 @@ export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
 export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS "leaseOwner", lease_attempt_id AS "leaseAttemptId" FROM jobs
   WHERE status IN ('DISPATCHED', 'STARTED') AND lease_expires_at < $1 AND (lease_owner <> '${AWAITING_REPORT}' OR lease_expires_at < $3)
   ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
-export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, ${HELD_IF_PAUSED}, lease_owner = NULL,
+/**
+ * A claim never started (its worker died, or is stopping): QUEUED again due when it was, and in its
+ * QUEUED state as before: being claimed and given back is not a new due time (SPEC section 2).
+ */
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = $2
   WHERE id = $1 AND status = 'DISPATCHED' AND lease_expires_at < $3`;
-export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = $2, queued_at = $2, ${HELD_IF_PAUSED}, lease_owner = NULL,
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = $2 WHERE lease_owner = $1 AND status = 'DISPATCHED'`;
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "leaseExpiresAt" FROM jobs
   WHERE status = 'DISPATCHED' AND lease_owner = $1`;

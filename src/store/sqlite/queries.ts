@@ -225,10 +225,14 @@ export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS lease
 /** The started attempt's lease is still the one the rescuer read as expired (not renewed or reported on since). */
 export const JobLeaseExpiredCheck = `SELECT 1 AS expired FROM jobs WHERE id = @jobId AND status = 'STARTED'
   AND lease_attempt_id = @attemptId AND ${EXPIRED_LEASE}`;
-export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED}, lease_owner = NULL,
+/**
+ * A claim never started (its worker died, or is stopping): QUEUED again due when it was, and in its
+ * QUEUED state as before: being claimed and given back is not a new due time (SPEC section 2).
+ */
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = @now
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
-export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED}, lease_owner = NULL,
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
 /** The `status IN (…)` repeats the partial index's condition: without it SQLite scans every job. */
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
