@@ -175,3 +175,23 @@ describe('POST /api/jobs/dispatch', () => {
     expect(job!.payload).toBe(JSON.stringify(payload));
   });
 });
+
+describe('dispatches answered together (one group commit)', () => {
+  it("keep each job's own instant: a job due at once has nextAttemptAt equal to its createdAt (SPEC section 2)", async () => {
+    // A clock that moves a millisecond at every reading, so that requests grouped in one commit
+    // each have an instant of their own.
+    let at = Date.parse('2027-01-01T00:00:00.000Z');
+    const t = await makeTestApp({ clock: { now: () => (at += 1) } });
+    try {
+      const p = await t.makeProject();
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { i } } })));
+      for (const answer of answers) {
+        expect(answer.statusCode).toBe(201);
+        const body = (await t.api(p.key, { method: 'GET', url: `/api/jobs/${answer.json().jobId}` })).json();
+        expect(body.nextAttemptAt).toBe(body.createdAt);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});

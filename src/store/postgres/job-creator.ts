@@ -95,7 +95,7 @@ export class JobCreator {
 
   /** Stores a group whose requests all have a quota, or all have none. */
   private async insertGroup(group: PendingCreate[]): Promise<void> {
-    // All requests of a group share one `now` (the earliest): created/updated/queued differ by well under a millisecond.
+    // The group's `now` (the earliest) dates its usage and wake-up hint; each job keeps its own request's instant.
     const now = Math.min(...group.map(({ params }) => params.now));
     const requests = group.map(({ params }) => params);
     let outcomes: Outcome[];
@@ -138,9 +138,9 @@ export class JobCreator {
     return new Map(entries.map((params, i) => [quotaKey(params), Number(rows[i]!.n)]));
   }
 
-  /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 18 of them) JobInsertGroupWithFires. */
+  /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 19 of them) JobInsertGroupWithFires. */
   private runInsertGroup(args: unknown[], client?: Queryable) {
-    return this.db.query(args.length > 16 ? q.JobInsertGroupWithFires : q.JobInsertGroup, args, client);
+    return this.db.query(args.length > 17 ? q.JobInsertGroupWithFires : q.JobInsertGroup, args, client);
   }
 
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
@@ -148,7 +148,7 @@ export class JobCreator {
     const jobs = group.flatMap(({ params }, i) =>
       params.jobs
         .filter((_, k) => outcomes[i]!.created[k])
-        .map((job) => ({ ...job, projectId: params.projectId, teamId: params.teamId, day: utcDay(params.now) })),
+        .map((job) => ({ ...job, projectId: params.projectId, teamId: params.teamId, day: utcDay(params.now), createdAt: params.now })),
     );
     // Each request's jobs count on the UTC day of its own time (a group can span midnight).
     const counts = new Map<string, { teamId: string; day: string; n: number }>();
@@ -181,6 +181,7 @@ export class JobCreator {
       jobs.map((j) => j.schedule?.fireAt ?? null),
       traced ? jobs.map((j) => j.traceparent ?? null) : null,
       traced ? jobs.map((j) => j.tracestate ?? null) : null,
+      jobs.map((j) => j.createdAt),
       // JobInsertGroupWithFires counts usage from these.
       ...(jobs.some((j) => j.schedule?.fireAt != null) ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
     ];

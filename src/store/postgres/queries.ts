@@ -98,13 +98,16 @@ export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
 const jobInsertGroup = (usageRows: string) => `WITH inserted AS (
     INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
       schedule_id, schedule_fire_at, on_hold, traceparent, tracestate)
-    SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, $1::bigint, j.max_retries, $1::bigint, $1::bigint,
+    -- Each job's own request's instant ($17, else the group's $1): a job due at once has
+    -- nextAttemptAt = createdAt (SPEC section 2).
+    SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, COALESCE(j.created_at, $1::bigint), j.max_retries,
+      COALESCE(j.created_at, $1::bigint), COALESCE(j.created_at, $1::bigint),
       -- A paused project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
       -- so that rows keep the arrays' order (the order of seq, which lists follow).
       j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate
     -- unnest pads a shorter array with nulls, so a group without trace context passes null for $15 and $16.
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[])
-      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate)
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[])
+      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at)
     -- A schedule fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is.
     ON CONFLICT DO NOTHING
     RETURNING id
@@ -121,11 +124,11 @@ export const JobInsertGroup = jobInsertGroup(
 );
 /**
  * The same for a group with a schedule's fire in it: a fire whose job exists already is not
- * counted again, so usage counts the jobs inserted ($17 and $18: each job's team and day), in the
+ * counted again, so usage counts the jobs inserted ($18 and $19: each job's team and day), in the
  * teams' order as above.
  */
 export const JobInsertGroupWithFires = jobInsertGroup(`SELECT t.team_id, t.day, $12::smallint, count(*) FROM inserted i
-    JOIN unnest($2::text[], $17::text[], $18::text[]) AS t(id, team_id, day) ON t.id = i.id
+    JOIN unnest($2::text[], $18::text[], $19::text[]) AS t(id, team_id, day) ON t.id = i.id
     -- $8 to $10 are not read; naming their types lets the statement prepare.
     WHERE $8::text[] IS NOT NULL AND $9::text[] IS NOT NULL AND $10::bigint[] IS NOT NULL
     GROUP BY t.team_id, t.day ORDER BY t.team_id, t.day`);
