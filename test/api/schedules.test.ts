@@ -179,10 +179,45 @@ describe('recurring schedules: /api/schedules', () => {
     await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false });
     await fire();
     const jobs = await jobsOf(schedule.scheduleId);
-    // The latest missed second (more than 5 s late), then the fires within the lead, due at their instants.
+    // The latest missed second (more than half a second late), then the second reached 500 ms
+    // late (not missed: due at once) and the fires within the lead, due at their instants.
     const second = weekLater - 500;
-    expect(jobs[0]!.scheduledFor).toBe(iso(second - 5 * SECOND));
-    expect(jobs.slice(1).map((job) => job.scheduledFor)).toEqual([-4, -3, -2, -1, 0, 1, 2].map((n) => iso(second + n * SECOND)));
+    expect(jobs[0]!.scheduledFor).toBe(iso(second - SECOND));
+    expect(jobs.slice(1).map((job) => job.scheduledFor)).toEqual([0, 1, 2].map((n) => iso(second + n * SECOND)));
+  });
+
+  it('catchUp "latest": back from a 20 s outage, an every-second schedule creates one job for its missed seconds, the latest, then goes on', async () => {
+    const schedule = await create({ cron: '* * * * * *' });
+    await fire();
+    expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([1, 2].map((n) => iso(T0 + n * SECOND)));
+    // Down 20 s: seconds 3 to 21 are reached more than 500 ms late (missed), second 22 only 200 ms late.
+    const now = T0 + 22 * SECOND + 200;
+    t.clock.set(now);
+    await fire();
+    const jobs = (await jobsOf(schedule.scheduleId)).slice(2);
+    expect(jobs.map((job) => [job.scheduledFor, job.nextAttemptAt])).toEqual([
+      [iso(T0 + 21 * SECOND), iso(now)],
+      [iso(T0 + 22 * SECOND), iso(now)],
+      [iso(T0 + 23 * SECOND), iso(T0 + 23 * SECOND)],
+      [iso(T0 + 24 * SECOND), iso(T0 + 24 * SECOND)],
+    ]);
+  });
+
+  it.each([
+    ['an every-second schedule', 400, 'fires at once', '* * * * * *', T0 + SECOND],
+    ['an every-second schedule', 600, 'is missed', '* * * * * *', T0 + SECOND],
+    ['an every-4-seconds schedule', 1_900, 'fires at once', '*/4 * * * * *', T0 + 4 * SECOND],
+    ['an every-4-seconds schedule', 2_100, 'is missed', '*/4 * * * * *', T0 + 4 * SECOND],
+    ['a daily schedule', 3_000, 'fires at once', '0 0 * * *', T0 + 86_400_000],
+    ['a daily schedule', 6_000, 'is missed', '0 0 * * *', T0 + 86_400_000],
+  ] as const)('%s reached %i ms late %s (catchUp "none" skips a missed instant)', async (_, lateMs, outcome, cron, instant) => {
+    // Missed: later than the lesser of 5 s and half the time to the next instant.
+    const schedule = await create({ cron, catchUp: 'none' });
+    t.clock.set(instant + lateMs);
+    await fire();
+    const job = (await jobsOf(schedule.scheduleId)).find((j) => j.scheduledFor === iso(instant));
+    if (outcome === 'fires at once') expect(job).toMatchObject({ status: 'QUEUED', nextAttemptAt: iso(instant + lateMs) });
+    else expect(job).toBeUndefined();
   });
 
   it('overlap "skip": a fire while the previous job is not final creates nothing and is counted', async () => {
