@@ -30,6 +30,12 @@ export const CATCH_UP_MAX = 100;
  * one an instant reached more than 5 s late.
  */
 export const MISSED_AFTER_MS = 5_000;
+/**
+ * A pause answers once the requests of the schedule's jobs started ahead of their instant (a few
+ * milliseconds: START_AHEAD_MS of src/delivery/dispatcher.ts) have left, waiting no longer than
+ * this whatever another instance's clock says.
+ */
+const PAUSE_WAIT_MAX_MS = 1_000;
 /** Fires created in one go for one schedule, at most (an every-second schedule within the lead). */
 const FIRES_PER_CLAIM = 100;
 
@@ -137,8 +143,11 @@ export class SchedulesService {
 
   /**
    * Any of the settings; the next fire is recomputed from now, except on a resume, which keeps the
-   * fire the schedule was waiting for when paused, so that the fires missed meanwhile are caught
-   * up as catchUp says.
+   * fire the schedule was waiting for when paused (its first instant after the pause), so that the
+   * fires missed meanwhile are caught up as catchUp says. A pause stops the schedule at once (SPEC
+   * section 9): the jobs it created ahead of time for instants after the pause are cancelled in the
+   * pause's transaction (even one already claimed for delivery, its request not sent yet), and the
+   * answer comes no earlier than the instant of one whose request was about to leave.
    */
   async update(ctx: JobRequestContext, scheduleId: string, body: unknown): Promise<Record<string, unknown>> {
     const current = await this.mustGet(ctx, scheduleId);
@@ -149,7 +158,21 @@ export class SchedulesService {
     const updated = await this.deps.store.scheduleUpdate({ projectId: ctx.project.id, scheduleId, settings, nextRunAt, now });
     if (!updated) throw notFound(scheduleId);
     this.deps.onScheduleChanged();
+    if (settings.paused && !current.paused) await this.untilStartedAheadLeft(scheduleId, now);
     return scheduleView(updated);
+  }
+
+  /**
+   * Nothing of a paused schedule is delivered for an instant after the pause answer (SPEC section
+   * 9): a job started a few milliseconds ahead of its instant, its request not yet sent, cannot be
+   * called back, so the answer waits for that instant.
+   */
+  private async untilStartedAheadLeft(scheduleId: string, pausedAt: number): Promise<void> {
+    const { store, clock } = this.deps;
+    const until = await store.scheduleStartedAheadUntil({ scheduleId, firedAfter: pausedAt, now: clock.now() });
+    if (until === null) return;
+    const wait = Math.min(until - clock.now(), PAUSE_WAIT_MAX_MS);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 
   async delete(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {

@@ -220,6 +220,86 @@ describe('recurring schedules: /api/schedules', () => {
     else expect(job).toBeUndefined();
   });
 
+  it.each([
+    ['none', [], [4, 5]],
+    ['latest', [3], [4, 5]],
+    ['all', [1, 2, 3], [4, 5]],
+  ] as const)(
+    'pausing cancels the jobs created ahead for seconds after it, one claimed for delivery included; resumed, catchUp %s makes jobs for seconds %j at once, then %j',
+    async (catchUp, caughtUp, onTime) => {
+      const schedule = await create({ cron: '* * * * * *', catchUp });
+      t.clock.set(T0 + 500);
+      await fire();
+      // A delivery worker claims second 1's job ahead of it (up to 25 ms before).
+      t.clock.set(T0 + 975);
+      const claimed = await t.store.jobClaimDue({ now: T0 + 975, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+      expect(claimed.map((job) => job.scheduledFor)).toEqual([T0 + SECOND]);
+      // Paused 10 ms before second 1: nothing of it may be delivered for seconds 1 and 2.
+      t.clock.set(T0 + 990);
+      const paused = await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+      expect(paused.json()).toMatchObject({ paused: true, nextRunAt: iso(T0 + SECOND) });
+      expect((await jobsOf(schedule.scheduleId)).map((job) => [job.scheduledFor, job.status])).toEqual([
+        [iso(T0 + SECOND), 'CANCELLED'],
+        [iso(T0 + 2 * SECOND), 'CANCELLED'],
+      ]);
+      // The worker that claimed second 1's job finds it no longer its own: it sends nothing.
+      expect(await t.store.attemptStart({ jobId: claimed[0]!.id, attemptId: 'att_paused', workerId: 'wrk_test', now: T0 + SECOND, leaseExpiresAt: T0 + 40 * SECOND })).toBeNull();
+      expect((await get(`/api/jobs/${claimed[0]!.id}`)).json()).toMatchObject({ status: 'CANCELLED', attemptCount: 0 });
+      // Nothing while paused.
+      t.clock.set(T0 + 2_500);
+      await fire();
+      expect(await jobsOf(schedule.scheduleId)).toHaveLength(2);
+      // Resumed at 3.6 s: seconds 1 to 3 were missed (second 3 by 600 ms), 4 and 5 come within the lead.
+      const resumedAt = T0 + 3_600;
+      t.clock.set(resumedAt);
+      expect((await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false })).json()).toMatchObject({ paused: false, nextRunAt: iso(T0 + SECOND) });
+      await fire();
+      const jobs = (await jobsOf(schedule.scheduleId)).slice(2);
+      expect(jobs.map((job) => [job.scheduledFor, job.status, job.nextAttemptAt])).toEqual([
+        ...caughtUp.map((n) => [iso(T0 + n * SECOND), 'QUEUED', iso(resumedAt)]),
+        ...onTime.map((n) => [iso(T0 + n * SECOND), 'QUEUED', iso(T0 + n * SECOND)]),
+      ]);
+    },
+  );
+
+  it('resumed before the instant of a job its pause cancelled, a schedule fires that instant again', async () => {
+    const schedule = await create({ cron: '* * * * * *', catchUp: 'none' });
+    t.clock.set(T0 + 500);
+    await fire();
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+    t.clock.set(T0 + 700);
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false });
+    await fire();
+    expect((await jobsOf(schedule.scheduleId)).map((job) => [job.scheduledFor, job.status])).toEqual([
+      [iso(T0 + SECOND), 'CANCELLED'],
+      [iso(T0 + 2 * SECOND), 'CANCELLED'],
+      [iso(T0 + SECOND), 'QUEUED'],
+      [iso(T0 + 2 * SECOND), 'QUEUED'],
+    ]);
+  });
+
+  it('a pause answers no earlier than the instant of a job started ahead of it (its request about to leave), and leaves that job be', async () => {
+    const schedule = await create({ cron: '* * * * * *' });
+    t.clock.set(T0 + 500);
+    await fire();
+    // A worker starts second 1's job ahead of its instant (10 ms ahead in a running service; 300 here, to be measured).
+    t.clock.set(T0 + 700);
+    const [claimed] = await t.store.jobClaimDue({ now: T0 + 700, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+    expect(await t.store.attemptStart({ jobId: claimed!.id, attemptId: 'att_ahead', workerId: 'wrk_test', now: T0 + SECOND, leaseExpiresAt: T0 + 40 * SECOND })).toEqual({ attemptNumber: 1 });
+    const asked = performance.now();
+    const paused = await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+    expect(paused.statusCode).toBe(200);
+    expect(performance.now() - asked).toBeGreaterThanOrEqual(250);
+    expect((await jobsOf(schedule.scheduleId)).map((job) => [job.scheduledFor, job.status])).toEqual([
+      [iso(T0 + SECOND), 'STARTED'],
+      [iso(T0 + 2 * SECOND), 'CANCELLED'],
+    ]);
+    // Paused again (it is already): no job to wait for, no wait.
+    const again = performance.now();
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true, name: 'renamed' });
+    expect(performance.now() - again).toBeLessThan(250);
+  });
+
   it('overlap "skip": a fire while the previous job is not final creates nothing and is counted', async () => {
     const schedule = await create({ cron: '* * * * *', overlap: 'skip' });
     // Decided at the instant, not ahead of it.
