@@ -58,7 +58,7 @@ const NOTICES = {
   cancelled: 'Job cancelled. It will not be delivered.',
   rescheduled: 'Job rescheduled.',
   retried: 'Job queued again, to run at once.',
-  'schedule-pause': 'Schedule paused: it fires no more until resumed.',
+  'schedule-pause': 'Schedule paused: it fires no more until resumed, and the jobs it had created ahead for later instants are cancelled.',
   'schedule-resume': 'Schedule resumed. Fires missed while it was paused are caught up as its catchUp says.',
   'schedule-trigger': 'One extra job created, to run at once.',
   'schedule-delete': 'Schedule deleted. Its jobs still waiting are cancelled.',

@@ -23,28 +23,47 @@ const PREVIEW_MAX_COUNT = 100;
 /** catchUp "all" creates at most this many jobs for missed fires. */
 export const CATCH_UP_MAX = 100;
 /**
- * A fire found this long after its instant counts as missed (catchUp applies); one found later
+ * A fire reached later than this after its instant, or than half the time to the schedule's next
+ * instant when that is less, counts as missed (SPEC section 9: catchUp applies); one reached later
  * than its instant but within this (a slow turn, a restart that took a second) is created as usual,
- * due at once.
+ * due at once. So an every-second schedule misses an instant reached more than 500 ms late, a daily
+ * one an instant reached more than 5 s late.
  */
 export const MISSED_AFTER_MS = 5_000;
+/**
+ * A pause answers once the requests of the schedule's jobs started ahead of their instant (a few
+ * milliseconds: START_AHEAD_MS of src/delivery/dispatcher.ts) have left, waiting no longer than
+ * this whatever another instance's clock says.
+ */
+const PAUSE_WAIT_MAX_MS = 1_000;
 /** Fires created in one go for one schedule, at most (an every-second schedule within the lead). */
 const FIRES_PER_CLAIM = 100;
 
 /** Windows looked back through for the latest missed fire, shortest first. */
 const LOOK_BACK_MS = [3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000, Number.POSITIVE_INFINITY];
 
-/** The last fire in [from, before) (from is a fire), walking only as far back from `before` as it takes. */
-function lastFireBefore(cron: CronInZone, from: number, before: number): number | null {
+/**
+ * The last two fires in [from, before), latest first (from is a fire): as many as there are, up to
+ * two, walking only as far back from `before` as it takes.
+ */
+function lastFiresBefore(cron: CronInZone, from: number, before: number): number[] {
   for (const window of LOOK_BACK_MS) {
     const start = Math.max(from, before - window);
-    let last: number | null = null;
+    const last: number[] = [];
     for (let fire: number | null = start === from ? from : nextFireAfter(cron.expr, cron.zone, start - 1); fire !== null && fire < before; fire = nextFireAfter(cron.expr, cron.zone, fire)) {
-      last = fire;
+      last.unshift(fire);
+      if (last.length > 2) last.pop();
     }
-    if (last !== null || start === from) return last;
+    if (last.length === 2 || start === from) return last;
   }
-  return null;
+  return [];
+}
+
+/** Whether `fire` (one of the schedule's instants), reached at `now`, is missed (SPEC section 9). */
+function isMissed(cron: CronInZone, fire: number, now: number): boolean {
+  const following = nextFireAfter(cron.expr, cron.zone, fire);
+  const allowed = following === null ? MISSED_AFTER_MS : Math.min(MISSED_AFTER_MS, (following - fire) / 2);
+  return now - fire > allowed;
 }
 
 export function scheduleView(schedule: ScheduleRow): Record<string, unknown> {
@@ -124,8 +143,11 @@ export class SchedulesService {
 
   /**
    * Any of the settings; the next fire is recomputed from now, except on a resume, which keeps the
-   * fire the schedule was waiting for when paused, so that the fires missed meanwhile are caught
-   * up as catchUp says.
+   * fire the schedule was waiting for when paused (its first instant after the pause), so that the
+   * fires missed meanwhile are caught up as catchUp says. A pause stops the schedule at once (SPEC
+   * section 9): the jobs it created ahead of time for instants after the pause are cancelled in the
+   * pause's transaction (even one already claimed for delivery, its request not sent yet), and the
+   * answer comes no earlier than the instant of one whose request was about to leave.
    */
   async update(ctx: JobRequestContext, scheduleId: string, body: unknown): Promise<Record<string, unknown>> {
     const current = await this.mustGet(ctx, scheduleId);
@@ -136,7 +158,21 @@ export class SchedulesService {
     const updated = await this.deps.store.scheduleUpdate({ projectId: ctx.project.id, scheduleId, settings, nextRunAt, now });
     if (!updated) throw notFound(scheduleId);
     this.deps.onScheduleChanged();
+    if (settings.paused && !current.paused) await this.untilStartedAheadLeft(scheduleId, now);
     return scheduleView(updated);
+  }
+
+  /**
+   * Nothing of a paused schedule is delivered for an instant after the pause answer (SPEC section
+   * 9): a job started a few milliseconds ahead of its instant, its request not yet sent, cannot be
+   * called back, so the answer waits for that instant.
+   */
+  private async untilStartedAheadLeft(scheduleId: string, pausedAt: number): Promise<void> {
+    const { store, clock } = this.deps;
+    const until = await store.scheduleStartedAheadUntil({ scheduleId, firedAfter: pausedAt, now: clock.now() });
+    if (until === null) return;
+    const wait = Math.min(until - clock.now(), PAUSE_WAIT_MAX_MS);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 
   async delete(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
@@ -187,19 +223,23 @@ export class SchedulesService {
     const expectedNextRunAt = schedule.nextRunAt!;
     const cron: CronInZone = { expr: parseCron(schedule.cron), zone: TimeZone.named(schedule.timezone) };
     const fireBy = schedule.overlap === 'skip' ? now : dueBy;
-    const missedBefore = now - MISSED_AFTER_MS;
     const missed: number[] = [];
     const onTime: number[] = [];
     let next: number | null = expectedNextRunAt;
     // Missed fires: the oldest CATCH_UP_MAX (catchUp "all") and the latest one ("latest"), found
     // without walking every fire of a long outage (a week of an every-second schedule is 604,800).
+    // An instant reached along with a later one is late by more than its whole gap to the next:
+    // missed. Only the last instant reached may be on time, if reached within its limit (isMissed).
     let latestMissed: number | null = null;
-    if (next < missedBefore) {
-      for (let fire: number | null = next; fire !== null && fire < missedBefore && missed.length < CATCH_UP_MAX; fire = nextFireAfter(cron.expr, cron.zone, fire)) {
+    if (next <= now) {
+      const [lastReached, beforeIt = null] = lastFiresBefore(cron, expectedNextRunAt, now + 1);
+      const lastMissed = isMissed(cron, lastReached!, now);
+      latestMissed = lastMissed ? lastReached! : beforeIt;
+      const missedUntil = latestMissed ?? expectedNextRunAt - 1;
+      for (let fire: number | null = next; fire !== null && fire <= missedUntil && missed.length < CATCH_UP_MAX; fire = nextFireAfter(cron.expr, cron.zone, fire)) {
         missed.push(fire);
       }
-      latestMissed = lastFireBefore(cron, expectedNextRunAt, missedBefore);
-      next = nextFireAfter(cron.expr, cron.zone, missedBefore - 1);
+      next = lastMissed ? nextFireAfter(cron.expr, cron.zone, lastReached!) : lastReached!;
     }
     while (next !== null && next <= fireBy && onTime.length < FIRES_PER_CLAIM) {
       onTime.push(next);

@@ -60,8 +60,24 @@ export interface ScheduleStore {
   scheduleGet(params: { projectId: string; scheduleId: string }): Promise<ScheduleRow | null>;
   /** Newest first, before `beforeSeq` (a cursor) when given. */
   scheduleList(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<ScheduleRow[]>;
-  /** Replaces its settings and next fire; the row after, or null when there is no such schedule. */
+  /**
+   * Replaces its settings and next fire; the row after, or null when there is no such schedule.
+   * Paused by it (SPEC section 9), it is paused at `now` (a schedule paused already keeps the
+   * instant of its pause), and in the same transaction its jobs for instants after the pause that
+   * no request has left for are cancelled: QUEUED, and DISPATCHED (the claim is withdrawn: the
+   * worker's attemptStart finds the job no longer its own). Each gives its instant up, so that a
+   * resume before that instant fires it again. From then on, until a resume, a fire of the schedule
+   * for an instant after its pause creates no job (jobCreate), and scheduleAdvance does not move it.
+   */
   scheduleUpdate(params: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): Promise<ScheduleRow | null>;
+  /**
+   * The latest due time after `now` of the schedule's jobs for instants after `firedAfter` that are
+   * STARTED: started a few milliseconds ahead of their time so that the request leaves on time
+   * (src/delivery/dispatcher.ts, START_AHEAD_MS), the request not sent yet. Null when none. A
+   * pause answers no earlier than that (nothing of the schedule is delivered for an instant after
+   * the pause answer), as these cannot be called back.
+   */
+  scheduleStartedAheadUntil(params: { scheduleId: string; firedAfter: number; now: number }): Promise<number | null>;
   /** Deletes it and cancels its jobs still QUEUED; the row as it was, or null. */
   scheduleDelete(params: { projectId: string; scheduleId: string; now: number }): Promise<ScheduleRow | null>;
   /**
@@ -75,6 +91,6 @@ export interface ScheduleStore {
    * (created ahead), or for overlap "skip" the instant itself; null when none.
    */
   scheduleNextWakeAt(params: { leadMs: number; horizon: number }): Promise<number | null>;
-  /** Moves a claimed schedule on to its next fire and lets go of it; false if it had moved on already. */
+  /** Moves a claimed schedule on to its next fire and lets go of it; false if it had moved on already, or was paused since. */
   scheduleAdvance(params: ScheduleAdvanceParams): Promise<boolean>;
 }

@@ -152,7 +152,11 @@ export interface NewJob {
   scheduledFor: number | null;
   runAt: number;
   maxRetries: number;
-  /** A schedule's job: the schedule, and for a fire of its cron (not a trigger) the fire instant. */
+  /**
+   * A schedule's job: the schedule, and for a fire of its cron (not a trigger) the fire instant. A
+   * fire for an instant after its schedule's pause (schedule-store.ts, scheduleUpdate) creates no
+   * job, and is reported as created, as a fire whose job exists already is: the quota refused nothing.
+   */
   schedule?: { id: string; fireAt: number | null };
   /** The trace its deliveries continue (JobRow.traceparent); absent or null: none. */
   traceparent?: string | null;

@@ -179,10 +179,125 @@ describe('recurring schedules: /api/schedules', () => {
     await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false });
     await fire();
     const jobs = await jobsOf(schedule.scheduleId);
-    // The latest missed second (more than 5 s late), then the fires within the lead, due at their instants.
+    // The latest missed second (more than half a second late), then the second reached 500 ms
+    // late (not missed: due at once) and the fires within the lead, due at their instants.
     const second = weekLater - 500;
-    expect(jobs[0]!.scheduledFor).toBe(iso(second - 5 * SECOND));
-    expect(jobs.slice(1).map((job) => job.scheduledFor)).toEqual([-4, -3, -2, -1, 0, 1, 2].map((n) => iso(second + n * SECOND)));
+    expect(jobs[0]!.scheduledFor).toBe(iso(second - SECOND));
+    expect(jobs.slice(1).map((job) => job.scheduledFor)).toEqual([0, 1, 2].map((n) => iso(second + n * SECOND)));
+  });
+
+  it('catchUp "latest": back from a 20 s outage, an every-second schedule creates one job for its missed seconds, the latest, then goes on', async () => {
+    const schedule = await create({ cron: '* * * * * *' });
+    await fire();
+    expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([1, 2].map((n) => iso(T0 + n * SECOND)));
+    // Down 20 s: seconds 3 to 21 are reached more than 500 ms late (missed), second 22 only 200 ms late.
+    const now = T0 + 22 * SECOND + 200;
+    t.clock.set(now);
+    await fire();
+    const jobs = (await jobsOf(schedule.scheduleId)).slice(2);
+    expect(jobs.map((job) => [job.scheduledFor, job.nextAttemptAt])).toEqual([
+      [iso(T0 + 21 * SECOND), iso(now)],
+      [iso(T0 + 22 * SECOND), iso(now)],
+      [iso(T0 + 23 * SECOND), iso(T0 + 23 * SECOND)],
+      [iso(T0 + 24 * SECOND), iso(T0 + 24 * SECOND)],
+    ]);
+  });
+
+  it.each([
+    ['an every-second schedule', 400, 'fires at once', '* * * * * *', T0 + SECOND],
+    ['an every-second schedule', 600, 'is missed', '* * * * * *', T0 + SECOND],
+    ['an every-4-seconds schedule', 1_900, 'fires at once', '*/4 * * * * *', T0 + 4 * SECOND],
+    ['an every-4-seconds schedule', 2_100, 'is missed', '*/4 * * * * *', T0 + 4 * SECOND],
+    ['a daily schedule', 3_000, 'fires at once', '0 0 * * *', T0 + 86_400_000],
+    ['a daily schedule', 6_000, 'is missed', '0 0 * * *', T0 + 86_400_000],
+  ] as const)('%s reached %i ms late %s (catchUp "none" skips a missed instant)', async (_, lateMs, outcome, cron, instant) => {
+    // Missed: later than the lesser of 5 s and half the time to the next instant.
+    const schedule = await create({ cron, catchUp: 'none' });
+    t.clock.set(instant + lateMs);
+    await fire();
+    const job = (await jobsOf(schedule.scheduleId)).find((j) => j.scheduledFor === iso(instant));
+    if (outcome === 'fires at once') expect(job).toMatchObject({ status: 'QUEUED', nextAttemptAt: iso(instant + lateMs) });
+    else expect(job).toBeUndefined();
+  });
+
+  it.each([
+    ['none', [], [4, 5]],
+    ['latest', [3], [4, 5]],
+    ['all', [1, 2, 3], [4, 5]],
+  ] as const)(
+    'pausing cancels the jobs created ahead for seconds after it, one claimed for delivery included; resumed, catchUp %s makes jobs for seconds %j at once, then %j',
+    async (catchUp, caughtUp, onTime) => {
+      const schedule = await create({ cron: '* * * * * *', catchUp });
+      t.clock.set(T0 + 500);
+      await fire();
+      // A delivery worker claims second 1's job ahead of it (up to 25 ms before).
+      t.clock.set(T0 + 975);
+      const claimed = await t.store.jobClaimDue({ now: T0 + 975, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+      expect(claimed.map((job) => job.scheduledFor)).toEqual([T0 + SECOND]);
+      // Paused 10 ms before second 1: nothing of it may be delivered for seconds 1 and 2.
+      t.clock.set(T0 + 990);
+      const paused = await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+      expect(paused.json()).toMatchObject({ paused: true, nextRunAt: iso(T0 + SECOND) });
+      expect((await jobsOf(schedule.scheduleId)).map((job) => [job.scheduledFor, job.status])).toEqual([
+        [iso(T0 + SECOND), 'CANCELLED'],
+        [iso(T0 + 2 * SECOND), 'CANCELLED'],
+      ]);
+      // The worker that claimed second 1's job finds it no longer its own: it sends nothing.
+      expect(await t.store.attemptStart({ jobId: claimed[0]!.id, attemptId: 'att_paused', workerId: 'wrk_test', now: T0 + SECOND, leaseExpiresAt: T0 + 40 * SECOND })).toBeNull();
+      expect((await get(`/api/jobs/${claimed[0]!.id}`)).json()).toMatchObject({ status: 'CANCELLED', attemptCount: 0 });
+      // Nothing while paused.
+      t.clock.set(T0 + 2_500);
+      await fire();
+      expect(await jobsOf(schedule.scheduleId)).toHaveLength(2);
+      // Resumed at 3.6 s: seconds 1 to 3 were missed (second 3 by 600 ms), 4 and 5 come within the lead.
+      const resumedAt = T0 + 3_600;
+      t.clock.set(resumedAt);
+      expect((await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false })).json()).toMatchObject({ paused: false, nextRunAt: iso(T0 + SECOND) });
+      await fire();
+      const jobs = (await jobsOf(schedule.scheduleId)).slice(2);
+      expect(jobs.map((job) => [job.scheduledFor, job.status, job.nextAttemptAt])).toEqual([
+        ...caughtUp.map((n) => [iso(T0 + n * SECOND), 'QUEUED', iso(resumedAt)]),
+        ...onTime.map((n) => [iso(T0 + n * SECOND), 'QUEUED', iso(T0 + n * SECOND)]),
+      ]);
+    },
+  );
+
+  it('resumed before the instant of a job its pause cancelled, a schedule fires that instant again', async () => {
+    const schedule = await create({ cron: '* * * * * *', catchUp: 'none' });
+    t.clock.set(T0 + 500);
+    await fire();
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+    t.clock.set(T0 + 700);
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: false });
+    await fire();
+    expect((await jobsOf(schedule.scheduleId)).map((job) => [job.scheduledFor, job.status])).toEqual([
+      [iso(T0 + SECOND), 'CANCELLED'],
+      [iso(T0 + 2 * SECOND), 'CANCELLED'],
+      [iso(T0 + SECOND), 'QUEUED'],
+      [iso(T0 + 2 * SECOND), 'QUEUED'],
+    ]);
+  });
+
+  it('a pause answers no earlier than the instant of a job started ahead of it (its request about to leave), and leaves that job be', async () => {
+    const schedule = await create({ cron: '* * * * * *' });
+    t.clock.set(T0 + 500);
+    await fire();
+    // A worker starts second 1's job ahead of its instant (10 ms ahead in a running service; 300 here, to be measured).
+    t.clock.set(T0 + 700);
+    const [claimed] = await t.store.jobClaimDue({ now: T0 + 700, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+    expect(await t.store.attemptStart({ jobId: claimed!.id, attemptId: 'att_ahead', workerId: 'wrk_test', now: T0 + SECOND, leaseExpiresAt: T0 + 40 * SECOND })).toEqual({ attemptNumber: 1 });
+    const asked = performance.now();
+    const paused = await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
+    expect(paused.statusCode).toBe(200);
+    expect(performance.now() - asked).toBeGreaterThanOrEqual(250);
+    expect((await jobsOf(schedule.scheduleId)).map((job) => [job.scheduledFor, job.status])).toEqual([
+      [iso(T0 + SECOND), 'STARTED'],
+      [iso(T0 + 2 * SECOND), 'CANCELLED'],
+    ]);
+    // Paused again (it is already): no job to wait for, no wait.
+    const again = performance.now();
+    await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true, name: 'renamed' });
+    expect(performance.now() - again).toBeLessThan(250);
   });
 
   it('overlap "skip": a fire while the previous job is not final creates nothing and is counted', async () => {

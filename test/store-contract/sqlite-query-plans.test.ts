@@ -91,4 +91,10 @@ describe('embedded store query plans', () => {
     expect(detail).toMatch(/USING INDEX jobs_final/);
     expect(detail).not.toMatch(/TEMP B-TREE/);
   });
+
+  // A schedule of a paused project may hold many QUEUED jobs for instants before its pause: the pause reads none of them.
+  it("reads only a paused schedule's jobs for instants after the pause, through jobs_schedule_fire", () => {
+    expect(plan(q.JobCancelOfPausedSchedule, { scheduleId: 's', pausedAt: 0, now: 0 })).toBe('SEARCH jobs USING INDEX jobs_schedule_fire (schedule_id=? AND schedule_fire_at>?)');
+    expect(plan(q.JobStartedAheadOfSchedule, { scheduleId: 's', firedAfter: 0, now: 0 })).toBe('SEARCH jobs USING INDEX jobs_schedule_fire (schedule_id=? AND schedule_fire_at>?)');
+  });
 });

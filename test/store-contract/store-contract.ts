@@ -1242,6 +1242,64 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_a' })).toMatchObject({ skippedCount: 2, lastRunAt: null, lastJobId: null });
       });
 
+      it('pausing a schedule cancels its jobs for instants after the pause not yet started, creates none of them until resumed, and gives their instants up', async () => {
+        const project = await makeProject();
+        const P = T0 + 1_500;
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_p', { cron: '* * * * * *', nextRunAt: T0 + 3_000 }), maxPerProject: 10 });
+        await store.scheduleInsert({ schedule: schedule(project, 'sch_other', { cron: '* * * * * *', nextRunAt: T0 + 7_000 }), maxPerProject: 10 });
+        await fire(project, 'job_before', 'sch_p', T0 + 1_000);
+        await fire(project, 'job_claimed', 'sch_p', T0 + 2_000);
+        await fire(project, 'job_started', 'sch_p', T0 + 3_000);
+        await fire(project, 'job_queued', 'sch_p', T0 + 6_000);
+        await create(project, [job('job_trigger', { runAt: T0 + 6_000, schedule: { id: 'sch_p', fireAt: null } })]);
+        await fire(project, 'job_other', 'sch_other', T0 + 6_000);
+        // The firing loop holds sch_p; a worker has claimed the jobs due by 3 s and started the last ahead of its instant.
+        expect((await store.scheduleClaimDue({ now: T0, dueBy: T0 + 3_000, leaseUntil: T0 + 60_000, limit: 10 })).map((s) => s.id)).toEqual(['sch_p']);
+        const claim = { limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} };
+        expect((await store.jobClaimDue({ ...claim, now: T0, dueBy: T0 + 3_000 })).map((j) => j.id)).toEqual(['job_before', 'job_claimed', 'job_started']);
+        const start = (jobId: string, now: number) => store.attemptStart({ jobId, attemptId: `att_${jobId}`, workerId: 'wrk_a', now, leaseExpiresAt: now + 60_000 });
+        expect(await start('job_started', T0 + 3_000)).toEqual({ attemptNumber: 1 });
+
+        const settings = { name: null, cron: '* * * * * *', timezone: 'UTC', payload: '{"s":1}', maxRetries: null, catchUp: 'latest' as const, overlap: 'allow' as const };
+        const pause = (now: number, name: string | null = null) => store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_p', settings: { ...settings, name, paused: true }, nextRunAt: T0 + 2_000, now });
+        expect(await pause(P)).toMatchObject({ paused: true, nextRunAt: T0 + 2_000, updatedAt: P });
+        const status = async (jobId: string) => (await store.jobGet({ projectId: project.id, jobId }))?.status;
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_claimed' })).toMatchObject({ status: 'CANCELLED', cancelledAt: P, attemptCount: 0 });
+        expect(await status('job_queued')).toBe('CANCELLED');
+        // Before the pause, started, a trigger, another schedule's: left be.
+        expect([await status('job_before'), await status('job_started'), await status('job_trigger'), await status('job_other')]).toEqual(['DISPATCHED', 'STARTED', 'QUEUED', 'QUEUED']);
+        // The worker's claim was withdrawn: its start sends nothing. The job for an instant before the pause goes out.
+        expect(await start('job_claimed', T0 + 2_000)).toBeNull();
+        expect(await status('job_claimed')).toBe('CANCELLED');
+        expect(await start('job_before', T0 + 1_000)).toEqual({ attemptNumber: 1 });
+        // The job started ahead: its request leaves at 3 s.
+        expect(await store.scheduleStartedAheadUntil({ scheduleId: 'sch_p', firedAfter: P, now: P })).toBe(T0 + 3_000);
+        expect(await store.scheduleStartedAheadUntil({ scheduleId: 'sch_p', firedAfter: P, now: T0 + 3_000 })).toBeNull();
+        expect(await store.scheduleStartedAheadUntil({ scheduleId: 'sch_p', firedAfter: T0 + 3_000, now: P })).toBeNull();
+
+        // The fire under way when the pause came creates only its instants before the pause, and cannot move the schedule on.
+        await fire(project, 'job_late_before', 'sch_p', T0 + 1_200);
+        await fire(project, 'job_late_after', 'sch_p', T0 + 4_000);
+        expect(await status('job_late_before')).toBe('QUEUED');
+        expect(await status('job_late_after')).toBeUndefined();
+        expect(await store.scheduleAdvance({ scheduleId: 'sch_p', expectedNextRunAt: T0 + 2_000, nextRunAt: T0 + 5_000, lastRun: null, skipped: 0, now: P })).toBe(false);
+        // Changed again while paused, it keeps the instant of its pause.
+        await pause(T0 + 5_000, 'renamed');
+        await fire(project, 'job_still_after', 'sch_p', T0 + 1_600);
+        expect(await status('job_still_after')).toBeUndefined();
+        // Nor is it claimed while paused.
+        expect(await store.scheduleClaimDue({ now: T0 + 8_000, dueBy: T0 + 10_000, leaseUntil: T0 + 70_000, limit: 10 })).toMatchObject([{ id: 'sch_other' }]);
+
+        // Resumed: the instants its pause took back can have a job again; the claim the pause cut short is let go.
+        const resumed = await store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_p', settings: { ...settings, paused: false }, nextRunAt: T0 + 2_000, now: T0 + 8_000 });
+        expect(resumed).toMatchObject({ paused: false, nextRunAt: T0 + 2_000 });
+        await fire(project, 'job_again', 'sch_p', T0 + 2_000);
+        await fire(project, 'job_after_resume', 'sch_p', T0 + 4_000);
+        expect([await status('job_again'), await status('job_after_resume')]).toEqual(['QUEUED', 'QUEUED']);
+        expect((await store.scheduleClaimDue({ now: T0 + 8_000, dueBy: T0 + 10_000, leaseUntil: T0 + 70_000, limit: 10 })).map((s) => s.id)).toEqual(['sch_p']);
+        expect(await store.scheduleAdvance({ scheduleId: 'sch_p', expectedNextRunAt: T0 + 2_000, nextRunAt: T0 + 9_000, lastRun: null, skipped: 0, now: T0 + 8_000 })).toBe(true);
+      });
+
       it('deletes a schedule and cancels its jobs still QUEUED, not those of other schedules', async () => {
         const project = await makeProject();
         await store.scheduleInsert({ schedule: schedule(project, 'sch_d'), maxPerProject: 10 });

@@ -506,4 +506,5 @@ export class PostgresStore implements Store {
   readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.schedules.claimDue(params);
   readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.schedules.advance(params);
   readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = (params) => this.schedules.nextWakeAt(params);
+  readonly scheduleStartedAheadUntil: ScheduleStore['scheduleStartedAheadUntil'] = (params) => this.schedules.startedAheadUntil(params);
 }

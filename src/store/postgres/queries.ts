@@ -95,7 +95,15 @@ export const ProjectLock = 'SELECT 1 FROM projects WHERE id = $1 FOR UPDATE';
  * one commit for the group, and each team's usage is updated once per group, not per request, in
  * the shard $12 of its day (0003_shard_usage_daily.sql).
  */
-const jobInsertGroup = (usageRows: string) => `WITH inserted AS (
+const jobInsertGroup = (usageRows: string, fires = false) => `WITH ${
+  fires
+    ? `fire_schedule AS MATERIALIZED (
+    -- The fires' schedules, read as a pause under way leaves them (FOR SHARE waits for its commit;
+    -- a pause that comes after waits for this statement's, and then cancels what it created).
+    SELECT id, paused, paused_at FROM schedules WHERE id = ANY($13::text[]) FOR SHARE
+  ), `
+    : ''
+}inserted AS (
     INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
       schedule_id, schedule_fire_at, on_hold, traceparent, tracestate)
     -- Each job's own request's instant ($17, else the group's $1): a job due at once has
@@ -107,7 +115,13 @@ const jobInsertGroup = (usageRows: string) => `WITH inserted AS (
       j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate
     -- unnest pads a shorter array with nulls, so a group without trace context passes null for $15 and $16.
     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[])
-      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at)
+      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at)${
+      fires
+        ? `
+    -- A fire for an instant after its schedule's pause creates no job (../schedule-store.ts, scheduleUpdate).
+    WHERE NOT EXISTS (SELECT 1 FROM fire_schedule s WHERE s.id = j.schedule_id AND s.paused AND j.schedule_fire_at > s.paused_at)`
+        : ''
+    }
     -- A schedule fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is.
     ON CONFLICT DO NOTHING
     RETURNING id
@@ -131,7 +145,7 @@ export const JobInsertGroupWithFires = jobInsertGroup(`SELECT t.team_id, t.day, 
     JOIN unnest($2::text[], $18::text[], $19::text[]) AS t(id, team_id, day) ON t.id = i.id
     -- $8 to $10 are not read; naming their types lets the statement prepare.
     WHERE $8::text[] IS NOT NULL AND $9::text[] IS NOT NULL AND $10::bigint[] IS NOT NULL
-    GROUP BY t.team_id, t.day ORDER BY t.team_id, t.day`);
+    GROUP BY t.team_id, t.day ORDER BY t.team_id, t.day`, true);
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
 /**
@@ -523,9 +537,19 @@ export const ScheduleInsertBelowLimit = `INSERT INTO schedules (id, project_id, 
   WHERE (SELECT count(*) FROM schedules WHERE project_id = $2) < $17`;
 export const ScheduleGet = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND project_id = $2`;
 export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
+/** As in ../sqlite/queries.ts: a pause remembers its instant; a resume lets go of a claim the pause cut short. */
 export const ScheduleUpdate = `UPDATE schedules SET name = $3, cron = $4, timezone = $5, payload = $6, max_retries = $7, catch_up = $8,
-  overlap = $9, paused = $10, next_run_at = $11, updated_at = $12
-  WHERE id = $1 AND project_id = $2 RETURNING ${SCHEDULE_COLUMNS}`;
+  overlap = $9, paused = $10, next_run_at = $11, updated_at = $12,
+  paused_at = CASE WHEN NOT $10 THEN NULL WHEN paused THEN COALESCE(paused_at, $12) ELSE $12 END,
+  firing_until = CASE WHEN NOT $10 AND paused THEN NULL ELSE firing_until END
+  WHERE id = $1 AND project_id = $2 RETURNING ${SCHEDULE_COLUMNS}, paused_at AS "pausedAt"`;
+/** As in ../sqlite/queries.ts: its jobs for instants after its pause that no request has left for, cancelled. */
+export const JobCancelOfPausedSchedule = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3,
+  schedule_fire_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+  WHERE schedule_id = $1 AND schedule_fire_at > $2 AND status IN ('QUEUED', 'DISPATCHED')`;
+/** As in ../sqlite/queries.ts. */
+export const JobStartedAheadOfSchedule = `SELECT max(run_at) AS "runAt" FROM jobs
+  WHERE schedule_id = $1 AND status = 'STARTED' AND schedule_fire_at > $2 AND run_at > $3`;
 export const ScheduleDelete = `WITH deleted AS (DELETE FROM schedules WHERE id = $1 AND project_id = $2 RETURNING *),
   cancelled AS (UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3
     WHERE schedule_id = (SELECT id FROM deleted) AND status = 'QUEUED')
@@ -536,9 +560,10 @@ export const ScheduleClaimDue = `UPDATE schedules SET firing_until = $3 WHERE se
       AND (overlap <> 'skip' OR next_run_at <= $1) AND (firing_until IS NULL OR firing_until <= $1)
     ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED)
   RETURNING ${SCHEDULE_COLUMNS}`;
+/** Not a schedule paused since its claim (as in ../sqlite/queries.ts). */
 export const ScheduleAdvance = `UPDATE schedules SET next_run_at = $3, firing_until = NULL, last_run_at = COALESCE($4, last_run_at),
   last_job_id = COALESCE($5, last_job_id), skipped_count = skipped_count + $6, updated_at = $7
-  WHERE id = $1 AND next_run_at = $2`;
+  WHERE id = $1 AND next_run_at = $2 AND NOT paused`;
 /** As in ../sqlite/queries.ts. */
 export const ScheduleNextWakeAt = `SELECT min(CASE WHEN overlap = 'skip' THEN next_run_at ELSE next_run_at - $1 END) AS "wakeAt"
   FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2`;

@@ -1,6 +1,6 @@
 /** Recurring schedules (SPEC section 9) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
 import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
-import type { ConnectionPool } from './connection-pool.js';
+import type { ConnectionPool, Queryable } from './connection-pool.js';
 import type { PostgresEvents } from './events.js';
 import * as q from './queries.js';
 
@@ -33,8 +33,22 @@ export class PostgresSchedules {
 
   async update(params: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): Promise<ScheduleRow | null> {
     const args = [params.scheduleId, params.projectId, ...settingsArgs(params.settings), params.nextRunAt, params.now];
-    const row = (await this.db.rows<ScheduleRow>(q.ScheduleUpdate, args))[0];
-    return row ?? null;
+    const update = async (client?: Queryable) => {
+      const row = (await this.db.rows<ScheduleRow & { pausedAt: number | null }>(q.ScheduleUpdate, args, client))[0];
+      if (!row) return null;
+      const { pausedAt, ...schedule } = row;
+      // Paused: what it created ahead of time for instants after the pause goes with it. A statement
+      // of its own, after the schedule's row lock: it sees the jobs of a fire that committed before
+      // the pause (queries.ts, JobInsertGroupWithFires).
+      if (pausedAt !== null) await this.db.query(q.JobCancelOfPausedSchedule, [params.scheduleId, pausedAt, params.now], client);
+      return schedule;
+    };
+    return params.settings.paused ? this.db.transaction(update) : update();
+  }
+
+  async startedAheadUntil(params: { scheduleId: string; firedAfter: number; now: number }): Promise<number | null> {
+    const row = (await this.db.rows<{ runAt: number | null }>(q.JobStartedAheadOfSchedule, [params.scheduleId, params.firedAfter, params.now]))[0];
+    return row?.runAt == null ? null : Number(row.runAt);
   }
 
   async delete(params: { projectId: string; scheduleId: string; now: number }): Promise<ScheduleRow | null> {

@@ -18,8 +18,14 @@ export const SCHEDULE_WRITES = {
   },
 
   scheduleUpdate(sql: Sql, p: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): ScheduleRow | null {
-    const row = sql(q.ScheduleUpdate).get({ ...settingsParams(p.settings), projectId: p.projectId, scheduleId: p.scheduleId, nextRunAt: p.nextRunAt, now: p.now });
-    return row ? toSchedule(row) : null;
+    const row = sql(q.ScheduleUpdate).get({ ...settingsParams(p.settings), projectId: p.projectId, scheduleId: p.scheduleId, nextRunAt: p.nextRunAt, now: p.now }) as
+      | { pausedAt: number | null }
+      | undefined;
+    if (!row) return null;
+    const { pausedAt, ...schedule } = row;
+    // Paused: what it created ahead of time for instants after the pause goes with it, in this transaction.
+    if (pausedAt !== null) sql(q.JobCancelOfPausedSchedule).run({ scheduleId: p.scheduleId, pausedAt, now: p.now });
+    return toSchedule(schedule);
   },
 
   scheduleDelete(sql: Sql, p: { projectId: string; scheduleId: string; now: number }): ScheduleRow | null {

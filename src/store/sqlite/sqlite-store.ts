@@ -469,4 +469,6 @@ export class SqliteStore implements Store {
   readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.writer.run('scheduleAdvance', params);
   readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = async (params) =>
     (this.sql(q.ScheduleNextWakeAt).get(params) as { wakeAt: number | null }).wakeAt;
+  readonly scheduleStartedAheadUntil: ScheduleStore['scheduleStartedAheadUntil'] = async (params) =>
+    (this.sql(q.JobStartedAheadOfSchedule).get(params) as { runAt: number | null }).runAt;
 }

@@ -228,8 +228,16 @@ export const WRITES = {
     const onHold = (sql(q.ProjectPausedGet).get(params.projectId) as { paused: number } | undefined)?.paused ?? 0;
     const claim = onHold ? undefined : params.claimDueNow;
     const claimed: ClaimedJob[] = [];
+    const pausedAt = new Map<string, number | null>();
     const created = params.jobs.map((job) => {
       if (quota && used >= quota.limit) return false;
+      if (job.schedule && job.schedule.fireAt !== null) {
+        const { id, fireAt } = job.schedule;
+        if (!pausedAt.has(id)) pausedAt.set(id, (sql(q.SchedulePausedAtGet).get(id) as { pausedAt: number } | undefined)?.pausedAt ?? null);
+        const paused = pausedAt.get(id)!;
+        // No job: its schedule was paused before this instant (a fire under way when the pause came).
+        if (paused !== null && fireAt > paused) return true;
+      }
       const row = {
         ...job,
         projectId: params.projectId,
