@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+import { claimRule } from '../../src/delivery/capacity.js';
 
 /** SPEC section 9 through the HTTP API, with an injected clock; fires made by ScheduleFiring.runOnce. */
 describe('recurring schedules: /api/schedules', () => {
@@ -232,7 +233,7 @@ describe('recurring schedules: /api/schedules', () => {
       await fire();
       // A delivery worker claims second 1's job ahead of it (up to 25 ms before).
       t.clock.set(T0 + 975);
-      const claimed = await t.store.jobClaimDue({ now: T0 + 975, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+      const claimed = await t.store.jobClaimDue({ now: T0 + 975, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
       expect(claimed.map((job) => job.scheduledFor)).toEqual([T0 + SECOND]);
       // Paused 10 ms before second 1: nothing of it may be delivered for seconds 1 and 2.
       t.clock.set(T0 + 990);
@@ -284,7 +285,7 @@ describe('recurring schedules: /api/schedules', () => {
     await fire();
     // A worker starts second 1's job ahead of its instant (10 ms ahead in a running service; 300 here, to be measured).
     t.clock.set(T0 + 700);
-    const [claimed] = await t.store.jobClaimDue({ now: T0 + 700, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} });
+    const [claimed] = await t.store.jobClaimDue({ now: T0 + 700, dueBy: T0 + SECOND, limit: 10, workerId: 'wrk_test', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
     expect(await t.store.attemptStart({ jobId: claimed!.id, attemptId: 'att_ahead', workerId: 'wrk_test', now: T0 + SECOND, leaseExpiresAt: T0 + 40 * SECOND })).toEqual({ attemptNumber: 1 });
     const asked = performance.now();
     const paused = await json('PATCH', `/api/schedules/${schedule.scheduleId}`, { paused: true });
