@@ -180,14 +180,16 @@ export class SchedulesService {
    * by `dueBy`, applies catchUp to the fires it missed and overlap to the rest, and moves it on.
    * Fires are created ahead of their instant, due at it, so that they are delivered as punctually
    * as any job; a schedule with overlap "skip" is fired at its instant, since whether its previous
-   * job is final can only be known then.
+   * job is final can only be known then. `reachedAt`: when the service reached these fires, which
+   * decides the missed ones; earlier than now when an instance that had claimed them stopped before
+   * firing them (ScheduleFiring.reachedAt).
    */
-  async fireClaimed(schedule: ScheduleRow, now: number, dueBy: number): Promise<void> {
+  async fireClaimed(schedule: ScheduleRow, now: number, dueBy: number, reachedAt: number = now): Promise<void> {
     const { store } = this.deps;
     const expectedNextRunAt = schedule.nextRunAt!;
     const cron: CronInZone = { expr: parseCron(schedule.cron), zone: TimeZone.named(schedule.timezone) };
     const fireBy = schedule.overlap === 'skip' ? now : dueBy;
-    const missedBefore = now - MISSED_AFTER_MS;
+    const missedBefore = reachedAt - MISSED_AFTER_MS;
     const missed: number[] = [];
     const onTime: number[] = [];
     let next: number | null = expectedNextRunAt;

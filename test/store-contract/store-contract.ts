@@ -1194,10 +1194,16 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await store.scheduleInsert({ schedule: schedule(project, 'sch_later', { nextRunAt: T0 + 10 * MINUTE }), maxPerProject: 10 });
         await store.scheduleInsert({ schedule: schedule(project, 'sch_never', { nextRunAt: null }), maxPerProject: 10 });
         const claim = (now: number) => store.scheduleClaimDue({ now, dueBy: T0 + 2 * MINUTE, leaseUntil: now + 30_000, limit: 10 });
-        expect((await claim(T0)).map((s) => s.id)).toEqual(['sch_b', 'sch_a']);
+        expect((await claim(T0)).map((s) => [s.id, s.heldUntil])).toEqual([
+          ['sch_b', null],
+          ['sch_a', null],
+        ]);
         expect(await claim(T0 + 1)).toEqual([]);
-        // The lease ran out (its holder died): another instance claims it.
-        expect((await claim(T0 + 30_000)).map((s) => s.id)).toEqual(['sch_b', 'sch_a']);
+        // The lease ran out (its holder died): another instance claims it, told when that lease ended.
+        expect((await claim(T0 + 30_000)).map((s) => [s.id, s.heldUntil])).toEqual([
+          ['sch_b', T0 + 30_000],
+          ['sch_a', T0 + 30_000],
+        ]);
         const advance = { scheduleId: 'sch_b', nextRunAt: T0 + 2 * MINUTE, lastRun: { at: T0 + MINUTE, jobId: 'job_x' }, skipped: 0, now: T0 + 30_001 };
         expect(await store.scheduleAdvance({ ...advance, expectedNextRunAt: T0 + MINUTE })).toBe(true);
         expect(await store.scheduleAdvance({ ...advance, expectedNextRunAt: T0 + MINUTE })).toBe(false);
@@ -1206,8 +1212,8 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
           lastRunAt: T0 + MINUTE,
           lastJobId: 'job_x',
         });
-        // Advanced, it is free again and due at its next fire.
-        expect((await claim(T0 + 30_002)).map((s) => s.id)).toEqual(['sch_b']);
+        // Advanced, it is free again and due at its next fire, held by no lease before this claim.
+        expect((await claim(T0 + 30_002)).map((s) => [s.id, s.heldUntil])).toEqual([['sch_b', null]]);
         expect(await store.scheduleAdvance({ scheduleId: 'sch_a', expectedNextRunAt: T0 + 2 * MINUTE, nextRunAt: T0 + 3 * MINUTE, lastRun: null, skipped: 2, now: T0 })).toBe(true);
         expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_a' })).toMatchObject({ skippedCount: 2, lastRunAt: null, lastJobId: null });
       });
