@@ -4,7 +4,8 @@ import { backoffMs } from '../delivery/retry-policy.js';
 import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 
-const RESCUE_INTERVAL_MS = 5_000;
+/** How often every instance looks for leases that ran out (a worker that died). */
+export const RESCUE_INTERVAL_MS = 5_000;
 const RESCUE_BATCH = 100;
 
 /**

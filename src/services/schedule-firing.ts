@@ -8,13 +8,20 @@
  */
 import { BackgroundLoop } from '../background-loop.js';
 import type { Clock } from '../clock.js';
+import type { ClaimedSchedule } from '../store/schedule-store.js';
 import type { Store } from '../store/store.js';
 import type { SchedulesService } from './schedules-service.js';
 
 /** Fires are created this far ahead of their instant, due at it. */
 export const FIRE_LEAD_MS = 2_000;
-/** How long a claim holds a schedule if its instance dies mid-fire: its fires wait that long, then are caught up. */
-const LEASE_MS = 10_000;
+/** How long a claim holds a schedule if its instance dies mid-fire: its fires wait that long, then are created late. */
+export const LEASE_MS = 10_000;
+/**
+ * A lease that ran out unreleased, taken over within this of its end, was held by an instance
+ * that stopped while the service was up (another instance, looking at least every second, took
+ * it): its schedule's fires are judged as of when that instance claimed it (reachedAt).
+ */
+const TAKEOVER_WITHIN_MS = 5_000;
 const CLAIM_LIMIT = 100;
 const MAX_SLEEP_MS = 1_000;
 /** Between two looks when the next fire is already due but held by another instance. */
@@ -46,7 +53,7 @@ export class ScheduleFiring {
       const claimed = await store.scheduleClaimDue({ now, dueBy: now + FIRE_LEAD_MS, leaseUntil: now + LEASE_MS, limit: CLAIM_LIMIT });
       for (const schedule of claimed) {
         try {
-          await this.deps.schedules.fireClaimed(schedule, now, now + FIRE_LEAD_MS);
+          await this.deps.schedules.fireClaimed(schedule, now, now + FIRE_LEAD_MS, this.reachedAt(schedule, now));
         } catch (error) {
           // Its lease runs out and the fire is tried again (by any instance); the others go on.
           this.deps.onError(error);
@@ -56,6 +63,20 @@ export class ScheduleFiring {
     }
     const now = clock.now();
     return store.scheduleNextWakeAt({ leadMs: FIRE_LEAD_MS, horizon: now + FIRE_LEAD_MS + MAX_SLEEP_MS });
+  }
+
+  /**
+   * When the service reached a claimed schedule's pending fires, for SchedulesService.fireClaimed:
+   * now, unless an instance that claimed it stopped (kill -9, a crash) before it fired them and
+   * another instance took it over as soon as that lease allowed: then when that instance claimed
+   * it. Its fires were held by its lease, not missed by a service that was down (SPEC section 9:
+   * one job per fire instant whatever the crashes); they are created late, due at once, whatever
+   * catchUp says. Not for a store served by one process (SQLite): there, its end was the service's.
+   */
+  private reachedAt(schedule: ClaimedSchedule, now: number): number {
+    const { heldUntil } = schedule;
+    if (heldUntil === null || this.deps.store.soleInstance || now - heldUntil > TAKEOVER_WITHIN_MS) return now;
+    return Math.min(now, heldUntil - LEASE_MS);
   }
 
   start(): void {

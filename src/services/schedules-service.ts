@@ -216,9 +216,11 @@ export class SchedulesService {
    * by `dueBy`, applies catchUp to the fires it missed and overlap to the rest, and moves it on.
    * Fires are created ahead of their instant, due at it, so that they are delivered as punctually
    * as any job; a schedule with overlap "skip" is fired at its instant, since whether its previous
-   * job is final can only be known then.
+   * job is final can only be known then. `reachedAt`: when the service reached these fires, which
+   * decides the missed ones; earlier than now when an instance that had claimed them stopped before
+   * firing them (ScheduleFiring.reachedAt).
    */
-  async fireClaimed(schedule: ScheduleRow, now: number, dueBy: number): Promise<void> {
+  async fireClaimed(schedule: ScheduleRow, now: number, dueBy: number, reachedAt: number = now): Promise<void> {
     const { store } = this.deps;
     const expectedNextRunAt = schedule.nextRunAt!;
     const cron: CronInZone = { expr: parseCron(schedule.cron), zone: TimeZone.named(schedule.timezone) };
@@ -231,9 +233,10 @@ export class SchedulesService {
     // An instant reached along with a later one is late by more than its whole gap to the next:
     // missed. Only the last instant reached may be on time, if reached within its limit (isMissed).
     let latestMissed: number | null = null;
-    if (next <= now) {
-      const [lastReached, beforeIt = null] = lastFiresBefore(cron, expectedNextRunAt, now + 1);
-      const lastMissed = isMissed(cron, lastReached!, now);
+    // Judged as of when the service reached them (`reachedAt`), which a takeover puts earlier than now.
+    if (next <= reachedAt) {
+      const [lastReached, beforeIt = null] = lastFiresBefore(cron, expectedNextRunAt, reachedAt + 1);
+      const lastMissed = isMissed(cron, lastReached!, reachedAt);
       latestMissed = lastMissed ? lastReached! : beforeIt;
       const missedUntil = latestMissed ?? expectedNextRunAt - 1;
       for (let fire: number | null = next; fire !== null && fire <= missedUntil && missed.length < CATCH_UP_MAX; fire = nextFireAfter(cron.expr, cron.zone, fire)) {

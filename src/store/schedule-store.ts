@@ -41,6 +41,15 @@ export interface ScheduleRow extends ScheduleSettings {
 
 export type NewSchedule = Omit<ScheduleRow, 'seq'>;
 
+/** A schedule scheduleClaimDue claimed. */
+export interface ClaimedSchedule extends ScheduleRow {
+  /**
+   * The end of the lease that held it before this claim, when that lease ran out unreleased (the
+   * instance that claimed it stopped, or failed, before scheduleAdvance); null otherwise.
+   */
+  heldUntil: number | null;
+}
+
 export interface ScheduleAdvanceParams {
   scheduleId: string;
   /** The fire the caller claimed: nothing changes if the schedule has moved on since (updated, or fired elsewhere). */
@@ -85,7 +94,7 @@ export interface ScheduleStore {
    * instance, earliest first, at most `limit`: each is held until `leaseUntil` (scheduleAdvance
    * lets go).
    */
-  scheduleClaimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ScheduleRow[]>;
+  scheduleClaimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ClaimedSchedule[]>;
   /**
    * When the firing loop has work next, among fires by `horizon`: a fire's instant less `leadMs`
    * (created ahead), or for overlap "skip" the instant itself; null when none.

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+import { FIRE_LEAD_MS, LEASE_MS } from '../../src/services/schedule-firing.js';
+import { makeTestApp, TEST_STORE, type TestApp, type TestProject } from '../support/make-app.js';
 import { claimRule } from '../../src/delivery/capacity.js';
 
 /** SPEC section 9 through the HTTP API, with an injected clock; fires made by ScheduleFiring.runOnce. */
@@ -342,6 +343,42 @@ describe('recurring schedules: /api/schedules', () => {
         status: 'PENDING',
       }),
     ]);
+  });
+
+  describe('an instance that claimed a schedule and died before firing it (kill -9 mid-fire)', () => {
+    /** Another instance's claim, as its firing loop makes it; it never fires nor lets go. */
+    const claimAndDie = (now: number) => t.store.scheduleClaimDue({ now, dueBy: now + FIRE_LEAD_MS, leaseUntil: now + LEASE_MS, limit: 100 });
+    // PostgreSQL: several instances, one died and the others are up; SQLite: one process serves the
+    // file, so its death is the service's, and the fires it held are missed like any downtime's.
+    const severalInstances = TEST_STORE === 'postgres';
+
+    it.each([
+      // Every second, catchUp "latest" (the default): the died instance held seconds 1 to 10.
+      { cron: '* * * * * *', catchUp: 'latest', claimedAt: 0, seconds: severalInstances ? [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] : [5, 6, 7, 8, 9, 10, 11, 12] },
+      // Every minute, catchUp "none": its minute's fire, claimed 2 s ahead.
+      { cron: '* * * * *', catchUp: 'none', claimedAt: 58, seconds: severalInstances ? [60] : [] },
+    ] as const)('$cron, catchUp $catchUp: the instance that takes its lease over creates every fire it held', async ({ cron, catchUp, claimedAt, seconds }) => {
+      const schedule = await create({ cron, catchUp });
+      t.clock.set(T0 + claimedAt * SECOND);
+      expect((await claimAndDie(t.clock.now())).map((s) => s.id)).toEqual([schedule.scheduleId]);
+      // Its lease runs out; another instance, looking at least every second, takes it over.
+      const takenOver = T0 + claimedAt * SECOND + LEASE_MS + 500;
+      t.clock.set(takenOver);
+      await fire();
+      const jobs = await jobsOf(schedule.scheduleId);
+      expect(jobs.map((job) => job.scheduledFor)).toEqual(seconds.map((n) => iso(T0 + n * SECOND)));
+      // Those past are due at once; those ahead at their instants.
+      for (const job of jobs) expect(job.nextAttemptAt).toBe(iso(Math.max(takenOver, Date.parse(job.scheduledFor as string))));
+    });
+
+    it('taken over long after its lease ran out (every instance was down), missed fires follow catchUp', async () => {
+      const schedule = await create({ cron: '* * * * * *', catchUp: 'latest' });
+      await claimAndDie(T0);
+      t.clock.set(T0 + LEASE_MS + 30 * SECOND + 500);
+      await fire();
+      // The latest second missed (more than 5 s late), then the fires within the lead.
+      expect((await jobsOf(schedule.scheduleId)).map((job) => job.scheduledFor)).toEqual([35, 36, 37, 38, 39, 40, 41, 42].map((n) => iso(T0 + n * SECOND)));
+    });
   });
 
   it('triggers one extra job now, and deleting the schedule cancels its QUEUED jobs and stops its fires', async () => {

@@ -1224,10 +1224,16 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await store.scheduleInsert({ schedule: schedule(project, 'sch_later', { nextRunAt: T0 + 10 * MINUTE }), maxPerProject: 10 });
         await store.scheduleInsert({ schedule: schedule(project, 'sch_never', { nextRunAt: null }), maxPerProject: 10 });
         const claim = (now: number) => store.scheduleClaimDue({ now, dueBy: T0 + 2 * MINUTE, leaseUntil: now + 30_000, limit: 10 });
-        expect((await claim(T0)).map((s) => s.id)).toEqual(['sch_b', 'sch_a']);
+        expect((await claim(T0)).map((s) => [s.id, s.heldUntil])).toEqual([
+          ['sch_b', null],
+          ['sch_a', null],
+        ]);
         expect(await claim(T0 + 1)).toEqual([]);
-        // The lease ran out (its holder died): another instance claims it.
-        expect((await claim(T0 + 30_000)).map((s) => s.id)).toEqual(['sch_b', 'sch_a']);
+        // The lease ran out (its holder died): another instance claims it, told when that lease ended.
+        expect((await claim(T0 + 30_000)).map((s) => [s.id, s.heldUntil])).toEqual([
+          ['sch_b', T0 + 30_000],
+          ['sch_a', T0 + 30_000],
+        ]);
         const advance = { scheduleId: 'sch_b', nextRunAt: T0 + 2 * MINUTE, lastRun: { at: T0 + MINUTE, jobId: 'job_x' }, skipped: 0, now: T0 + 30_001 };
         expect(await store.scheduleAdvance({ ...advance, expectedNextRunAt: T0 + MINUTE })).toBe(true);
         expect(await store.scheduleAdvance({ ...advance, expectedNextRunAt: T0 + MINUTE })).toBe(false);
@@ -1236,8 +1242,8 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
           lastRunAt: T0 + MINUTE,
           lastJobId: 'job_x',
         });
-        // Advanced, it is free again and due at its next fire.
-        expect((await claim(T0 + 30_002)).map((s) => s.id)).toEqual(['sch_b']);
+        // Advanced, it is free again and due at its next fire, held by no lease before this claim.
+        expect((await claim(T0 + 30_002)).map((s) => [s.id, s.heldUntil])).toEqual([['sch_b', null]]);
         expect(await store.scheduleAdvance({ scheduleId: 'sch_a', expectedNextRunAt: T0 + 2 * MINUTE, nextRunAt: T0 + 3 * MINUTE, lastRun: null, skipped: 2, now: T0 })).toBe(true);
         expect(await store.scheduleGet({ projectId: project.id, scheduleId: 'sch_a' })).toMatchObject({ skippedCount: 2, lastRunAt: null, lastJobId: null });
       });
@@ -1255,7 +1261,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await fire(project, 'job_other', 'sch_other', T0 + 6_000);
         // The firing loop holds sch_p; a worker has claimed the jobs due by 3 s and started the last ahead of its instant.
         expect((await store.scheduleClaimDue({ now: T0, dueBy: T0 + 3_000, leaseUntil: T0 + 60_000, limit: 10 })).map((s) => s.id)).toEqual(['sch_p']);
-        const claim = { limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {} };
+        const claim = { limit: 10, workerId: 'wrk_a', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) };
         expect((await store.jobClaimDue({ ...claim, now: T0, dueBy: T0 + 3_000 })).map((j) => j.id)).toEqual(['job_before', 'job_claimed', 'job_started']);
         const start = (jobId: string, now: number) => store.attemptStart({ jobId, attemptId: `att_${jobId}`, workerId: 'wrk_a', now, leaseExpiresAt: now + 60_000 });
         expect(await start('job_started', T0 + 3_000)).toEqual({ attemptNumber: 1 });

@@ -554,12 +554,13 @@ export const ScheduleDelete = `WITH deleted AS (DELETE FROM schedules WHERE id =
   cancelled AS (UPDATE jobs SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3
     WHERE schedule_id = (SELECT id FROM deleted) AND status = 'QUEUED')
   SELECT ${SCHEDULE_COLUMNS} FROM deleted`;
-/** SKIP LOCKED: instances claiming at once each take other schedules instead of waiting. */
-export const ScheduleClaimDue = `UPDATE schedules SET firing_until = $3 WHERE seq IN (
-    SELECT seq FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2
+/** SKIP LOCKED: instances claiming at once each take other schedules instead of waiting. With the lease each had before (run out). */
+export const ScheduleClaimDue = `UPDATE schedules SET firing_until = $3 FROM (
+    SELECT seq AS due_seq, firing_until AS held_until FROM schedules WHERE NOT paused AND next_run_at IS NOT NULL AND next_run_at <= $2
       AND (overlap <> 'skip' OR next_run_at <= $1) AND (firing_until IS NULL OR firing_until <= $1)
-    ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED)
-  RETURNING ${SCHEDULE_COLUMNS}`;
+    ORDER BY next_run_at LIMIT $4 FOR UPDATE SKIP LOCKED) AS due
+  WHERE seq = due.due_seq
+  RETURNING ${SCHEDULE_COLUMNS}, due.held_until AS "heldUntil"`;
 /** Not a schedule paused since its claim (as in ../sqlite/queries.ts). */
 export const ScheduleAdvance = `UPDATE schedules SET next_run_at = $3, firing_until = NULL, last_run_at = COALESCE($4, last_run_at),
   last_job_id = COALESCE($5, last_job_id), skipped_count = skipped_count + $6, updated_at = $7

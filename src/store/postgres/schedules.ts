@@ -1,5 +1,5 @@
 /** Recurring schedules (SPEC section 9) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
-import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
+import type { ClaimedSchedule, NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
 import type { ConnectionPool, Queryable } from './connection-pool.js';
 import type { PostgresEvents } from './events.js';
 import * as q from './queries.js';
@@ -56,8 +56,8 @@ export class PostgresSchedules {
     return row ?? null;
   }
 
-  async claimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ScheduleRow[]> {
-    const rows = await this.db.rows<ScheduleRow>(q.ScheduleClaimDue, [params.now, params.dueBy, params.leaseUntil, params.limit]);
+  async claimDue(params: { now: number; dueBy: number; leaseUntil: number; limit: number }): Promise<ClaimedSchedule[]> {
+    const rows = await this.db.rows<ClaimedSchedule>(q.ScheduleClaimDue, [params.now, params.dueBy, params.leaseUntil, params.limit]);
     // RETURNING gives no order.
     return rows.sort((a, b) => a.nextRunAt! - b.nextRunAt! || a.seq - b.seq);
   }

@@ -383,10 +383,13 @@ export const JobStartedAheadOfSchedule = `SELECT max(run_at) AS runAt FROM jobs
 export const ScheduleDelete = `DELETE FROM schedules WHERE id = @scheduleId AND project_id = @projectId RETURNING ${SCHEDULE_COLUMNS}`;
 export const JobCancelQueuedOfSchedule = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = @now, updated_at = @now
   WHERE schedule_id = @scheduleId AND status = 'QUEUED'`;
-export const ScheduleClaimDue = `UPDATE schedules SET firing_until = @leaseUntil WHERE seq IN (
-    SELECT seq FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= @dueBy
+const SCHEDULES_TO_CLAIM = `SELECT seq FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= @dueBy
       AND (overlap <> 'skip' OR next_run_at <= @now) AND (firing_until IS NULL OR firing_until <= @now)
-    ORDER BY next_run_at LIMIT @limit)
+    ORDER BY next_run_at LIMIT @limit`;
+/** The leases (run out) that the claim below takes over, read first in its transaction: RETURNING gives only the new values. */
+export const ScheduleHeldBeforeClaim = `SELECT seq, firing_until AS heldUntil FROM schedules
+  WHERE seq IN (${SCHEDULES_TO_CLAIM}) AND firing_until IS NOT NULL`;
+export const ScheduleClaimDue = `UPDATE schedules SET firing_until = @leaseUntil WHERE seq IN (${SCHEDULES_TO_CLAIM})
   RETURNING ${SCHEDULE_COLUMNS}`;
 /** Not a schedule paused since its claim: it waits at the instant its pause left it for its resume. */
 export const ScheduleAdvance = `UPDATE schedules SET next_run_at = @nextRunAt, firing_until = NULL,

@@ -1,5 +1,5 @@
 /** The embedded store's writes of recurring schedules, run on the writer thread like those of writes.ts. */
-import type { NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
+import type { ClaimedSchedule, NewSchedule, ScheduleAdvanceParams, ScheduleRow, ScheduleSettings } from '../schedule-store.js';
 import * as q from './queries.js';
 import type { Sql } from './writes.js';
 import { insertEvent } from './event-writes.js';
@@ -35,8 +35,12 @@ export const SCHEDULE_WRITES = {
     return toSchedule(row);
   },
 
-  scheduleClaimDue(sql: Sql, p: { now: number; dueBy: number; leaseUntil: number; limit: number }): ScheduleRow[] {
-    const rows = sql(q.ScheduleClaimDue).all(p).map(toSchedule);
+  scheduleClaimDue(sql: Sql, p: { now: number; dueBy: number; leaseUntil: number; limit: number }): ClaimedSchedule[] {
+    const held = new Map((sql(q.ScheduleHeldBeforeClaim).all(p) as { seq: number; heldUntil: number }[]).map((row) => [row.seq, row.heldUntil]));
+    const rows = sql(q.ScheduleClaimDue).all(p).map((row): ClaimedSchedule => {
+      const schedule = toSchedule(row);
+      return { ...schedule, heldUntil: held.get(schedule.seq) ?? null };
+    });
     // RETURNING gives no order.
     return rows.sort((a, b) => a.nextRunAt! - b.nextRunAt! || a.seq - b.seq);
   },

@@ -14,6 +14,12 @@ export function isSqliteUnavailable(error: unknown): boolean {
   return typeof code === 'string' && (UNAVAILABLE_CODE.test(code) || code === THREAD_STOPPED);
 }
 
+/** A write refused for lack of space (SQLITE_FULL: the file system answered ENOSPC). */
+export function isSqliteFull(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_FULL');
+}
+
 export function translateSqliteError(error: unknown): unknown {
   if (!isSqliteUnavailable(error)) return error;
   const unavailable = new UnavailableError('The database cannot be written right now (disk full or read-only?); retry shortly', {}, { 'retry-after': '1' });

@@ -12,6 +12,7 @@
  * is acknowledged, so an acknowledged job survives power loss; the fsync waits on the writer
  * thread, not on the event loop. NORMAL survives a process crash (kill -9) but not an OS crash.
  */
+import { statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 import type {
@@ -84,6 +85,8 @@ const WRITER_CACHE_KIB = 16 * 1024;
 const READER_CACHE_KIB = 8 * 1024;
 /** Past this size the WAL is checkpointed and started over by the writer (writer-worker.ts). */
 const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+/** After a write refused for lack of space, not ready again until the volume has this much free. */
+const READY_FREE_BYTES = 1024 * 1024;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -140,11 +143,20 @@ export class SqliteStore implements Store {
 
   /**
    * Ready while the file can be read and, after the disk refused a write (full, read-only, I/O
-   * error), once a small write commits again: not ready while writes would answer 503.
+   * error), once a small write commits again: not ready while writes would answer 503. After a
+   * full disk, also not before the volume has READY_FREE_BYTES free: a small write can commit on a
+   * full disk, in WAL space SQLite reuses from its start after a checkpoint, while any request's
+   * write is refused.
    */
   async ping(): Promise<void> {
     this.sql('SELECT 1').get();
-    if (this.writer.failing) await this.writer.run('writeProbe', { now: Date.now() });
+    if (!this.writer.failing) return;
+    if (this.writer.outOfSpace) {
+      const volume = await statfs(dirname(this.path));
+      const free = volume.bavail * volume.bsize;
+      if (free < READY_FREE_BYTES) throw new Error(`the volume of ${this.path} is full (${free} bytes free)`);
+    }
+    await this.writer.probe(Date.now());
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { BatchedThread, fromThreadError, HELPER_THREAD_LIMITS, siblingModule } from '../../threads/batched-thread.js';
-import { isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
+import { isSqliteFull, isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
 import type { WriteName, WriteParams, WriteRequest, WriteResult } from './writes.js';
 
 export interface WriterSettings {
@@ -18,8 +18,16 @@ export interface WriterSettings {
  */
 export class SqliteWriter {
   private readonly thread: BatchedThread<WriteRequest, unknown>;
-  /** True from a write refused by the disk until a write commits again (readiness). */
+  /**
+   * True from a write refused by the disk until the readiness probe's own write commits (probe()).
+   * Not any write: on a full or read-only disk one that changes nothing (a claim that finds no due
+   * job) commits all the same, and one that changes little may fit in space SQLite already holds.
+   */
   private refusedByDisk = false;
+  /** The last refusal was for lack of space (SQLITE_FULL). */
+  private refusedForSpace = false;
+  /** Refusals so far: a probe clears the state only if none came while it ran. */
+  private refusals = 0;
 
   constructor(settings: WriterSettings) {
     this.thread = new BatchedThread({
@@ -36,14 +44,27 @@ export class SqliteWriter {
     return this.refusedByDisk;
   }
 
+  /** Failing since a write refused for lack of space. */
+  get outOfSpace(): boolean {
+    return this.refusedByDisk && this.refusedForSpace;
+  }
+
+  /** The readiness probe: a small write of its own; once it commits, no longer failing. */
+  async probe(now: number): Promise<void> {
+    const refusals = this.refusals;
+    await this.run('writeProbe', { now });
+    if (this.refusals === refusals) this.refusedByDisk = this.refusedForSpace = false;
+  }
+
   async run<K extends WriteName>(name: K, params: WriteParams<K>): Promise<WriteResult<K>> {
     const outcome = await this.thread.request({ name, params } as WriteRequest);
-    if (outcome.ok) {
-      this.refusedByDisk = false;
-      return outcome.value as WriteResult<K>;
-    }
+    if (outcome.ok) return outcome.value as WriteResult<K>;
     const error = fromThreadError(outcome.error);
-    if (isSqliteUnavailable(error)) this.refusedByDisk = true;
+    if (isSqliteUnavailable(error)) {
+      this.refusedByDisk = true;
+      this.refusedForSpace = isSqliteFull(error);
+      this.refusals += 1;
+    }
     throw translateSqliteError(error);
   }
 
