@@ -54,33 +54,41 @@ const delay = fc.oneof(
   fc.integer({ min: 60_000, max: 900_000 }),
 );
 
+/**
+ * Jobs dispatched in one batch, or (`together`) as single dispatches sent all at once, as several
+ * clients would: those are answered together, from one commit.
+ */
 class Dispatch implements Command {
-  constructor(readonly projectName: ProjectName, readonly delays: (number | null)[]) {}
+  constructor(readonly projectName: ProjectName, readonly delays: (number | null)[], readonly together = false) {}
   check = () => true;
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const p = model.projects.get(this.projectName)!;
     const now = run.clock.now();
     const items = this.delays.map((d, i) => ({ payload: { i }, ...(d !== null && { scheduledFor: iso(now + d) }) }));
-    const single = items.length === 1;
-    const res = await run.service.api(p.key, {
-      method: 'POST',
-      url: single ? '/api/jobs/dispatch' : '/api/jobs/dispatch/batch',
-      payload: single ? items[0] : { jobs: items },
-    });
-    if (res.statusCode !== (single ? 201 : 200)) {
-      run.errors.push(`dispatch answered ${res.statusCode}: ${res.body}`);
-      return;
+    const dispatch = (payload: Record<string, unknown>, batch: boolean) =>
+      run.service.api(p.key, { method: 'POST', url: batch ? '/api/jobs/dispatch/batch' : '/api/jobs/dispatch', payload });
+    const answers: Record<string, unknown>[] = [];
+    if (this.together || items.length === 1) {
+      for (const res of await Promise.all(items.map((item) => dispatch(item, false)))) {
+        if (res.statusCode === 201) answers.push(res.json());
+        else run.errors.push(`dispatch answered ${res.statusCode}: ${res.body}`);
+      }
+    } else {
+      const res = await dispatch({ jobs: items }, true);
+      if (res.statusCode === 200) answers.push(...(res.json().jobs as Record<string, unknown>[]));
+      else run.errors.push(`batch answered ${res.statusCode}: ${res.body}`);
     }
-    const answers = single ? [res.json()] : (res.json().jobs as Record<string, unknown>[]);
     for (const [i, answer] of answers.entries()) {
       const jobId = answer.jobId as string;
       const createdAt = await readCreatedAt(run, p, jobId);
       const asked = this.delays[i] === null ? null : now + this.delays[i]!;
       model.addJob({ id: jobId, project: p.name, createdAt, dues: [{ since: createdAt, dueAt: Math.max(asked ?? createdAt, createdAt) }], maxRetries: 2 });
       run.jobIds.push(jobId);
+      // A job due at once is due at its creation, to the millisecond (SPEC section 2).
+      if (asked === null) await new ReadStatus(run.jobIds.length - 1).run(model, run);
     }
   }
-  toString = () => `dispatch(${this.projectName}, ${JSON.stringify(this.delays)})`;
+  toString = () => `dispatch${this.together ? '-together' : ''}(${this.projectName}, ${JSON.stringify(this.delays)})`;
 }
 
 class Cancel implements Command {
@@ -113,6 +121,23 @@ class Reschedule implements Command {
     } else if (res.statusCode !== 409) run.errors.push(`reschedule of ${job.id} answered ${res.statusCode}: ${res.body}`);
   }
   toString = () => `reschedule(#${this.pick}, ${this.delayMs})`;
+}
+
+/** A job's status read back: a job not yet tried is due when it was asked to be (SPEC section 2). */
+class ReadStatus implements Command {
+  constructor(readonly pick: number) {}
+  check = (model: DeliveryModel) => model.jobs.size > 0;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const job = model.jobs.get(run.jobIds[this.pick % run.jobIds.length]!)!;
+    const p = model.projects.get(job.project)!;
+    const body = (await run.service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json();
+    if (body.status !== 'QUEUED' || body.attemptCount !== 0) return;
+    const due = model.dueAt(job, run.clock.now());
+    if (Date.parse(body.nextAttemptAt as string) !== due) {
+      run.errors.push(`${job.id}: QUEUED and never tried, nextAttemptAt ${body.nextAttemptAt as string}, but it was due at ${iso(due)}`);
+    }
+  }
+  toString = () => `read(#${this.pick})`;
 }
 
 class ProjectSetting implements Command {
@@ -192,14 +217,15 @@ class KillAndRestart implements Command {
 }
 
 const commands = [
-  fc.record({ p: project, delays: fc.array(delay, { minLength: 1, maxLength: 4 }) }).map(({ p, delays }) => new Dispatch(p, delays)),
-  fc.record({ p: project, delays: fc.array(delay, { minLength: 1, maxLength: 4 }) }).map(({ p, delays }) => new Dispatch(p, delays)),
+  fc.record({ p: project, delays: fc.array(delay, { minLength: 1, maxLength: 6 }) }).map(({ p, delays }) => new Dispatch(p, delays)),
+  fc.record({ p: project, delays: fc.array(delay, { minLength: 2, maxLength: 6 }) }).map(({ p, delays }) => new Dispatch(p, delays, true)),
   fc.nat().map((pick) => new Cancel(pick)),
+  fc.nat().map((pick) => new ReadStatus(pick)),
   fc.record({ pick: fc.nat(), d: delay }).map(({ pick, d }) => new Reschedule(pick, d)),
   fc.record({ p: project, paused: fc.boolean() }).map(({ p, paused }) => new ProjectSetting(p, { paused })),
-  fc.record({ p: project, n: fc.integer({ min: 1, max: 3 }) }).map(({ p, n }) => new ProjectSetting(p, { deliveryConcurrency: n })),
+  fc.record({ p: project, n: fc.integer({ min: 1, max: 4 }) }).map(({ p, n }) => new ProjectSetting(p, { deliveryConcurrency: n })),
   fc.record({ p: project, r: fc.option(fc.integer({ min: 2, max: 20 }), { nil: null }) }).map(({ p, r }) => new ProjectSetting(p, { deliveryRatePerSecond: r })),
-  fc.record({ p: project, mode: fc.constantFrom<ReceiverMode>('ok', 'fail', 'busy', 'slow', 'accept') }).map(({ p, mode }) => new ReceiverAnswers(p, mode)),
+  fc.record({ p: project, mode: fc.constantFrom<ReceiverMode>('ok', 'fail', 'busy', 'slow', 'accept', 'hang') }).map(({ p, mode }) => new ReceiverAnswers(p, mode)),
   fc.integer({ min: 10, max: 400 }).map((ms) => new Wait(ms)),
   fc.integer({ min: 1_000, max: MAX_JUMP_MS }).map((ms) => new TimePasses(ms)),
   fc.constant(null).map(() => new KillAndRestart()),

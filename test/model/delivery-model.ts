@@ -6,6 +6,10 @@
  */
 import type { AttemptRow } from '../../src/store/store.js';
 import { BUSY_RETRY_AFTER_S, type Delivery } from './model-receiver.js';
+import { GLOBAL_SLOTS } from './model-service.js';
+
+/** One project never uses more than half of an instance's slots, whatever its concurrency. */
+const PROJECT_SHARE = Math.floor(GLOBAL_SLOTS / 2);
 
 /** The retry policy of every model project: short, so that retries happen within a run. */
 export const POLICY = { initialDelayMs: 200, factor: 2, maxDelayMs: 1_000 } as const;
@@ -80,6 +84,9 @@ const valueAt = <T>(changes: { since: number; value: T }[], at: number): T => {
 /** Every rule a run's deliveries broke, each as a sentence naming the job and the times. */
 export function violations(model: DeliveryModel, deliveries: Delivery[], attempts: Map<string, AttemptRow[]>): string[] {
   const found: string[] = [];
+  // An attempt started before a kill and lost with it ends as lease_expired and is retried after
+  // its backoff: such a job may go out again, and later than others due after it.
+  const interrupted = (jobId: string) => model.maybeRepeated(jobId) || (attempts.get(jobId) ?? []).some((a) => a.outcome === 'lease_expired');
   const byJob = new Map<string, Delivery[]>();
   for (const d of deliveries) byJob.set(d.jobId, [...(byJob.get(d.jobId) ?? []), d]);
 
@@ -93,7 +100,8 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     // A retry waits its backoff (or the Retry-After) after the attempt before it ended.
     for (let i = 1; i < own.length; i++) {
       const [before, after] = [own[i - 1]!, own[i]!];
-      if (before.endedAt === null || after.attemptNumber !== before.attemptNumber + 1 || model.maybeRepeated(job.id)) continue;
+      // A request that timed out ends when the sender gives up, which the receiver sees a moment later.
+      if (before.endedAt === null || before.status === null || after.attemptNumber !== before.attemptNumber + 1 || interrupted(job.id)) continue;
       const backoff = backoffOf(before.attemptNumber);
       const wait = before.status === 503 ? Math.min(POLICY.maxDelayMs, Math.max(backoff, BUSY_RETRY_AFTER_S * 1000)) : backoff;
       if (after.arrivedAt < before.endedAt + wait) {
@@ -107,7 +115,7 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     }
     // Each attempt number once, but for attempts in flight at a kill.
     const numbers = own.map((d) => d.attemptNumber);
-    if (new Set(numbers).size !== numbers.length && !model.maybeRepeated(job.id)) {
+    if (new Set(numbers).size !== numbers.length && !interrupted(job.id)) {
       found.push(`${job.id} delivered twice as the same attempt: attempts ${numbers.join(', ')}`);
     }
   }
@@ -118,9 +126,9 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     // lets requests already out finish; a killed instance's requests are another instance's).
     for (const d of own) {
       const overlapping = own.filter((o) => o === d || (o.arrivedAt <= d.arrivedAt && (o.endedAt === null || o.endedAt > d.arrivedAt) && o.generation === d.generation));
-      const limit = Math.max(...overlapping.map((o) => valueAt(project.concurrency, o.arrivedAt)));
+      const limit = Math.min(PROJECT_SHARE, Math.max(...overlapping.map((o) => valueAt(project.concurrency, o.arrivedAt))));
       if (overlapping.length > limit) {
-        found.push(`${project.name}: ${overlapping.length} requests open at ${d.arrivedAt}, over its concurrency ${limit}`);
+        found.push(`${project.name}: ${overlapping.length} requests open at ${d.arrivedAt}, over its concurrency within its share, ${limit}`);
         break;
       }
     }
@@ -137,13 +145,13 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     }
     // Due order: a first attempt never overtakes a job of its project that was due earlier (or as
     // early and created first) and known well before it started.
-    const firsts = own.filter((d) => d.attemptNumber === 1 && !model.maybeRepeated(d.jobId));
+    const firsts = own.filter((d) => d.attemptNumber === 1 && !interrupted(d.jobId));
     for (const later of firsts) {
       const laterJob = model.jobs.get(later.jobId);
       if (!laterJob) continue;
       const laterDue = model.dueAt(laterJob, later.arrivedAt);
       for (const earlier of model.jobs.values()) {
-        if (earlier.project !== project.name || earlier.id === later.jobId || model.maybeRepeated(earlier.id)) continue;
+        if (earlier.project !== project.name || earlier.id === later.jobId || interrupted(earlier.id)) continue;
         const known = Math.max(earlier.createdAt, ...earlier.dues.map((c) => c.since));
         if (known > later.arrivedAt - ORDER_SLACK_MS) continue;
         if (earlier.cancelledAt !== null && earlier.cancelledAt <= later.arrivedAt) continue;
@@ -170,7 +178,7 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     for (const busy of own.filter((d) => d.status === 503 && d.endedAt !== null)) {
       const until = busy.endedAt! + Math.min(BUSY_RETRY_AFTER_S * 1000, POLICY.maxDelayMs);
       for (const job of model.jobs.values()) {
-        if (job.project !== project.name || model.maybeRepeated(job.id)) continue;
+        if (job.project !== project.name || interrupted(job.id)) continue;
         const early = (attempts.get(job.id) ?? []).find((a) => a.startedAt > busy.endedAt! + START_AHEAD_TOLERANCE_MS && a.startedAt < until);
         if (early) found.push(`${project.name}: ${job.id} attempt ${early.attemptNumber} started at ${early.startedAt}, within the Retry-After of a 503 at ${busy.endedAt}`);
       }

@@ -8,6 +8,7 @@ export type ReceiverMode =
   | 'fail' // 500
   | 'busy' // 503 with Retry-After: 1
   | 'slow' // 200 after SLOW_MS
+  | 'hang' // no answer: the attempt times out (the model projects' timeout is 1 s)
   | 'accept'; // 202, then a success report with the callback token (asyncCompletion projects)
 
 export const SLOW_MS = 150;
@@ -95,6 +96,14 @@ export class ModelReceiver {
       generation: this.generation,
     };
     this.deliveries.push(delivery);
+    if (mode === 'hang') {
+      // Closed by the sender at its timeout; counted open until then.
+      res.on('close', () => {
+        this.open.set(project, this.open.get(project)! - 1);
+        delivery.endedAt = this.clock.now();
+      });
+      return;
+    }
     if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
     const [status, headers] =
       mode === 'fail' ? [500, {}] : mode === 'busy' ? [503, { 'retry-after': String(BUSY_RETRY_AFTER_S) }] : mode === 'accept' ? [202, {}] : [200, {}];

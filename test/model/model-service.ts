@@ -9,6 +9,9 @@ import { ADMIN_TOKEN, testDatabase } from '../support/make-app.js';
 import type { OffsetClock } from '../support/offset-clock.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
+/** The instance's delivery slots (PUNCTUAL_DELIVERY_CONCURRENCY). */
+export const GLOBAL_SLOTS = 4;
+
 interface Instance {
   runtime: Runtime;
   app: App;
@@ -46,6 +49,8 @@ export class ModelService {
       PUNCTUAL_ADMIN_TOKEN: ADMIN_TOKEN,
       PUNCTUAL_SECRET_KEY: 'test-secret-key-0123456789abcdef0123456789',
       PUNCTUAL_ALLOW_PRIVATE_WEBHOOKS: 'true',
+      // Few slots, so that a project's share of them (half) is below what its concurrency asks.
+      PUNCTUAL_DELIVERY_CONCURRENCY: String(GLOBAL_SLOTS),
       LOG_LEVEL: 'silent',
     });
     const runtime = await openRuntime(config, this.clock, { generateAdminToken: false, onBackgroundError: () => {} });
