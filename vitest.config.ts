@@ -41,6 +41,7 @@ const ALONE = [
   'test/delivery/async-instances.test.ts',
   'test/delivery/backpressure-instances.test.ts',
   'test/delivery/flow-control.test.ts',
+  'test/model/delivery-model.test.ts',
 ];
 
 /** Files that run on the embedded store, or on whichever store their own set-up picks. */
@@ -54,10 +55,11 @@ const BOTH_STORES = [
   'test/cli.test.ts',
   'test/webhook-url-guard.test.ts',
   'test/dashboard/browser.test.ts',
+  'test/model/**/*.test.ts',
 ];
 // test/faults is a suite of its own (npm run test:faults, vitest.faults.config.ts), kept out of the
 // default run so that the main suite's time does not grow with it.
-const NOT_HERE = ['test/faults/**', 'test/model/**', '**/node_modules/**'];
+const NOT_HERE = ['test/faults/**', '**/node_modules/**'];
 
 /**
  * Each store's files in two groups: the rest two files at a time (most wait on PostgreSQL, a

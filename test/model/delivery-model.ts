@@ -48,9 +48,37 @@ export interface ModelProject {
   paused: { from: number; until: number | null }[];
 }
 
+export interface ModelSchedule {
+  id: string;
+  project: string;
+  /** The gap between instants (the model's crons fire every 1 or 2 seconds, on the second). */
+  intervalMs: number;
+  catchUp: 'latest' | 'none' | 'all';
+  createdAt: number;
+  /** Paused spans: from the pause's answer to the resume's request (null while still paused). */
+  paused: { from: number; until: number | null }[];
+}
+
+/** A job a schedule created, as the store has it. */
+export interface ScheduleJob {
+  jobId: string;
+  scheduleId: string;
+  fireAt: number;
+  createdAt: number;
+  status: string;
+}
+
+/** Fires are created this long ahead of their instant (schedule-firing.ts, FIRE_LEAD_MS). */
+const FIRE_LEAD_MS = 2_000;
+/** An instant reached later than this is missed (SPEC section 9). */
+const missedAfter = (intervalMs: number) => Math.min(5_000, intervalMs / 2);
+
 export class DeliveryModel {
   readonly projects = new Map<string, ModelProject>();
   readonly jobs = new Map<string, ModelJob>();
+  readonly schedules = new Map<string, ModelSchedule>();
+  /** When the clock jumped, and by how much: instants near a jump may be missed. */
+  readonly jumps: { at: number; ms: number }[] = [];
   /** Kills: when, and what was in flight then (those may be delivered twice). */
   readonly kills: { at: number; inFlight: Set<string> }[] = [];
   private nextSeq = 0;
@@ -182,6 +210,54 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         const early = (attempts.get(job.id) ?? []).find((a) => a.startedAt > busy.endedAt! + START_AHEAD_TOLERANCE_MS && a.startedAt < until);
         if (early) found.push(`${project.name}: ${job.id} attempt ${early.attemptNumber} started at ${early.startedAt}, within the Retry-After of a 503 at ${busy.endedAt}`);
       }
+    }
+  }
+  return found;
+}
+
+/**
+ * The schedule rules of SPEC section 9 against the jobs the schedules made: one job per instant
+ * (a cancelled one may be followed by another after a resume), nothing of a paused schedule for an
+ * instant after its pause answer but what its resume creates, catchUp "latest" and "none" creating
+ * at most one and no job for instants missed at once, and no instant missing in a quiet stretch
+ * (no jump, kill, pause or resume near it). `until` is when the run stopped looking.
+ */
+export function scheduleViolations(model: DeliveryModel, jobs: ScheduleJob[], deliveries: Delivery[], until: number): string[] {
+  const found: string[] = [];
+  const delivered = new Set(deliveries.map((d) => d.jobId));
+  for (const schedule of model.schedules.values()) {
+    const own = jobs.filter((j) => j.scheduleId === schedule.id);
+    const byInstant = new Map<number, ScheduleJob[]>();
+    for (const job of own) byInstant.set(job.fireAt, [...(byInstant.get(job.fireAt) ?? []), job]);
+    for (const [fireAt, same] of byInstant) {
+      if (same.filter((j) => j.status !== 'CANCELLED').length > 1) found.push(`${schedule.id}: ${same.length} jobs for the instant ${fireAt}`);
+    }
+    for (const job of own) {
+      const span = schedule.paused.find((p) => job.fireAt > p.from && (p.until === null || job.fireAt < p.until));
+      if (span && delivered.has(job.jobId) && (span.until === null || job.createdAt < span.until)) {
+        found.push(`${schedule.id}: ${job.jobId} for ${job.fireAt}, an instant after its pause answered at ${span.from}, was delivered`);
+      }
+    }
+    // Jobs made at once for instants already missed when made.
+    const passes = new Map<number, ScheduleJob[]>();
+    for (const job of own) if (job.createdAt - job.fireAt > missedAfter(schedule.intervalMs)) passes.set(job.createdAt, [...(passes.get(job.createdAt) ?? []), job]);
+    for (const [createdAt, missed] of passes) {
+      const allowed = schedule.catchUp === 'all' ? Number.POSITIVE_INFINITY : schedule.catchUp === 'latest' ? 1 : 0;
+      if (missed.length > allowed) {
+        found.push(`${schedule.id} (catchUp ${schedule.catchUp}): ${missed.length} jobs made at ${createdAt} for missed instants ${missed.map((j) => j.fireAt).join(', ')}`);
+      }
+    }
+    // Every quiet instant has its job.
+    const disturbances = [
+      ...model.jumps.flatMap((j) => [j.at, j.at + j.ms]),
+      ...model.kills.map((k) => k.at),
+      ...schedule.paused.flatMap((p) => (p.until === null ? [p.from] : [p.from, p.until])),
+    ];
+    const first = Math.ceil((schedule.createdAt + FIRE_LEAD_MS + 1_000) / schedule.intervalMs) * schedule.intervalMs;
+    for (let instant = first; instant < until - 1_000; instant += schedule.intervalMs) {
+      if (schedule.paused.some((p) => instant > p.from && (p.until === null || instant < p.until))) continue;
+      if (disturbances.some((at) => at > instant - FIRE_LEAD_MS - 1_000 && at < instant + 1_000)) continue;
+      if (!byInstant.has(instant)) found.push(`${schedule.id}: no job for the instant ${instant}, in a quiet stretch`);
     }
   }
   return found;

@@ -59,6 +59,7 @@ export class ModelService {
     // Jitter fixed at its middle, so that the model knows each retry's wait.
     const engine = createDeliveryEngine(runtime, app.log, () => 0.5);
     await engine.start();
+    runtime.services.scheduleFiring.start();
     this.instance = { runtime, app, engine };
   }
 
@@ -86,6 +87,7 @@ export class ModelService {
 
   /** Time moved forward: the loops look at once instead of when their real-time timers say. */
   wake(): void {
+    this.live.runtime.services.scheduleFiring.wake();
     this.live.engine.notifyDue(this.clock.now());
     void this.live.engine.rescuer.tick().catch(() => {});
   }
@@ -99,6 +101,7 @@ export class ModelService {
     const { runtime, app, engine } = this.live;
     this.instance = null;
     engine.halt();
+    void runtime.services.scheduleFiring.stop();
     await runtime.close().catch(() => {});
     await app.close().catch(() => {});
   }
@@ -111,6 +114,7 @@ export class ModelService {
     if (this.instance) {
       const { runtime, app, engine } = this.instance;
       this.instance = null;
+      await runtime.services.scheduleFiring.stop();
       await engine.stop(1_000);
       await app.close();
       await runtime.close();
