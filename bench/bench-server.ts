@@ -21,7 +21,7 @@ const dist = resolve(dirname(fileURLToPath(import.meta.url)), '../dist');
 if (!existsSync(resolve(dist, 'server.js'))) throw new Error(`${dist} is missing: run npm run build first`);
 const load = <T>(path: string): Promise<T> => import(pathToFileURL(resolve(dist, path)).href) as Promise<T>;
 
-const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, openRuntime }, { bootstrapFirstStart }, schemas, validation, ids, timestamps, jobs] =
+const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, openRuntime }, { bootstrapFirstStart }, schemas, validation, ids, timestamps, plans] =
   await Promise.all([
     load<typeof import('../src/api/build-app.js')>('api/build-app.js'),
     load<typeof import('../src/clock.js')>('clock.js'),
@@ -32,7 +32,7 @@ const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, op
     load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
     load<typeof import('../src/crypto/random-ids.js')>('crypto/random-ids.js'),
     load<typeof import('../src/timestamp.js')>('timestamp.js'),
-    load<typeof import('../src/services/jobs-service.js')>('services/jobs-service.js'),
+    load<typeof import('../src/plans.js')>('plans.js'),
   ]);
 
 const config = loadConfig(process.env);
@@ -60,7 +60,7 @@ app.post(
       jobId: ids.newJobId(),
       status: 'QUEUED',
       scheduledFor: timestamps.formatNullableTimestamp(input.scheduledFor),
-      maxRetries: jobs.JobsService.effectiveMaxRetries(input.maxRetries, principal.project, principal.plan),
+      maxRetries: plans.effectiveMaxRetries(input.maxRetries, principal.project.retryMaxRetries, principal.plan),
     });
     return reply.code(201).type('application/json').send(answer);
   },

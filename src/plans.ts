@@ -10,6 +10,14 @@ export interface Plan {
 
 export type Plans = Readonly<Record<string, Plan>>;
 
+/**
+ * The retries a job gets (SPEC section 6): its own maxRetries, else its project's default, else
+ * the plan's cap; never above the cap. Events use it with no job of their own.
+ */
+export function effectiveMaxRetries(asked: number | null, projectDefault: number | null, plan: Pick<Plan, 'maxRetriesCap'>): number {
+  return Math.min(asked ?? projectDefault ?? plan.maxRetriesCap, plan.maxRetriesCap);
+}
+
 /** The contract caps retries at 3 whatever a plan says. */
 const MAX_RETRIES_CEILING = 3;
 

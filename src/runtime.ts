@@ -10,6 +10,7 @@ import type { WebhookSender } from './delivery/webhook-client.js';
 import { RedisRateLimiter } from './rate-limits/redis-rate-limiter.js';
 import { MemoryRateLimiter, type RateLimiter } from './rate-limits/token-bucket.js';
 import { Metrics } from './metrics.js';
+import { effectiveMaxRetries } from './plans.js';
 import { resolveAdminToken } from './services/bootstrap.js';
 import type { ImmediateDelivery } from './services/jobs-service.js';
 import { createServices, type Services } from './services/services.js';
@@ -161,8 +162,7 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     signingSecrets: (projectId) => runtime.services.manage.signingSecrets(projectId),
     maxRetriesFor: async (project) => {
       const team = await runtime.store.teamGet(project.teamId);
-      const cap = team ? runtime.services.manage.planOf(team).maxRetriesCap : 0;
-      return Math.min(project.retryMaxRetries ?? cap, cap);
+      return team ? effectiveMaxRetries(null, project.retryMaxRetries, runtime.services.manage.planOf(team)) : 0;
     },
     globalConcurrency: runtime.config.deliveryConcurrency,
     rateLimiter: runtime.rateLimiter,

@@ -16,7 +16,8 @@
  * - **Holds**: a project held back (a receiver's Retry-After, the rate's next token) starts nothing
  *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
  *   paused project and its starts are refused there, on every instance.
- * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts).
+ * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
+ *   created at a dispatch never overtakes due jobs of its project still waiting in the store.
  * - **Leases**: a claim or an attempt is leased for the project's timeout plus LEASE_MARGIN_MS.
  */
 import type { ProjectRow } from '../store/store.js';
@@ -79,6 +80,14 @@ export class Capacity {
   private readonly projects = new Map<string, ProjectCount>();
   private heldTotal = 0;
   private runningTotal = 0;
+  /**
+   * What the scheduler's last claims may have left due in the store: jobs of the projects they left
+   * out (held back or without room) or filled to their room, and of any project while a claim came
+   * back full or could not run for want of slots. A job created at a dispatch is not created
+   * claimed ahead of those: it goes to the store and waits its turn, earliest due first.
+   */
+  private readonly backlogged = new Set<string>();
+  private backlogEverywhere = false;
 
   constructor(readonly globalSlots: number) {}
 
@@ -114,6 +123,34 @@ export class Capacity {
     if (!count) return Math.min(claimLimit(project, this.globalSlots), this.freeSlots());
     if (count.holdUntil > now) return 0;
     return Math.max(0, Math.min(claimLimit(project, this.globalSlots) - count.held - count.running, this.freeSlots()));
+  }
+
+  /**
+   * Room for up to `wanted` of the project's jobs about to be created already claimed at their
+   * dispatch; how many, now held. None while due jobs of the project may wait in the store: a new
+   * job does not overtake them (the order rule), and a shortfall marks the project (or, for want
+   * of global slots, every project) as having jobs waiting there.
+   */
+  reserveAtDispatch(project: ProjectRow, wanted: number, now: number): number {
+    if (this.backlogEverywhere || this.backlogged.has(project.id)) return 0;
+    const count = Math.min(wanted, this.roomFor(project, now));
+    if (count < wanted) {
+      if (this.freeSlots() <= count) this.backlogEverywhere = true;
+      else this.backlogged.add(project.id);
+    }
+    if (count <= 0) return 0;
+    this.hold(project.id, count);
+    return count;
+  }
+
+  /**
+   * The scheduler's claim is done: `complete` when it took every due job it could (fewer than its
+   * limit), `leftBehind` the projects whose due jobs it may have left in the store.
+   */
+  noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
+    this.backlogEverywhere = !complete;
+    if (complete) this.backlogged.clear();
+    for (const projectId of leftBehind) this.backlogged.add(projectId);
   }
 
   /** Jobs held per project (claimed or running), for the claim's per-project room. */

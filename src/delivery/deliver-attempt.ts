@@ -5,7 +5,7 @@ import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS, leaseMs } from './capacity.js';
-import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
+import { backpressureMs, nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
 import type { WebhookHealth } from './webhook-health.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
@@ -244,9 +244,8 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
   const result = toAttemptResult(sent, project.acceptAny2xx);
   const finishedAt = clock.now();
   const retryAfterMs = sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, finishedAt) : null;
-  if (retryAfterMs !== null && (result.statusCode === 429 || result.statusCode === 503)) {
-    deps.onBackpressure?.(project.id, finishedAt + Math.min(retryAfterMs, project.retryMaxDelayMs));
-  }
+  const held = backpressureMs(project, result.statusCode, retryAfterMs);
+  if (held !== null) deps.onBackpressure?.(project.id, finishedAt + held);
   const next: AttemptNext = sent.kind === 'aborted' ? { kind: 'release' } : nextAfterAttempt(
     project,
     {

@@ -1,21 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedJob, ProjectRow } from '../store/store.js';
-import type { BucketRate, RateLimiter } from '../rate-limits/token-bucket.js';
+import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import { Capacity, claimRule, leaseMs, type ClaimRule } from './capacity.js';
 import { deliverAttempt, type DeliveryDeps } from './deliver-attempt.js';
+import { takeStartTokens } from './delivery-rate.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { StartQueue, type Waiting } from './start-queue.js';
-
-/**
- * A project's delivery rate as a token bucket: refilled at the rate, holding a twentieth of a
- * second's worth (at least one token). The few tokens it can hold make up for timers that fire a
- * little late, which would otherwise add up over a long backlog (each start waiting for the next
- * token); they let a second start at most that many attempts over the rate.
- */
-export function deliveryBucket(ratePerSecond: number): BucketRate {
-  return { requestsPerSecond: ratePerSecond, burst: Math.max(1, Math.ceil(ratePerSecond / 20)) };
-}
 
 /**
  * A job claimed ahead of its time starts this long before it: its STARTED commit (about 1 ms on
@@ -47,14 +38,6 @@ export class Dispatcher {
   /** Attempts not yet recorded: in flight, or answered and being written. */
   private unrecorded = 0;
   private readonly idle: (() => void)[] = [];
-  /**
-   * What the scheduler's last claims may have left due in the store: jobs of the projects they left
-   * out (held back or without room) or filled to their room, and of any project while a claim came
-   * back full or could not run for want of slots. A dispatch is not delivered ahead of those jobs:
-   * it goes to the store and waits its turn, earliest due first.
-   */
-  private readonly backlogged = new Set<string>();
-  private backlogEverywhere = false;
   private readonly shutdown = new AbortController();
   /** Timers that end a project's hold (Retry-After, the rate's next token). */
   private readonly holdTimers = new Map<string, NodeJS.Timeout>();
@@ -107,21 +90,11 @@ export class Dispatcher {
 
   /**
    * Room for up to `wanted` of the project's jobs about to be created already claimed for this
-   * worker; returns how many. The room is held until `submit` (given the reservation) or
-   * `unreserve` gives it back. None while due jobs of the project may wait in the store: a new
-   * job does not overtake them.
+   * worker (Capacity.reserveAtDispatch); returns how many. The room is held until `submit` (given
+   * the reservation) or `unreserve` gives it back.
    */
   reserve(project: ProjectRow, wanted: number): number {
-    if (this.backlogEverywhere || this.backlogged.has(project.id)) return 0;
-    const count = Math.min(wanted, this.capacity.roomFor(project, this.deps.clock.now()));
-    // The jobs without room wait in the store: later ones must not overtake them.
-    if (count < wanted) {
-      if (this.capacity.freeSlots() <= count) this.backlogEverywhere = true;
-      else this.backlogged.add(project.id);
-    }
-    if (count <= 0) return 0;
-    this.capacity.hold(project.id, count);
-    return count;
+    return this.capacity.reserveAtDispatch(project, wanted, this.deps.clock.now());
   }
 
   /** Gives back room reserved for jobs that were not created after all. */
@@ -129,14 +102,9 @@ export class Dispatcher {
     this.capacity.release(projectId, count, this.deps.clock.now());
   }
 
-  /**
-   * The scheduler's claim is done: `complete` when it took every due job it could (fewer than its
-   * limit), `leftBehind` the projects whose due jobs it may have left in the store.
-   */
+  /** The scheduler's claim is done (Capacity.noteClaim). */
   noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
-    this.backlogEverywhere = !complete;
-    if (complete) this.backlogged.clear();
-    for (const projectId of leftBehind) this.backlogged.add(projectId);
+    this.capacity.noteClaim(complete, leftBehind);
   }
 
   start(): void {
@@ -234,29 +202,22 @@ export class Dispatcher {
   }
 
   /**
-   * Starts up to `wanted` of a rated project's due jobs, within its free slots: takes that many
-   * tokens from its bucket at once (shared by every instance with REDIS_URL); the refused wait
-   * for the next token.
+   * Starts what a rated project's free slots allow of its due jobs once their tokens are taken
+   * (delivery-rate.ts); the refused wait for the next token. Counted as started meanwhile, so that
+   * the free slots are not offered twice.
    */
   private takeTokens(project: ProjectRow, waiting: number): void {
-    const limiter = this.deps.rateLimiter!;
-    const rate = deliveryBucket(project.deliveryRatePerSecond!);
     let wanted = 0;
     while (wanted < waiting && this.capacity.mayStart(project, this.deps.clock.now())) {
-      // Counted as started while the tokens are taken, so that the free slots are not asked twice.
       this.capacity.start(project.id);
       wanted += 1;
     }
-    const now = this.deps.clock.now();
     this.takingTokens.add(project.id);
-    void Promise.all(Array.from({ length: wanted }, () => limiter.take(`delivery:${project.id}`, rate, now)))
-      .then((decisions) => {
-        const granted = decisions.filter((d) => d.allowed).length;
-        const at = this.deps.clock.now();
+    void takeStartTokens(this.deps.rateLimiter!, project, wanted, this.deps.clock.now())
+      .then(({ granted, retryAfterMs }) => {
         for (let i = granted; i < wanted; i++) this.capacity.unstart(project.id);
         for (let i = 0; i < granted; i++) this.run(this.queue.take(project.id)!, true);
-        const refused = decisions.find((d) => !d.allowed);
-        if (refused) this.holdProject(project.id, at + refused.retryAfterMs);
+        if (retryAfterMs !== null) this.holdProject(project.id, this.deps.clock.now() + retryAfterMs);
       })
       .catch((error: unknown) => {
         // The limiter answers from memory when Redis is away; a failure here is unexpected: wait a little.

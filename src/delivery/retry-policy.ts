@@ -32,13 +32,20 @@ interface AttemptFacts {
   maxRetries: number;
 }
 
+/**
+ * A receiver's backpressure (SPEC section 11): a 429 or 503 with Retry-After holds the project's
+ * deliveries that long, capped at the policy's maxDelay; null for any other answer.
+ */
+export function backpressureMs(policy: RetryPolicy, statusCode: number | null, retryAfterMs: number | null): number | null {
+  if (retryAfterMs === null || (statusCode !== 429 && statusCode !== 503)) return null;
+  return Math.min(policy.retryMaxDelayMs, retryAfterMs);
+}
+
 /** Success completes; a failure is retried while retries remain (with backoff, or Retry-After on 429/503), else FAILED. */
 export function nextAfterAttempt(policy: RetryPolicy, facts: AttemptFacts, now: number, random: () => number = Math.random): AttemptNext {
   if (facts.outcome === 'success') return { kind: 'complete' };
   if (facts.attemptNumber > facts.maxRetries) return { kind: 'fail' };
-  let wait = backoffMs(policy, facts.attemptNumber, random);
-  if ((facts.statusCode === 429 || facts.statusCode === 503) && facts.retryAfterMs !== null) {
-    wait = Math.min(policy.retryMaxDelayMs, Math.max(wait, facts.retryAfterMs));
-  }
-  return { kind: 'retry', runAt: now + wait };
+  const backoff = backoffMs(policy, facts.attemptNumber, random);
+  const held = backpressureMs(policy, facts.statusCode, facts.retryAfterMs);
+  return { kind: 'retry', runAt: now + (held === null ? backoff : Math.min(policy.retryMaxDelayMs, Math.max(backoff, held))) };
 }

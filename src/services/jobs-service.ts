@@ -13,7 +13,7 @@ import {
   WebhookNotConfiguredError,
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { Plan } from '../plans.js';
+import { effectiveMaxRetries, type Plan } from '../plans.js';
 import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
@@ -96,11 +96,6 @@ export class JobsService {
     if (Number.isFinite(earliest)) this.deps.onJobDue(earliest);
   }
 
-  /** The job's own maxRetries, else the project's default, else the plan's cap; never above the cap. */
-  static effectiveMaxRetries(asked: number | null, project: ProjectRow, plan: Plan): number {
-    return Math.min(asked ?? project.retryMaxRetries ?? plan.maxRetriesCap, plan.maxRetriesCap);
-  }
-
   private newJob(input: DispatchInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
     return {
       id: newJobId(now),
@@ -108,7 +103,7 @@ export class JobsService {
       scheduledFor: input.scheduledFor,
       // A time in the past means "at once"; the asked time is still kept as scheduledFor.
       runAt: Math.max(input.scheduledFor ?? now, now),
-      maxRetries: JobsService.effectiveMaxRetries(input.maxRetries, ctx.project, ctx.plan),
+      maxRetries: effectiveMaxRetries(input.maxRetries, ctx.project.retryMaxRetries, ctx.plan),
       traceparent: trace?.traceparent ?? null,
       tracestate: trace?.tracestate ?? null,
     };
@@ -249,7 +244,7 @@ export class JobsService {
     fires: { fireAt: number | null; runAt: number }[],
     now: number,
   ): Promise<{ jobs: NewJob[]; created: boolean[]; usedBefore: number }> {
-    const maxRetries = JobsService.effectiveMaxRetries(schedule.maxRetries, ctx.project, ctx.plan);
+    const maxRetries = effectiveMaxRetries(schedule.maxRetries, ctx.project.retryMaxRetries, ctx.plan);
     const jobs = fires.map((fire): NewJob => ({
       id: newJobId(now),
       payload: schedule.payload,

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { Capacity, claimLimit, leaseMs, projectShare, projectSlots } from '../../src/delivery/capacity.js';
+import type { ProjectRow } from '../../src/store/store.js';
+
+const project = (id: string, settings: Partial<ProjectRow> = {}): ProjectRow =>
+  ({ id, deliveryConcurrency: 100, deliveryRatePerSecond: null, deliveryTimeoutMs: 30_000, ...settings }) as ProjectRow;
+const NOW = 1_000_000;
+
+/** The capacity model's rules, as pure functions of its counts (src/delivery/capacity.ts). */
+describe('the capacity model', () => {
+  it("gives a project its concurrency within half of the instance's slots, and claims ahead within that share", () => {
+    expect(projectShare(256)).toBe(128);
+    expect(projectShare(1)).toBe(1);
+    expect(projectSlots(project('p', { deliveryConcurrency: 100 }), 256)).toBe(100);
+    expect(projectSlots(project('p', { deliveryConcurrency: 1_000 }), 256)).toBe(128);
+    expect(claimLimit(project('p', { deliveryConcurrency: 1 }), 256)).toBe(2);
+    expect(claimLimit(project('p', { deliveryConcurrency: 100 }), 256)).toBe(128);
+    // A rated project holds a tenth of a second's worth, at least one.
+    expect(claimLimit(project('p', { deliveryRatePerSecond: 25 }), 256)).toBe(3);
+    expect(claimLimit(project('p', { deliveryRatePerSecond: 0.1 }), 256)).toBe(1);
+    expect(leaseMs(project('p', { deliveryTimeoutMs: 1_000 }))).toBe(31_000);
+  });
+
+  it('starts no more of a project than its slots, and none while it is held back', () => {
+    const capacity = new Capacity(8);
+    const hog = project('hog', { deliveryConcurrency: 1_000 });
+    capacity.hold(hog.id, 6);
+    for (let i = 0; i < 4; i++) {
+      expect(capacity.mayStart(hog, NOW)).toBe(true);
+      capacity.start(hog.id);
+    }
+    // Its share of 8 slots is 4: the rest wait, and the other half of the slots stays free for others.
+    expect(capacity.mayStart(hog, NOW)).toBe(false);
+    capacity.finish(hog.id, NOW);
+    expect(capacity.mayStart(hog, NOW)).toBe(true);
+    capacity.holdBack(hog.id, NOW + 1_000);
+    expect(capacity.mayStart(hog, NOW + 999)).toBe(false);
+    expect(capacity.roomFor(hog, NOW + 999)).toBe(0);
+    capacity.endHold(hog.id, NOW + 1_000, NOW + 998);
+    expect(capacity.mayStart(hog, NOW + 998)).toBe(true);
+  });
+
+  it('lists the projects a claim must step over: held back, or holding all it may hold', () => {
+    const capacity = new Capacity(256);
+    const narrow = project('narrow', { deliveryConcurrency: 1 });
+    capacity.know(narrow);
+    capacity.hold(narrow.id, 2);
+    capacity.holdBack('backed-off', NOW + 5);
+    expect(capacity.projectsWithoutRoom(NOW).sort()).toEqual(['backed-off', 'narrow']);
+    expect(capacity.heldByProject()).toEqual({ narrow: 2 });
+    expect(capacity.freeSlots()).toBe(254);
+  });
+
+  it('creates no job claimed at its dispatch while due jobs of its project may wait in the store', () => {
+    const capacity = new Capacity(4);
+    const p = project('p', { deliveryConcurrency: 1 });
+    expect(capacity.reserveAtDispatch(p, 1, NOW)).toBe(1);
+    // Room for 2 (claim-ahead of 1 slot); a third would wait in the store, so the project is marked.
+    expect(capacity.reserveAtDispatch(p, 2, NOW)).toBe(1);
+    capacity.release(p.id, 2, NOW);
+    expect(capacity.reserveAtDispatch(p, 1, NOW)).toBe(0);
+    // Until a claim takes every due job it could.
+    capacity.noteClaim(true, []);
+    expect(capacity.reserveAtDispatch(p, 1, NOW)).toBe(1);
+    // A claim that came back full: jobs of any project may wait.
+    capacity.noteClaim(false, []);
+    expect(capacity.reserveAtDispatch(project('other'), 1, NOW)).toBe(0);
+  });
+});
