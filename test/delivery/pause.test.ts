@@ -55,6 +55,22 @@ describe('pausing and resuming a project', () => {
     for (const jobId of ours) await eventually(() => status(p, jobId), { what: `${jobId} COMPLETED`, until: (s) => s === 'COMPLETED' });
   });
 
+  it('on resume, sends the jobs that came due meanwhile earliest due first even when they all start at once (default concurrency)', async () => {
+    const p = await t.makeProject({ webhookUrl: receiver.url });
+    await patch(p, { paused: true });
+    const now = Date.now();
+    // Created in the order due at +100, +300, +200 ms, +50 and +250 ms: all due by the resume.
+    const offsets = [100, 300, 200, 50, 250];
+    const jobs = [];
+    for (const offset of offsets) jobs.push({ offset, jobId: await dispatch(p, { payload: { offset }, scheduledFor: new Date(now + offset).toISOString() }) });
+    await eventually(async () => Date.now(), { what: 'every job due', until: (at) => at > now + 400 });
+    await patch(p, { paused: false });
+    const ours = jobs.map((j) => j.jobId);
+    await receiver.waitFor(() => ours.every((jobId) => receiver.forJob(jobId).length === 1));
+    const order = receiver.requests.filter((r) => ours.includes(r.json.jobId as string)).map((r) => r.json.jobId);
+    expect(order).toEqual([...jobs].sort((a, b) => a.offset - b.offset).map((j) => j.jobId));
+  });
+
   it('a request already out when the pause lands is answered and recorded; the jobs behind it wait', async () => {
     const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1 } });
     let release!: () => void;
