@@ -1,7 +1,7 @@
 /**
  * The capacity model: every rule that decides how many jobs a worker may hold and whether an
  * attempt may start, written once. The claim loop asks it how much to claim, the dispatcher asks it
- * whether to start, the dispatch path asks it for room to create jobs already claimed, and the
+ * whether to start, the dispatch path asks it for room to create jobs already started, and the
  * stores' claim takes its numbers as parameters (`claimRule`). Pure but for its counters: the clock
  * comes in as `now`, and nothing here sets a timer or touches the store.
  *
@@ -126,21 +126,25 @@ export class Capacity {
   }
 
   /**
-   * Room for up to `wanted` of the project's jobs about to be created already claimed at their
-   * dispatch; how many, now held. None while due jobs of the project may wait in the store: a new
-   * job does not overtake them (the order rule), and a shortfall marks the project (or, for want
-   * of global slots, every project) as having jobs waiting there.
+   * Room to start up to `wanted` of the project's jobs as they are created at their dispatch (their
+   * first attempt STARTED in the creating transaction); how many, now held. None while the project
+   * holds jobs not yet started, or due jobs of it may wait in the store (a new job overtakes
+   * neither: the order rule), while it is held back, or when it has a rate (its starts wait for
+   * tokens). A shortfall marks the project (or, for want of global slots, every project) as having
+   * jobs waiting in the store, until a claim has taken them.
    */
-  reserveAtDispatch(project: ProjectRow, wanted: number, now: number): number {
-    if (this.backlogEverywhere || this.backlogged.has(project.id)) return 0;
-    const count = Math.min(wanted, this.roomFor(project, now));
-    if (count < wanted) {
-      if (this.freeSlots() <= count) this.backlogEverywhere = true;
+  reserveStartAtDispatch(project: ProjectRow, wanted: number, now: number): number {
+    if (this.backlogEverywhere || this.backlogged.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
+    const count = this.projects.get(project.id);
+    if (count && (count.held > 0 || count.holdUntil > now)) return 0;
+    const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - (count?.running ?? 0), this.freeSlots()));
+    if (room < wanted) {
+      if (this.freeSlots() <= room) this.backlogEverywhere = true;
       else this.backlogged.add(project.id);
     }
-    if (count <= 0) return 0;
-    this.hold(project.id, count);
-    return count;
+    if (room <= 0) return 0;
+    this.hold(project.id, room);
+    return room;
   }
 
   /**

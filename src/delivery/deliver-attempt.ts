@@ -3,7 +3,7 @@ import { formatNullableTimestamp } from '../timestamp.js';
 import { newAttemptId } from '../crypto/random-ids.js';
 import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, Store } from '../store/store.js';
+import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, StartedAttempt, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS, leaseMs } from './capacity.js';
 import { backpressureMs, nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
@@ -107,8 +107,10 @@ export async function deliverAttempt(
   shutdown?: AbortSignal,
   /** Called once the request is answered (or never sent), before the outcome is recorded. */
   onAnswered: () => void = () => {},
+  /** The attempt when its STARTED is recorded already (a job created started at its dispatch). */
+  started?: StartedAttempt,
 ): Promise<void> {
-  const attempt = await prepareAttempt(deps, job, project, shutdown);
+  const attempt = started ?? (await prepareAttempt(deps, job, project, shutdown));
   if (!attempt) return;
   const span = deps.tracer ? startAttemptSpan(deps.tracer, deps.clock, job, project, attempt) : null;
   // Each attempt has a span id of its own in the job's trace (SPEC section 4): its span's with
@@ -133,11 +135,6 @@ function attemptSpanResult(sent: SendResult, project: ProjectRow): AttemptSpanRe
   return { outcome, statusCode, error };
 }
 
-interface StartedAttempt {
-  attemptId: string;
-  attemptNumber: number;
-  startedAt: number;
-}
 
 /** Records the attempt as STARTED under this worker's lease; null when the lease is no longer ours. */
 async function prepareAttempt(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, shutdown?: AbortSignal): Promise<StartedAttempt | null> {

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ClaimedJob, ProjectRow } from '../store/store.js';
+import type { ClaimedJob, ProjectRow, StartedAttempt, StartedJob } from '../store/store.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import { Capacity, claimRule, leaseMs, type ClaimRule } from './capacity.js';
 import { deliverAttempt, type DeliveryDeps } from './deliver-attempt.js';
@@ -89,12 +89,12 @@ export class Dispatcher {
   }
 
   /**
-   * Room for up to `wanted` of the project's jobs about to be created already claimed for this
-   * worker (Capacity.reserveAtDispatch); returns how many. The room is held until `submit` (given
-   * the reservation) or `unreserve` gives it back.
+   * Room to start up to `wanted` of the project's jobs as they are created
+   * (Capacity.reserveStartAtDispatch); returns how many. The room is held until `submitStarted`
+   * (given the reservation) or `unreserve` gives it back.
    */
-  reserve(project: ProjectRow, wanted: number): number {
-    return this.capacity.reserveAtDispatch(project, wanted, this.deps.clock.now());
+  reserveStart(project: ProjectRow, wanted: number): number {
+    return this.capacity.reserveStartAtDispatch(project, wanted, this.deps.clock.now());
   }
 
   /** Gives back room reserved for jobs that were not created after all. */
@@ -120,9 +120,40 @@ export class Dispatcher {
    * dispatch takes the same room meanwhile), loads each project and its secrets once, then starts
    * what the capacity model allows. Returns the projects of the batch that then have no room left.
    */
-  async submit(jobs: ClaimedJob[], reserved?: { projectId: string; count: number }): Promise<string[]> {
-    if (!reserved) for (const job of jobs) this.capacity.hold(job.projectId, 1);
-    else if (reserved.count > jobs.length) this.capacity.release(reserved.projectId, reserved.count - jobs.length, this.deps.clock.now());
+  async submit(jobs: ClaimedJob[]): Promise<string[]> {
+    for (const job of jobs) this.capacity.hold(job.projectId, 1);
+    const targets = await this.targets(jobs);
+    const now = this.deps.clock.now();
+    const due = new Set<string>();
+    for (const entry of targets) {
+      this.leases.hold(entry.job.id, leaseMs(entry.project));
+      if (!this.queue.add(entry, now)) due.add(entry.project.id);
+    }
+    for (const projectId of due) this.pump(projectId);
+    this.armAhead();
+    const projects = new Map(targets.map(({ project }) => [project.id, project]));
+    return [...projects.values()].filter((project) => this.capacity.roomFor(project, now) <= 0).map((project) => project.id);
+  }
+
+  /**
+   * Takes jobs created with their first attempt already STARTED under a reservation (reserveStart):
+   * their requests go out at once, in the order they were created.
+   */
+  async submitStarted(started: StartedJob[], reserved: { projectId: string; count: number }): Promise<void> {
+    if (reserved.count > started.length) this.capacity.release(reserved.projectId, reserved.count - started.length, this.deps.clock.now());
+    const attempts = new Map(started.map(({ job, attempt }) => [job.id, attempt]));
+    for (const entry of await this.targets(started.map(({ job }) => job))) {
+      this.leases.hold(entry.job.id, leaseMs(entry.project));
+      this.capacity.start(entry.project.id);
+      this.run(entry, attempts.get(entry.job.id));
+    }
+  }
+
+  /**
+   * The jobs with their projects and signing secrets, each loaded once. If that fails, the jobs are
+   * still leased in the store (the lease rescue returns them) and their room here is free again.
+   */
+  private async targets(jobs: ClaimedJob[]): Promise<Waiting[]> {
     const projectIds = [...new Set(jobs.map((job) => job.projectId))];
     let projects: ProjectRow[];
     let secrets: string[][];
@@ -132,24 +163,14 @@ export class Dispatcher {
         Promise.all(projectIds.map((id) => this.deps.signingSecrets(id))),
       ]);
     } catch (error) {
-      // Still claimed in the store: the lease rescue returns them. Their room here is free again.
       const now = this.deps.clock.now();
       for (const job of jobs) this.capacity.release(job.projectId, 1, now);
       throw error;
     }
     const byId = new Map(projects.map((project) => [project.id, project]));
     const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
-    const now = this.deps.clock.now();
-    const due = new Set<string>();
     for (const project of projects) this.capacity.know(project);
-    for (const job of jobs) {
-      const project = byId.get(job.projectId)!;
-      this.leases.hold(job.id, leaseMs(project));
-      if (!this.queue.add({ job, project, secrets: secretsById.get(project.id)! }, now)) due.add(project.id);
-    }
-    for (const projectId of due) this.pump(projectId);
-    this.armAhead();
-    return projects.filter((project) => this.capacity.roomFor(project, now) <= 0).map((project) => project.id);
+    return jobs.map((job) => ({ job, project: byId.get(job.projectId)!, secrets: secretsById.get(job.projectId)! }));
   }
 
   /** The project's next attempt waits until `until` (a rate's next token, a receiver's Retry-After); a later hold wins. */
@@ -197,6 +218,7 @@ export class Dispatcher {
         this.takeTokens(next.project, this.queue.dueOf(projectId));
         return;
       }
+      this.capacity.start(projectId);
       this.run(this.queue.take(projectId)!);
     }
   }
@@ -216,7 +238,7 @@ export class Dispatcher {
     void takeStartTokens(this.deps.rateLimiter!, project, wanted, this.deps.clock.now())
       .then(({ granted, retryAfterMs }) => {
         for (let i = granted; i < wanted; i++) this.capacity.unstart(project.id);
-        for (let i = 0; i < granted; i++) this.run(this.queue.take(project.id)!, true);
+        for (let i = 0; i < granted; i++) this.run(this.queue.take(project.id)!);
         if (retryAfterMs !== null) this.holdProject(project.id, this.deps.clock.now() + retryAfterMs);
       })
       .catch((error: unknown) => {
@@ -231,8 +253,8 @@ export class Dispatcher {
       });
   }
 
-  private run({ job, project, secrets }: Waiting, counted = false): void {
-    if (!counted) this.capacity.start(project.id);
+  /** Runs an attempt whose start the capacity model has counted; `started` when its STARTED is recorded already. */
+  private run({ job, project, secrets }: Waiting, started?: StartedAttempt): void {
     this.unrecorded += 1;
     this.deps.metrics.inFlight.inc();
     // The slot is the receiver's: it frees as soon as the answer is in, while the outcome is still
@@ -247,7 +269,7 @@ export class Dispatcher {
       this.pump(project.id);
       this.onCapacity();
     };
-    deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal, freeSlot)
+    deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal, freeSlot, started)
       .catch((error: unknown) => {
         // The lease stays; the rescuer retries the job once it expires.
         this.deps.log.error({ err: error, jobId: job.id }, 'delivery attempt could not be recorded');

@@ -119,30 +119,26 @@ export class DeliveryEngine {
   }
 
   /**
-   * Jobs due at once, created already claimed for this instance when it has room (the job
-   * service asks before inserting), go straight to the dispatcher: no claim, no scheduler wake-up.
+   * Jobs due at once, created with their first attempt already STARTED for this instance when it
+   * has room to start them (the job service asks before inserting), go straight to their requests:
+   * no claim, no separate start, no scheduler wake-up.
    */
   immediateDelivery(): ImmediateDelivery {
     return {
       reserve: (project, wanted) => {
         // A paused project's jobs wait QUEUED (SPEC section 10).
         if (!this.running || project.paused) return null;
-        const limit = this.dispatcher.reserve(project, wanted);
+        const limit = this.dispatcher.reserveStart(project, wanted);
         if (limit <= 0) return null;
-        return {
-          projectId: project.id,
-          workerId: this.workerId,
-          leaseExpiresAt: this.options.clock.now() + leaseMs(project),
-          limit,
-        };
+        return { projectId: project.id, workerId: this.workerId, leaseExpiresAt: this.options.clock.now() + leaseMs(project), limit };
       },
       submit: (reservation, jobs) => {
         const reserved = { projectId: reservation.projectId, count: reservation.limit };
         if (jobs.length === 0) return this.dispatcher.unreserve(reserved.projectId, reserved.count);
-        // Already claimed in the database: if this fails they are rescued when their lease expires.
+        // Already STARTED in the database: if this fails they are rescued when their lease expires.
         this.dispatcher
-          .submit(jobs, reserved)
-          .catch((error: unknown) => this.options.log.error({ err: error }, 'handing claimed jobs to the dispatcher failed'));
+          .submitStarted(jobs, reserved)
+          .catch((error: unknown) => this.options.log.error({ err: error }, 'handing started jobs to the dispatcher failed'));
       },
     };
   }

@@ -14,7 +14,8 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { effectiveMaxRetries, type Plan } from '../plans.js';
-import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type ClaimedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type StartedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { startedJobs } from '../store/job-rules.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
 import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
@@ -64,12 +65,12 @@ interface JobsServiceDeps {
   immediateDelivery: () => ImmediateDelivery | null;
 }
 
-/** Room for jobs due at once, and where to hand them once created already claimed. */
+/** Room to start jobs due at once as they are created, and where to hand them once they are. */
 export interface ImmediateDelivery {
-  /** Room for up to `limit` of the project's jobs, held until `submit` is given the reservation. */
+  /** Room to start up to `limit` of the project's jobs, held until `submit` is given the reservation. */
   reserve(project: ProjectRow, wanted: number): ImmediateReservation | null;
-  /** The jobs created claimed under the reservation (none if the creation failed); frees the rest of its room. */
-  submit(reservation: ImmediateReservation, jobs: ClaimedJob[]): void;
+  /** The jobs created with their attempt STARTED under the reservation (none if the creation failed); frees the rest of its room. */
+  submit(reservation: ImmediateReservation, jobs: StartedJob[]): void;
 }
 
 export interface ImmediateReservation {
@@ -82,8 +83,8 @@ export interface ImmediateReservation {
 export class JobsService {
   constructor(private readonly deps: JobsServiceDeps) {}
 
-  private created(jobs: NewJob[], created: boolean[], claimed: ClaimedJob[]): void {
-    const handed = new Set(claimed.map((job) => job.id));
+  private created(jobs: NewJob[], created: boolean[], started: StartedJob[]): void {
+    const handed = new Set(started.map(({ job }) => job.id));
     let earliest = Number.POSITIVE_INFINITY;
     let count = 0;
     jobs.forEach((job, i) => {
@@ -136,14 +137,14 @@ export class JobsService {
   ) {
     const immediate = this.deps.immediateDelivery();
     const dueNow = jobs.filter((job) => job.runAt <= now).length;
-    const claimDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
-    // Jobs created already claimed are claimed by this very statement: their claim span covers it.
-    const claimSpans = claimDueNow && this.deps.tracer ? this.deps.tracer.startClaim() : null;
+    const startDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
+    // Jobs created started are claimed by this very statement: their claim span covers it.
+    const claimSpans = startDueNow && this.deps.tracer ? this.deps.tracer.startClaim() : null;
     let result: JobCreateResult;
-    // A reservation is always settled: with the jobs created claimed, or with none if creation failed.
-    let claimed: ClaimedJob[] = [];
+    // A reservation is always settled: with the jobs created started, or with none if creation failed.
+    let started: StartedJob[] = [];
     try {
-      result = await this.deps.store.jobCreate({
+      const params = {
         projectId: ctx.project.id,
         teamId: ctx.team.id,
         now,
@@ -153,11 +154,12 @@ export class JobsService {
           ? { endpoint, key: idempotencyKey, requestHash: requestHash(body), validAfter: now - IDEMPOTENCY_KEY_TTL_MS }
           : null,
         answer,
-        ...(claimDueNow && { claimDueNow }),
-      });
-      if (result.kind === 'created') claimed = result.claimed;
+        ...(startDueNow && { startDueNow }),
+      };
+      result = await this.deps.store.jobCreate(params);
+      if (result.kind === 'created' && startDueNow) started = startedJobs({ ...params, startDueNow }, result.started);
     } finally {
-      if (claimDueNow) immediate!.submit(claimDueNow, claimed);
+      if (startDueNow) immediate!.submit(startDueNow, started);
     }
     if (result.kind === 'idempotency_conflict') {
       throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request body in the last 24 hours', {
@@ -165,8 +167,8 @@ export class JobsService {
       });
     }
     if (result.kind === 'created') {
-      if (claimSpans && result.claimed.length > 0) claimSpans.end(result.claimed, { workerId: claimDueNow!.workerId, atDispatch: true });
-      this.created(jobs, result.created, result.claimed);
+      if (claimSpans && started.length > 0) claimSpans.end(started.map(({ job }) => job), { workerId: startDueNow!.workerId, atDispatch: true });
+      this.created(jobs, result.created, started);
     }
     return result;
   }

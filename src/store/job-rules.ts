@@ -20,9 +20,54 @@ import {
   type ProjectRow,
   type PruneCounts,
   type PrunedJobs,
+  type NewJob,
+  type StartedAtCreation,
+  type StartedJob,
   type StoredResponse,
 } from './store.js';
 import type { PruneCutoffs } from '../retention.js';
+
+/**
+ * The jobs a creation started (JobCreateParams.startDueNow) as the dispatcher takes them: each row
+ * as it was inserted, rebuilt from the request's own jobs, so that no payload crosses back from the
+ * store, with its first attempt.
+ */
+export function startedJobs(
+  params: { projectId: string; now: number; jobs: NewJob[]; startDueNow: { workerId: string; leaseExpiresAt: number } },
+  started: StartedAtCreation[],
+): StartedJob[] {
+  const byId = new Map(params.jobs.map((job) => [job.id, job]));
+  const { now } = params;
+  return started.map(({ jobId, seq, attemptId }) => {
+    const job = byId.get(jobId)!;
+    return {
+      job: {
+        seq,
+        id: job.id,
+        projectId: params.projectId,
+        status: 'STARTED',
+        payload: job.payload,
+        scheduledFor: job.scheduledFor,
+        runAt: job.runAt,
+        queuedAt: now,
+        maxRetries: job.maxRetries,
+        attemptCount: 1,
+        roundStartAttemptCount: 0,
+        lastError: null,
+        createdAt: now,
+        updatedAt: now,
+        completedAt: null,
+        failedAt: null,
+        cancelledAt: null,
+        scheduleId: job.schedule?.id ?? null,
+        traceparent: job.traceparent ?? null,
+        tracestate: job.tracestate ?? null,
+        leaseExpiresAt: params.startDueNow.leaseExpiresAt,
+      },
+      attempt: { attemptId, attemptNumber: 1, startedAt: now },
+    };
+  });
+}
 
 /** What a finished attempt writes to its job (only if the worker still holds the attempt's lease). */
 interface JobAfterAttempt {

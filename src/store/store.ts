@@ -194,15 +194,23 @@ export interface JobCreateParams {
   /** The answer, assembled inside the transaction so that it is stored with the jobs (job-rules.ts, assembleAnswer). */
   answer: AnswerTemplate;
   /**
-   * Jobs due at once may be created already DISPATCHED, leased to this worker (up to `limit`):
-   * the caller hands them straight to its dispatcher, with no claim. A store may ignore this
-   * (then they are created QUEUED and claimed as usual).
+   * Jobs due at once may be created with their first attempt already STARTED for this worker (up
+   * to `limit`, and none while the project is paused or held back by a Retry-After): the caller
+   * sends them at once, with no claim and no separate start. A store may ignore this (then they
+   * are created QUEUED and claimed as usual).
    */
-  claimDueNow?: { workerId: string; leaseExpiresAt: number; limit: number };
+  startDueNow?: { workerId: string; leaseExpiresAt: number; limit: number };
+}
+
+/** A job created with its first attempt STARTED (JobCreateParams.startDueNow): which, and its attempt. */
+export interface StartedAtCreation {
+  jobId: string;
+  seq: number;
+  attemptId: string;
 }
 
 export type JobCreateResult =
-  | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null; claimed: ClaimedJob[] }
+  | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null; started: StartedAtCreation[] }
   | { kind: 'replayed'; response: StoredResponse }
   | { kind: 'idempotency_conflict' };
 
@@ -277,6 +285,22 @@ export interface SessionRow {
 /** A job claimed for delivery (DISPATCHED, leased to one worker). */
 export interface ClaimedJob extends JobRow {
   leaseExpiresAt: number;
+}
+
+/** An attempt recorded STARTED for a worker, before its request leaves. */
+export interface StartedAttempt {
+  attemptId: string;
+  attemptNumber: number;
+  startedAt: number;
+}
+
+/**
+ * A job created with its first attempt already STARTED for this worker, as the dispatch path
+ * hands it to the dispatcher (the job's row as created, rebuilt from what was inserted).
+ */
+export interface StartedJob {
+  job: ClaimedJob;
+  attempt: StartedAttempt;
 }
 
 /** What a finished attempt does to its job; decided by the delivery layer, applied atomically by the store. */

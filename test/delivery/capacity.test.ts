@@ -51,19 +51,27 @@ describe('the capacity model', () => {
     expect(capacity.freeSlots()).toBe(254);
   });
 
-  it('creates no job claimed at its dispatch while due jobs of its project may wait in the store', () => {
+  it('starts jobs as they are created only within free slots, and never ahead of jobs waiting in the store or held here', () => {
     const capacity = new Capacity(4);
     const p = project('p', { deliveryConcurrency: 1 });
-    expect(capacity.reserveAtDispatch(p, 1, NOW)).toBe(1);
-    // Room for 2 (claim-ahead of 1 slot); a third would wait in the store, so the project is marked.
-    expect(capacity.reserveAtDispatch(p, 2, NOW)).toBe(1);
-    capacity.release(p.id, 2, NOW);
-    expect(capacity.reserveAtDispatch(p, 1, NOW)).toBe(0);
+    // One slot: the second job waits in the store, and the project is marked as having jobs there.
+    expect(capacity.reserveStartAtDispatch(p, 2, NOW)).toBe(1);
+    capacity.start(p.id);
+    capacity.finish(p.id, NOW);
+    expect(capacity.reserveStartAtDispatch(p, 1, NOW)).toBe(0);
     // Until a claim takes every due job it could.
     capacity.noteClaim(true, []);
-    expect(capacity.reserveAtDispatch(p, 1, NOW)).toBe(1);
+    expect(capacity.reserveStartAtDispatch(p, 1, NOW)).toBe(1);
+    capacity.release(p.id, 1, NOW);
+    // A job claimed here and not yet started goes first.
+    capacity.hold(p.id, 1);
+    expect(capacity.reserveStartAtDispatch(p, 1, NOW)).toBe(0);
+    capacity.release(p.id, 1, NOW);
+    capacity.noteClaim(true, []);
+    // A rated project's starts wait for their tokens: never started at creation.
+    expect(capacity.reserveStartAtDispatch(project('rated', { deliveryRatePerSecond: 5 }), 1, NOW)).toBe(0);
     // A claim that came back full: jobs of any project may wait.
     capacity.noteClaim(false, []);
-    expect(capacity.reserveAtDispatch(project('other'), 1, NOW)).toBe(0);
+    expect(capacity.reserveStartAtDispatch(project('other'), 1, NOW)).toBe(0);
   });
 });

@@ -515,13 +515,39 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         await store.attemptFinish({ jobId: 'job_t1', attemptId: 'att_t1', workerId: 'wrk_a', now: T0 + 5, result: failure, next: { kind: 'fail' } });
         expect(await store.jobRetryIfFailed({ projectId: project.id, jobId: 'job_t1', now: T0 + 10 })).toMatchObject({ ok: true, job: { traceparent, tracestate } });
         expect((await claim(T0 + 10)).map((j) => [j.id, j.traceparent, j.tracestate])).toEqual([['job_t1', traceparent, tracestate]]);
-        // Created already claimed (a store that hands jobs due at once to the dispatching worker), it carries its context too.
+        // Created started (a store that starts jobs due at once for the dispatching worker), it carries its context too.
         const immediate = await create(project, [job('job_t3', { traceparent, tracestate })], {
-          claimDueNow: { workerId: 'wrk_b', leaseExpiresAt: T0 + 60_000, limit: 1 },
+          startDueNow: { workerId: 'wrk_b', leaseExpiresAt: T0 + 60_000, limit: 1 },
         });
-        const handed = immediate.kind === 'created' ? immediate.claimed : [];
-        const t3 = handed.length > 0 ? handed : await claim(T0, 10, 'wrk_b');
-        expect(t3.map((j) => [j.id, j.traceparent, j.tracestate])).toEqual([['job_t3', traceparent, tracestate]]);
+        if (immediate.kind === 'created' && immediate.started.length === 0) await claim(T0, 10, 'wrk_b');
+        expect(await store.jobGet({ projectId: project.id, jobId: 'job_t3' })).toMatchObject({ traceparent, tracestate });
+      });
+
+      it('creates jobs due at once with their first attempt STARTED for the worker, up to the limit, and none for a paused or held-back project', async () => {
+        const start = { workerId: 'wrk_s', leaseExpiresAt: T0 + 60_000, limit: 2 };
+        const project = await makeProject();
+        const result = await create(project, [job('job_s1'), job('job_s2'), job('job_s3'), job('job_s4', { runAt: T0 + 5_000 })], { startDueNow: start });
+        if (result.kind !== 'created') throw new Error('not created');
+        // A store may ignore startDueNow; one that honours it starts the first due jobs, up to the limit.
+        const started = result.started.map((s) => s.jobId);
+        expect([[], ['job_s1', 'job_s2']]).toContainEqual(started);
+        for (const s of result.started) {
+          expect(await store.jobGet({ projectId: project.id, jobId: s.jobId })).toMatchObject({ status: 'STARTED', attemptCount: 1, runAt: T0, createdAt: T0 });
+          expect(await store.attemptListByJob(s.jobId)).toEqual([expect.objectContaining({ id: s.attemptId, attemptNumber: 1, startedAt: T0, finishedAt: null })]);
+          // Leased to the worker: its outcome is recorded as any started attempt's.
+          expect(await store.attemptFinish({ jobId: s.jobId, attemptId: s.attemptId, workerId: 'wrk_s', now: T0 + 5, result: success, next: { kind: 'complete' } })).toBe(true);
+        }
+        for (const jobId of ['job_s3', 'job_s4']) expect((await store.jobGet({ projectId: project.id, jobId }))?.status).toBe('QUEUED');
+        // Paused, or held back by a receiver's Retry-After: created QUEUED, none started.
+        const paused = await makeProject();
+        await store.projectUpdate({ projectId: paused.id, patch: { paused: true } });
+        const backedOff = await makeProject();
+        await store.projectBackoff({ projectId: backedOff.id, until: T0 + 1_000, now: T0 });
+        for (const [p, id] of [[paused, 'job_sp'], [backedOff, 'job_sb']] as const) {
+          const held = await create(p, [job(id)], { startDueNow: start });
+          expect(held.kind === 'created' && held.started).toEqual([]);
+          expect((await store.jobGet({ projectId: p.id, jobId: id }))?.status).toBe('QUEUED');
+        }
       });
 
       it('rescues expired leases: DISPATCHED back to QUEUED without an attempt, STARTED as lease_expired', async () => {

@@ -65,7 +65,7 @@ export class JobCreator {
       const response = assembleAnswer(params.answer, created, usedBefore);
       if (response) await this.db.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
       else await this.db.query(q.IdempotencyKeyDelete, keyArgs, client);
-      return { kind: 'created', created, usedBefore, response, claimed: [] };
+      return { kind: 'created', created, usedBefore, response, started: [] };
     });
   }
 
@@ -116,7 +116,7 @@ export class JobCreator {
     }
     for (const [i, { params, resolve }] of group.entries()) {
       const { created, usedBefore } = outcomes[i]!;
-      resolve({ kind: 'created', created, usedBefore, response: assembleAnswer(params.answer, created, usedBefore), claimed: [] });
+      resolve({ kind: 'created', created, usedBefore, response: assembleAnswer(params.answer, created, usedBefore), started: [] });
     }
   }
 

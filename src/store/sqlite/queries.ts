@@ -94,13 +94,19 @@ export const WebhookSecretExpireNewest = 'UPDATE webhook_secrets SET expires_at 
 export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
   created_at, updated_at, schedule_id, schedule_fire_at, on_hold, traceparent, tracestate) VALUES (@id, @projectId, 'QUEUED', @payload,
   @scheduledFor, @runAt, @now, @maxRetries, @now, @now, @scheduleId, @scheduleFireAt, @onHold, @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
-/** Whether a project's jobs are held (it is paused): read once per creation, in its transaction. */
-export const ProjectPausedGet = 'SELECT paused FROM projects WHERE id = ?';
-/** A job due at once, created already claimed by the instance that accepted it. */
-export const JobInsertClaimed = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  lease_owner, lease_expires_at, created_at, updated_at, schedule_id, schedule_fire_at, traceparent, tracestate) VALUES (@id, @projectId,
-  'DISPATCHED', @payload, @scheduledFor, @runAt, @now, @maxRetries, @workerId, @leaseExpiresAt, @now, @now, @scheduleId, @scheduleFireAt,
-  @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
+/**
+ * Whether a project's new jobs are held (it is paused) and whether they may start now (not held
+ * back by a receiver's Retry-After either): read once per creation, in its transaction.
+ */
+export const ProjectCreationStateGet = `SELECT paused, paused = 0 AND coalesce(backoff_until, 0) <= @now AS startable FROM projects WHERE id = @projectId`;
+/**
+ * A job due at once, created with its first attempt STARTED by the instance that accepted it
+ * (JobCreateParams.startDueNow): one insert instead of an insert, a claim and a start.
+ */
+export const JobInsertStarted = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
+  attempt_count, lease_owner, lease_expires_at, lease_attempt_id, created_at, updated_at, schedule_id, schedule_fire_at, traceparent, tracestate)
+  VALUES (@id, @projectId, 'STARTED', @payload, @scheduledFor, @runAt, @now, @maxRetries, 1, @workerId, @leaseExpiresAt, @attemptId, @now, @now,
+  @scheduleId, @scheduleFireAt, @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**

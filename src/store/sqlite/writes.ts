@@ -30,7 +30,8 @@ import {
   type UserWithPassword,
   type WebhookSecretRow,
 } from '../store.js';
-import type { JobCreateParams } from '../store.js';
+import type { JobCreateParams, StartedAtCreation } from '../store.js';
+import { newAttemptId } from '../../crypto/random-ids.js';
 import { utcDay } from '../../timestamp.js';
 import { assembleAnswer, idempotentAnswer, jobAfterAttempt } from '../job-rules.js';
 import * as q from './queries.js';
@@ -67,31 +68,6 @@ function bumpCacheEpoch(sql: Sql): void {
   sql(q.CacheEpochBump).run();
 }
 
-function claimedJob(seq: number, row: NewJob & { projectId: string; now: number; leaseExpiresAt: number }): ClaimedJob {
-  return {
-    seq,
-    id: row.id,
-    projectId: row.projectId,
-    status: 'DISPATCHED',
-    payload: row.payload,
-    scheduledFor: row.scheduledFor,
-    runAt: row.runAt,
-    queuedAt: row.now,
-    maxRetries: row.maxRetries,
-    attemptCount: 0,
-    roundStartAttemptCount: 0,
-    lastError: null,
-    createdAt: row.now,
-    updatedAt: row.now,
-    completedAt: null,
-    failedAt: null,
-    cancelledAt: null,
-    scheduleId: row.schedule?.id ?? null,
-    traceparent: row.traceparent ?? null,
-    tracestate: row.tracestate ?? null,
-    leaseExpiresAt: row.leaseExpiresAt,
-  };
-}
 
 /** A guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */
 function transition(sql: Sql, statement: string, params: Record<string, unknown> & { projectId: string; jobId: string }): JobTransitionResult {
@@ -212,7 +188,7 @@ export const WRITES = {
     bumpCacheEpoch(sql);
   },
 
-  jobCreate(sql: Sql, params: JobCreateParams): JobCreateResult {
+  jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTally): JobCreateResult {
     const { idempotency } = params;
     if (idempotency) {
       const previous = sql(q.IdempotencyKeyGet).get(params.projectId, idempotency.endpoint, idempotency.key) as
@@ -224,10 +200,11 @@ export const WRITES = {
     const usedBefore = quota ? (sql(q.UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n : 0;
     let used = usedBefore;
     const insert = sql(q.JobInsert);
-    // A paused project's jobs are created held, and none is handed to a worker.
-    const onHold = (sql(q.ProjectPausedGet).get(params.projectId) as { paused: number } | undefined)?.paused ?? 0;
-    const claim = onHold ? undefined : params.claimDueNow;
-    const claimed: ClaimedJob[] = [];
+    // A paused project's jobs are created held, and none is started.
+    const state = sql(q.ProjectCreationStateGet).get(params) as { paused: number; startable: number } | undefined;
+    const onHold = state?.paused ?? 0;
+    const start = state?.startable ? params.startDueNow : undefined;
+    const started: StartedAtCreation[] = [];
     const pausedAt = new Map<string, number | null>();
     const created = params.jobs.map((job) => {
       if (quota && used >= quota.limit) return false;
@@ -248,12 +225,15 @@ export const WRITES = {
         traceparent: job.traceparent ?? null,
         tracestate: job.tracestate ?? null,
       };
-      if (claim && claimed.length < claim.limit && job.runAt <= params.now) {
-        const claimedRow = { ...row, workerId: claim.workerId, leaseExpiresAt: claim.leaseExpiresAt };
-        const result = sql(q.JobInsertClaimed).run(claimedRow);
+      if (start && started.length < start.limit && job.runAt <= params.now) {
+        const attemptId = newAttemptId(params.now);
+        const result = sql(q.JobInsertStarted).run({ ...row, workerId: start.workerId, leaseExpiresAt: start.leaseExpiresAt, attemptId });
         // No change: this schedule fire's job exists already (created, and counted, before).
         if (result.changes === 0) return true;
-        claimed.push(claimedJob(Number(result.lastInsertRowid), claimedRow));
+        sql(q.AttemptInsert).run({ attemptId, jobId: job.id, attemptNumber: 1, now: params.now });
+        // A first attempt's lateness, for the overview: started as it was created, on time.
+        tally.started(params.projectId, minuteOf(params.now), latenessBucket(0));
+        started.push({ jobId: job.id, seq: Number(result.lastInsertRowid), attemptId });
       } else if (insert.run(row).changes === 0) {
         return true;
       }
@@ -273,7 +253,7 @@ export const WRITES = {
         now: params.now,
       });
     }
-    return { kind: 'created', created, usedBefore, response, claimed };
+    return { kind: 'created', created, usedBefore, response, started };
   },
 
   jobCancelIfQueued(sql: Sql, p: { projectId: string; jobId: string; now: number }): JobTransitionResult {
