@@ -21,7 +21,6 @@ import {
   type JobRow,
   type JobStatus,
   type JobTransitionResult,
-  type NewJob,
   type ProjectPatch,
   type ProjectRow,
   type PrunedJobs,
