@@ -65,6 +65,11 @@ function timePrefix(ms: number): string {
  */
 export const newJobId = (now: number = Date.now()): string => `job_${timePrefix(now)}${randomBase62(22)}`;
 export const newAttemptId = (now: number = Date.now()): string => `att_${timePrefix(now)}${randomBase62(22)}`;
+/**
+ * The attempt ids of one claim that starts jobs at once: this prefix (time and 16 random
+ * characters, like newAttemptId's) and the job's seq, unique because a seq is.
+ */
+export const attemptIdPrefix = (now: number = Date.now()): string => `att_${timePrefix(now)}${randomBase62(16)}`;
 export const newTeamId = (): string => `team_${randomBase62(16)}`;
 export const newProjectId = (): string => `prj_${randomBase62(16)}`;
 export const newKeyId = (): string => `key_${randomBase62(16)}`;

@@ -26,6 +26,8 @@ import type { ProjectRow } from '../store/store.js';
 export const CLAIM_AHEAD_FACTOR = 2;
 /** A rated project's jobs held at once: this fraction of a second's worth (at least one). */
 const RATE_WINDOWS_PER_SECOND = 10;
+/** Projects whose settings the model keeps for claims that start at once (reserveClaimStarts). */
+const KNOWN_PROJECTS_MAX = 1_000;
 /** A lease covers the per-attempt timeout plus this margin, so a live but slow delivery is never rescued mid-flight. */
 export const LEASE_MARGIN_MS = 30_000;
 
@@ -88,6 +90,11 @@ export class Capacity {
    */
   private readonly backlogged = new Set<string>();
   private backlogEverywhere = false;
+  /**
+   * Settings of projects seen lately, kept after their counts go: a claim may start their due jobs
+   * at once (reserveClaimStarts). Bounded: the oldest is forgotten past KNOWN_PROJECTS_MAX.
+   */
+  private readonly known = new Map<string, CapacitySettings>();
 
   constructor(readonly globalSlots: number) {}
 
@@ -106,6 +113,37 @@ export class Capacity {
   /** The project's settings changed or were loaded (each batch of claimed jobs brings them). */
   know(project: ProjectRow): void {
     this.countOf(project.id).settings = project;
+    this.known.delete(project.id);
+    this.known.set(project.id, project);
+    if (this.known.size > KNOWN_PROJECTS_MAX) this.known.delete(this.known.keys().next().value!);
+  }
+
+  /**
+   * For a claim about to run: how many of each known project's due jobs it may start at once (its
+   * free slots, none promised to jobs already held here; none while it is held back or rated),
+   * now held; settleClaimStarts gives back what the claim did not start. A project not known yet
+   * has its jobs claimed DISPATCHED, and started once its settings are loaded.
+   */
+  reserveClaimStarts(now: number): Record<string, number> {
+    const reserved: Record<string, number> = {};
+    for (const [projectId, settings] of this.known) {
+      if (settings.deliveryRatePerSecond !== null) continue;
+      const count = this.projects.get(projectId);
+      if (count && count.holdUntil > now) continue;
+      const room = Math.min(projectSlots(settings, this.globalSlots) - (count?.running ?? 0) - (count?.held ?? 0), this.freeSlots());
+      if (room <= 0) continue;
+      reserved[projectId] = room;
+      this.hold(projectId, room);
+    }
+    return reserved;
+  }
+
+  /** The claim is back: what it did not start of what was reserved for it is given back. */
+  settleClaimStarts(reserved: Record<string, number>, startedByProject: Map<string, number>, now: number): void {
+    for (const [projectId, room] of Object.entries(reserved)) {
+      const unused = room - (startedByProject.get(projectId) ?? 0);
+      if (unused > 0) this.release(projectId, unused, now);
+    }
   }
 
   /** Jobs the worker may still take on, all projects together. */

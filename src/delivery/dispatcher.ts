@@ -121,13 +121,17 @@ export class Dispatcher {
    * what the capacity model allows. Returns the projects of the batch that then have no room left.
    */
   async submit(jobs: ClaimedJob[]): Promise<string[]> {
-    for (const job of jobs) this.capacity.hold(job.projectId, 1);
+    // Jobs claimed with their attempt STARTED were held by the claim's reservation (reserveClaimStarts).
+    for (const job of jobs) if (!job.started) this.capacity.hold(job.projectId, 1);
     const targets = await this.targets(jobs);
     const now = this.deps.clock.now();
     const due = new Set<string>();
     for (const entry of targets) {
       this.leases.hold(entry.job.id, leaseMs(entry.project));
-      if (!this.queue.add(entry, now)) due.add(entry.project.id);
+      if (entry.job.started) {
+        this.capacity.start(entry.project.id);
+        this.run(entry, entry.job.started);
+      } else if (!this.queue.add(entry, now)) due.add(entry.project.id);
     }
     for (const projectId of due) this.pump(projectId);
     this.armAhead();

@@ -3,7 +3,8 @@ import type { Clock } from '../clock.js';
 import { LEASE_MARGIN_MS } from '../delivery/capacity.js';
 import type { Dispatcher } from '../delivery/dispatcher.js';
 import { UnavailableError } from '../errors.js';
-import type { Store } from '../store/store.js';
+import type { ClaimedJob, Store } from '../store/store.js';
+import { attemptIdPrefix } from '../crypto/random-ids.js';
 import type { Tracer } from '../tracing/tracer.js';
 
 /** Claims per transaction. */
@@ -146,16 +147,27 @@ export class ClaimLoop {
           this.skippedProjects = excludeProjectIds.length > 0;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
           const claimSpans = this.deps.tracer?.startClaim();
-          const claimed = await store.jobClaimDue({
-            excludeProjectIds,
-            heldByProject: dispatcher.heldByProject(),
-            now,
-            dueBy: claimedUpTo,
-            limit,
-            workerId: this.deps.workerId,
-            leaseExtraMs: LEASE_MARGIN_MS,
-            claimRule: dispatcher.claimRule,
-          });
+          const heldByProject = dispatcher.heldByProject();
+          // Of the jobs due now, those the worker has free slots for are claimed STARTED at once.
+          const startable = dispatcher.capacity.reserveClaimStarts(now);
+          let claimed: ClaimedJob[] = [];
+          try {
+            claimed = await store.jobClaimDue({
+              excludeProjectIds,
+              heldByProject,
+              now,
+              dueBy: claimedUpTo,
+              limit,
+              workerId: this.deps.workerId,
+              leaseExtraMs: LEASE_MARGIN_MS,
+              claimRule: dispatcher.claimRule,
+              startable: { byProject: startable, attemptPrefix: attemptIdPrefix(now) },
+            });
+          } finally {
+            const started = new Map<string, number>();
+            for (const job of claimed) if (job.started) started.set(job.projectId, (started.get(job.projectId) ?? 0) + 1);
+            dispatcher.capacity.settleClaimStarts(startable, started, clock.now());
+          }
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
           const filled = claimed.length > 0 ? await dispatcher.submit(claimed) : [];
           dispatcher.noteClaim(claimed.length < limit, [...excludeProjectIds, ...filled]);

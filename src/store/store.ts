@@ -282,9 +282,13 @@ export interface SessionRow {
   expiresAt: number;
 }
 
-/** A job claimed for delivery (DISPATCHED, leased to one worker). */
+/**
+ * A job claimed for delivery (DISPATCHED, leased to one worker), or claimed with its attempt
+ * STARTED at once (JobClaimParams.startable): then `started` is that attempt.
+ */
 export interface ClaimedJob extends JobRow {
   leaseExpiresAt: number;
+  started?: StartedAttempt;
 }
 
 /** An attempt recorded STARTED for a worker, before its request leaves. */
@@ -342,6 +346,13 @@ export interface JobClaimParams {
    * than ceil(rate / rateWindowsPerSecond), at least one.
    */
   claimRule: { aheadFactor: number; share: number; rateWindowsPerSecond: number };
+  /**
+   * How many of each project's jobs due by `now` the worker may start at once: those (the earliest
+   * of each project) are claimed with their attempt STARTED in the claim itself, with an attempt id
+   * of `attemptPrefix` and the job's seq; the rest are DISPATCHED. A store may ignore this (then
+   * every job is DISPATCHED and started as usual).
+   */
+  startable?: { byProject: Record<string, number>; attemptPrefix: string };
 }
 
 export interface AttemptStartParams {

@@ -27,7 +27,7 @@ describe('embedded store query plans', () => {
     (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[]).map((r) => r.detail).join('\n');
 
   it('claims due jobs through jobs_due', () => {
-    const detail = plan(q.JobClaimDue, { now: 0, dueBy: 0, limit: 10, workerId: 'w', leaseExtraMs: 0, excludeProjectIds: '[]', heldByProject: '{}', aheadFactor: 2, share: 128, rateWindowsPerSecond: 10 });
+    const detail = plan(q.JobClaimDue, { now: 0, dueBy: 0, limit: 10, workerId: 'w', leaseExtraMs: 0, excludeProjectIds: '[]', heldByProject: '{}', aheadFactor: 2, share: 128, rateWindowsPerSecond: 10, startable: '{}', attemptPrefix: 'att_' });
     expect(detail).toMatch(/USING (COVERING )?INDEX jobs_due/);
     expect(detail).not.toMatch(/SCAN jobs(?! USING)/);
   });

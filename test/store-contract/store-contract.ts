@@ -298,6 +298,38 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
         for (const j of claimed) expect(j.leaseExpiresAt).toBe(T0 + 20 + leaseMs({ deliveryTimeoutMs: 30_000 }));
       });
 
+      it('claims the first startable due jobs of each project with their attempt STARTED, the rest DISPATCHED', async () => {
+        const a = await makeProject();
+        const b = await makeProject();
+        const c = await makeProject();
+        await create(a, [1, 2, 3].map((i) => job(`job_sa${i}`, { runAt: T0 + i })));
+        await create(b, [job('job_sb1', { runAt: T0 + 1 }), job('job_sb2', { runAt: T0 + 25 })]);
+        await create(c, [job('job_sc1', { runAt: T0 + 1 })]);
+        const claimed = await store.jobClaimDue({
+          now: T0 + 10,
+          dueBy: T0 + 35,
+          limit: 100,
+          workerId: 'wrk_s',
+          leaseExtraMs: 30_000,
+          excludeProjectIds: [],
+          heldByProject: {},
+          claimRule: claimRule(256),
+          // Two of a, one of b (its second is not due yet: claimed ahead, DISPATCHED), none of c.
+          startable: { byProject: { [a.id]: 2, [b.id]: 5 }, attemptPrefix: 'att_claimX' },
+        });
+        const started = claimed.filter((j) => j.started).map((j) => j.id);
+        // A store may ignore startable; one that honours it starts exactly these.
+        expect([[], ['job_sa1', 'job_sa2', 'job_sb1']]).toContainEqual(started.sort());
+        expect(claimed.map((j) => j.id).sort()).toEqual(['job_sa1', 'job_sa2', 'job_sa3', 'job_sb1', 'job_sb2', 'job_sc1']);
+        for (const j of claimed.filter((x) => x.started)) {
+          expect(j).toMatchObject({ status: 'STARTED', attemptCount: 1, started: { attemptNumber: 1, startedAt: T0 + 10 } });
+          expect(j.started!.attemptId).toBe(`att_claimX${j.seq}`);
+          expect(await store.attemptListByJob(j.id)).toEqual([expect.objectContaining({ id: j.started!.attemptId, attemptNumber: 1, startedAt: T0 + 10 })]);
+          expect(await store.attemptFinish({ jobId: j.id, attemptId: j.started!.attemptId, workerId: 'wrk_s', now: T0 + 20, result: success, next: { kind: 'complete' } })).toBe(true);
+        }
+        for (const j of claimed.filter((x) => !x.started)) expect((await store.jobGet({ projectId: j.projectId, jobId: j.id }))?.status).toBe('DISPATCHED');
+      });
+
       it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
         const project = await makeProject();
         await create(project, [

@@ -157,21 +157,29 @@ const CLAIM_LIMIT = `MIN(@aheadFactor * MIN(p.delivery_concurrency, @share), @sh
 /**
  * The earliest due jobs, at most @limit, and of each project no more than its claim limit less what
  * the worker holds already (@heldByProject, a JSON object of counts): jobs beyond a project's room
- * stay QUEUED, cancellable, instead of waiting claimed for a slot.
+ * stay QUEUED, cancellable, instead of waiting claimed for a slot. Of each project the first
+ * @startable ones due by @now (a JSON object of counts; none for a project not in it) are claimed
+ * with their attempt STARTED at once, its id @attemptPrefix and the job's seq; the writer records
+ * those attempts (writes.ts, jobClaimDue).
  */
-export const JobClaimDue = `UPDATE jobs SET status = 'DISPATCHED', lease_owner = @workerId,
-  lease_expires_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = jobs.project_id),
-  updated_at = @now
-  WHERE seq IN (
-    SELECT picked.seq FROM (
-      SELECT seq, project_id, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
+export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THEN 'STARTED' ELSE 'DISPATCHED' END,
+  attempt_count = jobs.attempt_count + picked.starts,
+  lease_attempt_id = CASE WHEN picked.starts THEN @attemptPrefix || jobs.seq END,
+  lease_owner = @workerId, lease_expires_at = @now + @leaseExtraMs + picked.timeout_ms, updated_at = @now
+  FROM (
+    SELECT ranked.seq AS picked_seq, p.delivery_timeout_ms AS timeout_ms,
+      (ranked.run_at <= @now AND ranked.place <= COALESCE(json_extract(@startable, '$."' || ranked.project_id || '"'), 0)) AS starts
+    FROM (
+      SELECT seq, project_id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
         SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
           AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
           AND project_id NOT IN (${BACKED_OFF_PROJECTS})
         ORDER BY run_at LIMIT @limit)
-    ) AS picked JOIN projects p ON p.id = picked.project_id
-    WHERE picked.place <= ${CLAIM_LIMIT} - COALESCE(json_extract(@heldByProject, '$."' || picked.project_id || '"'), 0))
-  RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt`;
+    ) AS ranked JOIN projects p ON p.id = ranked.project_id
+    WHERE ranked.place <= ${CLAIM_LIMIT} - COALESCE(json_extract(@heldByProject, '$."' || ranked.project_id || '"'), 0)
+  ) AS picked
+  WHERE jobs.seq = picked.picked_seq
+  RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt, lease_attempt_id AS startedAttemptId`;
 export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at > @after`;
 /**
  * Idempotent for one attempt: started again with the same attempt id, it counts nothing twice.

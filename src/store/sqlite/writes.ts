@@ -289,14 +289,24 @@ export const WRITES = {
     sql(q.ProjectBackoff).run(p);
   },
 
-  jobClaimDue(sql: Sql, params: JobClaimParams): ClaimedJob[] {
-    const { claimRule, ...rest } = params;
-    const claimed = sql(q.JobClaimDue).all({
+  jobClaimDue(sql: Sql, params: JobClaimParams, tally: OverviewTally): ClaimedJob[] {
+    const { claimRule, startable, ...rest } = params;
+    const rows = sql(q.JobClaimDue).all({
       ...rest,
       ...claimRule,
       excludeProjectIds: JSON.stringify(params.excludeProjectIds),
       heldByProject: JSON.stringify(params.heldByProject),
-    }) as ClaimedJob[];
+      startable: JSON.stringify(startable?.byProject ?? {}),
+      attemptPrefix: startable?.attemptPrefix ?? '',
+    }) as (ClaimedJob & { startedAttemptId: string | null })[];
+    const claimed = rows.map(({ startedAttemptId, ...job }): ClaimedJob => {
+      if (job.status !== 'STARTED') return job;
+      // Claimed and started in one statement: the attempt is recorded here, as attemptStart would.
+      const attemptNumber = job.attemptCount - job.roundStartAttemptCount;
+      sql(q.AttemptInsert).run({ attemptId: startedAttemptId, jobId: job.id, attemptNumber, now: params.now });
+      if (attemptNumber === 1) tally.started(job.projectId, minuteOf(params.now), latenessBucket(params.now - job.runAt));
+      return { ...job, started: { attemptId: startedAttemptId!, attemptNumber, startedAt: params.now } };
+    });
     // RETURNING gives no order; deliveries start earliest-due first.
     return claimed.sort(dueOrder);
   },
