@@ -1,9 +1,19 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { TraceContext } from '../tracing/trace-context.js';
 
+/** Decoded keys of the secrets in use (a project has one or two): not decoded again for every request. */
+const decodedKeys = new Map<string, Buffer>();
+const DECODED_KEYS_MAX = 1_000;
+
 /** The HMAC key of a `whsec_…` secret is its base64-decoded bytes (Standard Webhooks). */
 function secretBytes(secret: string): Buffer {
-  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  let key = decodedKeys.get(secret);
+  if (!key) {
+    if (decodedKeys.size >= DECODED_KEYS_MAX) decodedKeys.clear();
+    key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+    decodedKeys.set(secret, key);
+  }
+  return key;
 }
 
 function sign(secret: string, id: string, timestamp: number, body: string): string {

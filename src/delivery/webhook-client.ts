@@ -126,6 +126,21 @@ export class WebhookClient implements WebhookSender {
 
   prepare(): void {}
 
+  /** Webhook URLs already looked at: a project sends to one, and parsing it for every request costs. */
+  private readonly literals = new Map<string, string | null>();
+
+  /** The URL's host when it is an IP literal that is blocked (a literal never goes through lookup), else null. */
+  private blockedLiteral(url: string): string | null {
+    let blocked = this.literals.get(url);
+    if (blocked === undefined) {
+      const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+      blocked = isIP(host) && isBlockedAddress(host) ? host : null;
+      if (this.literals.size >= 1_000) this.literals.clear();
+      this.literals.set(url, blocked);
+    }
+    return blocked;
+  }
+
   async deliver(request: WebhookRequest, abort?: AbortSignal): Promise<Sent> {
     if (request.sendAt !== undefined && !(await waitUntil(request.sendAt, abort))) {
       return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0, lateMs: 0 };
@@ -139,11 +154,8 @@ export class WebhookClient implements WebhookSender {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     if (!this.options.allowPrivate) {
-      const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
-      // An IP literal never goes through lookup, so it is checked here.
-      if (isIP(host) && isBlockedAddress(host)) {
-        return { kind: 'network_error', error: `${host} is a private or reserved address`, durationMs: elapsed() };
-      }
+      const blocked = this.blockedLiteral(url);
+      if (blocked) return { kind: 'network_error', error: `${blocked} is a private or reserved address`, durationMs: elapsed() };
     }
     // A listener added to a signal that already fired never runs: the request would go out in full.
     if (abort?.aborted) return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0 };
