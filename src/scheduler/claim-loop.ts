@@ -127,6 +127,8 @@ export class ClaimLoop {
         this.claimUncertain = false;
         if (orphans.length > 0) {
           this.deps.log.warn({ count: orphans.length }, 'taking jobs claimed by a claim whose answer was lost');
+          // Those it started were held by no reservation of this worker's: counted now, as a claim's would be.
+          for (const job of orphans) if (job.started) dispatcher.capacity.hold(job.projectId, 1);
           await dispatcher.submit(orphans);
         }
       }

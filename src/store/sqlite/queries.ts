@@ -249,8 +249,10 @@ export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_P
 export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
 /** The `status IN (…)` repeats the partial index's condition: without it SQLite scans every job. */
-export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
-  WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
+/** With the attempt a claim started (its start time is the claim's, in the attempt row). */
+export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt, lease_attempt_id AS startedAttemptId,
+  (SELECT started_at FROM attempts WHERE attempts.id = jobs.lease_attempt_id) AS startedAt FROM jobs
+  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
 
 /** reportBy: the deadline of the attempt waiting for its report, read from its job's lease. */
