@@ -46,6 +46,8 @@ export class ClaimLoop {
   private starved = false;
   /** True when the last claim skipped saturated projects: a freed slot may let their jobs through. */
   private skippedProjects = false;
+  /** True while the claim under way is cut short by room (fewer free slots than a batch): a slot freed meanwhile is worth another pass. */
+  private limitedByRoom = false;
   /**
    * True after a claim failed for want of the database: it may have committed before the answer
    * was lost, leaving jobs claimed by this worker that it never received (on PostgreSQL, a
@@ -65,8 +67,9 @@ export class ClaimLoop {
     },
   ) {
     deps.dispatcher.onCapacity = () => {
-      // During a pass too: its claim may have counted the freed slot as taken.
-      if (this.starved || this.skippedProjects || this.ticking) this.notifyDue(this.deps.clock.now());
+      // During a pass too, when room cut its claim short: it may have counted the freed slot as
+      // taken. Not otherwise: with room to spare, every delivery's end would start another claim.
+      if (this.starved || this.skippedProjects || (this.ticking && this.limitedByRoom)) this.notifyDue(this.deps.clock.now());
     };
   }
 
@@ -127,8 +130,6 @@ export class ClaimLoop {
         this.claimUncertain = false;
         if (orphans.length > 0) {
           this.deps.log.warn({ count: orphans.length }, 'taking jobs claimed by a claim whose answer was lost');
-          // Those it started were held by no reservation of this worker's: counted now, as a claim's would be.
-          for (const job of orphans) if (job.started) dispatcher.capacity.hold(job.projectId, 1);
           await dispatcher.submit(orphans);
         }
       }
@@ -147,6 +148,7 @@ export class ClaimLoop {
           const now = clock.now();
           const excludeProjectIds = dispatcher.saturatedProjects();
           this.skippedProjects = excludeProjectIds.length > 0;
+          this.limitedByRoom = this.skippedProjects || limit < CLAIM_BATCH_SIZE;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
           const claimSpans = this.deps.tracer?.startClaim();
           const heldByProject = dispatcher.heldByProject();

@@ -575,9 +575,8 @@ export interface Store extends ScheduleStore, EventStore, OverviewStore {
    */
   jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]>;
   /**
-   * The jobs claimed by this worker and not yet started, and those a claim started (`started` set;
-   * only the worker's own requests send them). After a claim whose answer was lost (the connection
-   * broke after the commit, or its sync failed), these include jobs the worker never heard of.
+   * The jobs claimed by this worker and not yet started. After a claim whose answer was lost (the
+   * connection broke after the commit), these include jobs the worker never heard of.
    */
   jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]>;
   /** On shutdown: this worker's DISPATCHED jobs (never sent) return to QUEUED, due at once. */

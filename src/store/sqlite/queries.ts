@@ -249,10 +249,8 @@ export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_P
 export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
 /** The `status IN (…)` repeats the partial index's condition: without it SQLite scans every job. */
-/** With the attempt a claim started (its start time is the claim's, in the attempt row). */
-export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt, lease_attempt_id AS startedAttemptId,
-  (SELECT started_at FROM attempts WHERE attempts.id = jobs.lease_attempt_id) AS startedAt FROM jobs
-  WHERE status IN ('DISPATCHED', 'STARTED') AND lease_owner = ?`;
+export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
+  WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
 
 /** reportBy: the deadline of the attempt waiting for its report, read from its job's lease. */
@@ -342,10 +340,12 @@ export const SessionDelete = 'DELETE FROM sessions WHERE token_hash = ?';
 export const SessionDeleteByUser = 'DELETE FROM sessions WHERE user_id = @userId AND (@keepTokenHash IS NULL OR token_hash <> @keepTokenHash)';
 export const SessionDeleteExpired = 'DELETE FROM sessions WHERE expires_at <= ?';
 
-/** When a final job became final; word for word the expression of the index jobs_final (0004_retention.sql). */
-const FINAL_AT = "(CASE status WHEN 'COMPLETED' THEN completed_at WHEN 'FAILED' THEN failed_at ELSE cancelled_at END)";
-const PRUNABLE_JOBS = `FROM jobs WHERE project_id = @projectId AND status IN ('COMPLETED', 'FAILED', 'CANCELLED')
-  AND ${FINAL_AT} <= @finalBy`;
+/**
+ * When a final job became final, null while it is not: word for word the expression of the index
+ * jobs_final (0014_final_index_without_status_list.sql), which SQLite uses only for it.
+ */
+const FINAL_AT = 'coalesce(completed_at, failed_at, cancelled_at)';
+const PRUNABLE_JOBS = `FROM jobs WHERE project_id = @projectId AND ${FINAL_AT} IS NOT NULL AND ${FINAL_AT} <= @finalBy`;
 export const ProjectListRetention = 'SELECT id AS projectId, retention_days AS retentionDays FROM projects ORDER BY id';
 export const JobListPrunable = `SELECT seq, id ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT @limit`;
 export const AttemptDeleteByJob = 'DELETE FROM attempts WHERE job_id = ?';

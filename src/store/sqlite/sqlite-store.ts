@@ -361,13 +361,7 @@ export class SqliteStore implements Store {
   }
 
   async jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {
-    const rows = this.sql(q.JobListDispatchedTo).all(params.workerId) as (ClaimedJob & { startedAttemptId: string | null; startedAt: number | null })[];
-    // A claim that started them (JobClaimParams.startable): their attempts, never sent by a worker that did not hear of them.
-    return rows.map(({ startedAttemptId, startedAt, ...job }) =>
-      job.status === 'STARTED' && startedAttemptId !== null
-        ? { ...job, started: { attemptId: startedAttemptId, attemptNumber: job.attemptCount - job.roundStartAttemptCount, startedAt: startedAt ?? job.updatedAt } }
-        : job,
-    );
+    return this.sql(q.JobListDispatchedTo).all(params.workerId) as ClaimedJob[];
   }
 
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
