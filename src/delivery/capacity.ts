@@ -155,14 +155,6 @@ export class Capacity {
     return this.runningTotal;
   }
 
-  /** How many more of the project's jobs this worker may hold now (0 while it is held back). */
-  roomFor(project: ProjectRow, now: number): number {
-    const count = this.projects.get(project.id);
-    if (!count) return Math.min(claimLimit(project, this.globalSlots), this.freeSlots());
-    if (count.holdUntil > now) return 0;
-    return Math.max(0, Math.min(claimLimit(project, this.globalSlots) - count.held - count.running, this.freeSlots()));
-  }
-
   /**
    * Room to start up to `wanted` of the project's jobs as they are created at their dispatch (their
    * first attempt STARTED in the creating transaction); how many, now held. None while the project
@@ -193,6 +185,20 @@ export class Capacity {
     this.backlogEverywhere = !complete;
     if (complete) this.backlogged.clear();
     for (const projectId of leftBehind) this.backlogged.add(projectId);
+  }
+
+  /**
+   * The projects a claim may have left due jobs of in the store: those it gave all the room its
+   * per-project limit allowed (claimLimit less what the worker held when it ran, `heldAtClaim`).
+   * Their room may have freed while the claim ran, so the holding counts now cannot tell.
+   */
+  cutShortBy(claimedByProject: Map<string, number>, heldAtClaim: Record<string, number>): string[] {
+    const cut: string[] = [];
+    for (const [projectId, claimed] of claimedByProject) {
+      const settings = this.projects.get(projectId)?.settings ?? this.known.get(projectId);
+      if (!settings || claimed >= claimLimit(settings, this.globalSlots) - (heldAtClaim[projectId] ?? 0)) cut.push(projectId);
+    }
+    return cut;
   }
 
   /** Jobs held per project (claimed or running), for the claim's per-project room. */

@@ -118,9 +118,9 @@ export class Dispatcher {
   /**
    * Takes a claimed batch: counts it held at once (before anything is awaited, so that no claim or
    * dispatch takes the same room meanwhile), loads each project and its secrets once, then starts
-   * what the capacity model allows. Returns the projects of the batch that then have no room left.
+   * what the capacity model allows.
    */
-  async submit(jobs: ClaimedJob[]): Promise<string[]> {
+  async submit(jobs: ClaimedJob[]): Promise<void> {
     // Jobs claimed with their attempt STARTED were held by the claim's reservation (reserveClaimStarts).
     for (const job of jobs) if (!job.started) this.capacity.hold(job.projectId, 1);
     const targets = await this.targets(jobs);
@@ -135,8 +135,6 @@ export class Dispatcher {
     }
     for (const projectId of due) this.pump(projectId);
     this.armAhead();
-    const projects = new Map(targets.map(({ project }) => [project.id, project]));
-    return [...projects.values()].filter((project) => this.capacity.roomFor(project, now) <= 0).map((project) => project.id);
   }
 
   /**

@@ -173,11 +173,15 @@ export class ClaimLoop {
             dispatcher.capacity.settleClaimStarts(startable, started, clock.now());
           }
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
-          const filled = claimed.length > 0 ? await dispatcher.submit(claimed) : [];
-          dispatcher.noteClaim(claimed.length < limit, [...excludeProjectIds, ...filled]);
-          // A batch cut short by a project's room may have left other projects' due jobs behind
-          // that project's: claim again, with it left out as saturated.
-          if (claimed.length === limit || filled.length > 0) this.again = true;
+          if (claimed.length > 0) await dispatcher.submit(claimed);
+          const byProject = new Map<string, number>();
+          for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);
+          const cutShort = dispatcher.capacity.cutShortBy(byProject, heldByProject);
+          dispatcher.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort]);
+          // A project's room may have cut its share of the batch short, its other due jobs left in
+          // the store: claim again, which leaves it out while it has no room (and a freed slot
+          // then wakes the loop) or takes its next ones if room freed meanwhile.
+          if (claimed.length === limit || cutShort.length > 0) this.again = true;
         } while (this.again && this.running);
         if (!this.running) return;
         // The next job beyond the claim's horizon, not the earliest QUEUED one: that may belong to a

@@ -35,7 +35,7 @@ describe('the capacity model', () => {
     expect(capacity.mayStart(hog, NOW)).toBe(true);
     capacity.holdBack(hog.id, NOW + 1_000);
     expect(capacity.mayStart(hog, NOW + 999)).toBe(false);
-    expect(capacity.roomFor(hog, NOW + 999)).toBe(0);
+    expect(capacity.projectsWithoutRoom(NOW + 999)).toEqual(['hog']);
     capacity.endHold(hog.id, NOW + 1_000, NOW + 998);
     expect(capacity.mayStart(hog, NOW + 998)).toBe(true);
   });
@@ -49,6 +49,21 @@ describe('the capacity model', () => {
     expect(capacity.projectsWithoutRoom(NOW).sort()).toEqual(['backed-off', 'narrow']);
     expect(capacity.heldByProject()).toEqual({ narrow: 2 });
     expect(capacity.freeSlots()).toBe(254);
+  });
+
+  it("says which projects a claim may have left due jobs of: those it gave all their room, even if a slot freed since", () => {
+    const capacity = new Capacity(256);
+    const narrow = project('narrow', { deliveryConcurrency: 1 });
+    const wide = project('wide', { deliveryConcurrency: 10 });
+    capacity.know(narrow);
+    capacity.know(wide);
+    // The claim ran while one of narrow's jobs was running: its limit of 2 left room for 1.
+    const heldAtClaim = { narrow: 1 };
+    // That attempt's answer came in meanwhile: narrow has room again, and jobs may still wait in the store.
+    expect(capacity.cutShortBy(new Map([['narrow', 1], ['wide', 3]]), heldAtClaim)).toEqual(['narrow']);
+    expect(capacity.cutShortBy(new Map([['wide', 20]]), {})).toEqual(['wide']);
+    // A project whose settings are not known yet is assumed cut short.
+    expect(capacity.cutShortBy(new Map([['unknown', 1]]), {})).toEqual(['unknown']);
   });
 
   it('starts jobs as they are created only within free slots, and never ahead of jobs waiting in the store or held here', () => {

@@ -197,6 +197,39 @@ async function jump(run: Run, ms: number): Promise<void> {
   run.service.wake();
 }
 
+/**
+ * The jobs due by now, of the projects whose due jobs must be under way: neither paused nor rated,
+ * their receiver answering at once (ok or fail), so that nothing but a Retry-After or a hung
+ * attempt's timeout (1 s each here) may keep one waiting.
+ */
+async function overdueJobs(run: Run): Promise<string[]> {
+  const left: string[] = [];
+  const now = run.clock.now();
+  for (const job of run.model.jobs.values()) {
+    const p = run.model.projects.get(job.project)!;
+    if (p.paused.at(-1)?.until === null || p.rate.at(-1)?.value != null || !['ok', 'fail'].includes(run.receiver.modeOf(p.name))) continue;
+    const body = (await run.service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json();
+    if (body.status === 'QUEUED' && Date.parse(body.nextAttemptAt) <= now) left.push(`${job.id} QUEUED, due ${body.nextAttemptAt}`);
+  }
+  return left;
+}
+
+/**
+ * Liveness in real time: soon no job of such a project waits past its due time. A loop asleep
+ * while due jobs wait (until its 30 s safety wake-up) fails it; nothing legitimate waits 10 s.
+ */
+async function untilNothingOverdue(run: Run): Promise<void> {
+  await eventually(() => overdueJobs(run), { what: 'every due job under way, time passing as it does', until: (left) => left.length === 0, withinMs: 10_000, everyMs: 50 });
+}
+
+class NothingOverdue implements Command {
+  check = () => true;
+  async run(_model: DeliveryModel, run: Run): Promise<void> {
+    await untilNothingOverdue(run);
+  }
+  toString = () => 'nothing-overdue';
+}
+
 class TimePasses implements Command {
   constructor(readonly ms: number) {}
   check = () => true;
@@ -274,6 +307,7 @@ const commands = [
   fc.record({ p: project, r: fc.option(fc.integer({ min: 2, max: 20 }), { nil: null }) }).map(({ p, r }) => new ProjectSetting(p, { deliveryRatePerSecond: r })),
   fc.record({ p: project, mode: fc.constantFrom<ReceiverMode>('ok', 'fail', 'busy', 'slow', 'accept', 'hang') }).map(({ p, mode }) => new ReceiverAnswers(p, mode)),
   fc.integer({ min: 10, max: 400 }).map((ms) => new Wait(ms)),
+  fc.constant(null).map(() => new NothingOverdue()),
   fc.integer({ min: 1_000, max: MAX_JUMP_MS }).map((ms) => new TimePasses(ms)),
   fc.constant(null).map(() => new KillAndRestart()),
   fc.record({ p: project, every: fc.constantFrom<1 | 2>(1, 2), catchUp: fc.constantFrom<'latest' | 'none' | 'all'>('latest', 'none', 'all') }).map(
@@ -334,6 +368,8 @@ async function settle(run: Run): Promise<string[]> {
     }
     return left;
   };
+  // Liveness first, before time is made to jump (a jump wakes every loop and hides a stall).
+  await untilNothingOverdue(run);
   await eventually(
     async () => {
       await jump(run, MAX_JUMP_MS);

@@ -247,16 +247,17 @@ export function scheduleViolations(model: DeliveryModel, jobs: ScheduleJob[], de
         found.push(`${schedule.id} (catchUp ${schedule.catchUp}): ${missed.length} jobs made at ${createdAt} for missed instants ${missed.map((j) => j.fireAt).join(', ')}`);
       }
     }
-    // Every quiet instant has its job.
+    // Every quiet instant has its job. An instant the clock jumped over is missed, not quiet: the
+    // whole span of a jump disturbs, not only its two ends.
+    const jumpedOver = (instant: number) => model.jumps.some((j) => instant > j.at - FIRE_LEAD_MS - 1_000 && instant < j.at + j.ms + 1_000);
     const disturbances = [
-      ...model.jumps.flatMap((j) => [j.at, j.at + j.ms]),
       ...model.kills.map((k) => k.at),
       ...schedule.paused.flatMap((p) => (p.until === null ? [p.from] : [p.from, p.until])),
     ];
     const first = Math.ceil((schedule.createdAt + FIRE_LEAD_MS + 1_000) / schedule.intervalMs) * schedule.intervalMs;
     for (let instant = first; instant < until - 1_000; instant += schedule.intervalMs) {
       if (schedule.paused.some((p) => instant > p.from && (p.until === null || instant < p.until))) continue;
-      if (disturbances.some((at) => at > instant - FIRE_LEAD_MS - 1_000 && at < instant + 1_000)) continue;
+      if (jumpedOver(instant) || disturbances.some((at) => at > instant - FIRE_LEAD_MS - 1_000 && at < instant + 1_000)) continue;
       if (!byInstant.has(instant)) found.push(`${schedule.id}: no job for the instant ${instant}, in a quiet stretch`);
     }
   }

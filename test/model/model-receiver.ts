@@ -67,6 +67,10 @@ export class ModelReceiver {
     this.modes.set(project, mode);
   }
 
+  modeOf(project: string): ReceiverMode {
+    return this.modes.get(project) ?? 'ok';
+  }
+
   openRequests(project?: string): number {
     if (project !== undefined) return this.open.get(project) ?? 0;
     let total = 0;
