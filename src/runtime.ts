@@ -16,7 +16,8 @@ import type { ImmediateDelivery } from './services/jobs-service.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
-import { loadTracer, type Tracer } from './tracing/tracer.js';
+import { loadTracer } from './tracing/load-tracer.js';
+import type { Tracer } from './tracing/tracer.js';
 import { USER_AGENT, VERSION } from './version.js';
 
 export interface Runtime {

@@ -5,7 +5,6 @@
  * `if (tracer)` on the paths that would make spans.
  */
 import type { TraceContext } from './trace-context.js';
-import type { OtlpProtocol } from '../config.js';
 
 /** What a span needs of a job (a store's JobRow has it): its id and the trace it continues. */
 export interface TracedJob {
@@ -53,14 +52,4 @@ export interface Tracer {
   startAttempt(job: TracedJob, attempt: { attemptId: string; attemptNumber: number; url: string | null; startTime: number }): AttemptSpan;
   /** Exports what is buffered and stops (graceful shutdown). */
   shutdown(): Promise<void>;
-}
-
-/**
- * The OpenTelemetry tracer when export is on, else null. The SDK is imported here and only here,
- * so a server without OTEL_EXPORTER_OTLP_ENDPOINT never loads it.
- */
-export async function loadTracer(options: { enabled: boolean; protocol: OtlpProtocol; serviceVersion: string }): Promise<Tracer | null> {
-  if (!options.enabled) return null;
-  const { createOtelTracer } = await import('./otel-tracer.js');
-  return createOtelTracer({ serviceVersion: options.serviceVersion, protocol: options.protocol });
 }
