@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MIGRATION_LOCK_KEY } from '../../src/store/postgres/migrate.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
-import { eventually } from '../support/eventually.js';
+import { MIGRATION_LOCK_KEY } from '../../../src/store/postgres/migrate.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { eventually } from '../../support/eventually.js';
 
 /**
  * An instance that starts while another one migrates waits for the migration lock as long as the

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { ProjectRow } from '../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import type { ProjectRow } from '../../../src/store/store.js';
+import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { claimRule } from '../../../src/delivery/capacity.js';
 
 /**
  * Attempt starts and results of one event-loop turn share one statement. A row the database

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { ProjectRow } from '../../src/store/store.js';
-import { CuttableProxy } from '../support/cuttable-proxy.js';
-import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
-import { eventually } from '../support/eventually.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import type { ProjectRow } from '../../../src/store/store.js';
+import { CuttableProxy } from '../../support/cuttable-proxy.js';
+import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { eventually } from '../../support/eventually.js';
 
 /**
  * An instance caches keys, projects and secrets only while its LISTEN connection hears every

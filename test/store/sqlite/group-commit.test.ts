@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UnavailableError } from '../../src/errors.js';
-import { GroupCommit, type WalSync } from '../../src/store/sqlite/group-commit.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { UnavailableError } from '../../../src/errors.js';
+import { GroupCommit, type WalSync } from '../../../src/store/sqlite/group-commit.js';
+import { makeTempDir } from '../../support/temp-dir.js';
 
 /**
  * GroupCommit acknowledges a write only once its commit is durable: with a WAL sync, the write's

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { ProjectRow } from '../../src/store/store.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
+import type { ProjectRow } from '../../../src/store/store.js';
+import { makeTempDir } from '../../support/temp-dir.js';
 
 /**
  * The embedded store caches principals, projects and active secrets. A server and the CLI are two

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { UnavailableError } from '../../src/errors.js';
-import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from '../../src/store/postgres/postgres-errors.js';
+import { UnavailableError } from '../../../src/errors.js';
+import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from '../../../src/store/postgres/postgres-errors.js';
 
 /** An error as node-postgres builds it from the server's ErrorResponse. */
 function serverError(code: string, message = `server said ${code}`): pg.DatabaseError {

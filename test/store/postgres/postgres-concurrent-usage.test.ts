@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { JobCreateResult, NewJob, ProjectRow } from '../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import type { JobCreateResult, NewJob, ProjectRow } from '../../../src/store/store.js';
+import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
 
 /**
  * Two instances each group the dispatches of one event-loop turn into one statement that also adds

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { ProjectRow } from '../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import type { ProjectRow } from '../../../src/store/store.js';
+import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
 
 /**
  * A transaction that PostgreSQL picks as a deadlock's victim is rolled back whole, so the store

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { ProjectRow } from '../../src/store/store.js';
-import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
-import { eventually } from '../support/eventually.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import type { ProjectRow } from '../../../src/store/store.js';
+import { countStatements, makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { eventually } from '../../support/eventually.js';
 
 /**
  * Instances cache keys, projects and secrets while they listen; a change made through one reaches

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { jobListStatement } from '../../src/store/postgres/queries.js';
-import type { JobListParams } from '../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../support/postgres.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import { jobListStatement } from '../../../src/store/postgres/queries/jobs.js';
+import type { JobListParams } from '../../../src/store/store.js';
+import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
 
 /** A node of EXPLAIN (ANALYZE, FORMAT JSON)'s plan, with the fields read here. */
 interface PlanNode {

@@ -1,11 +1,11 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DEFAULTS } from '../../src/services/project-settings.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { ProjectRow } from '../../src/store/store.js';
-import { eventually } from '../support/eventually.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
+import type { ProjectRow } from '../../../src/store/store.js';
+import { eventually } from '../../support/eventually.js';
+import { makeTempDir } from '../../support/temp-dir.js';
 
 /**
  * The embedded store's background connection: WAL checkpoints and counts over every job run in a
