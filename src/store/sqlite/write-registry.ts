@@ -25,17 +25,10 @@ const MODULES = [attemptWrites, authWrites, eventWrites, jobWrites, overviewWrit
  */
 type Write = (sql: Sql, params: unknown, tally: OverviewTally) => unknown;
 
+/** Each of these modules' exports (distributed over the union: every module's own keys). */
+type ExportsOf<M> = M extends unknown ? M[keyof M] : never;
 /** Any function one of the write modules exports: what SqliteWriter.run accepts. */
-type ExportOf<M> = M[keyof M];
-export type RegisteredWrite =
-  | ExportOf<typeof attemptWrites>
-  | ExportOf<typeof authWrites>
-  | ExportOf<typeof eventWrites>
-  | ExportOf<typeof jobWrites>
-  | ExportOf<typeof overviewWrites>
-  | ExportOf<typeof retentionWrites>
-  | ExportOf<typeof scheduleWrites>
-  | ExportOf<typeof tenancyWrites>;
+export type RegisteredWrite = ExportsOf<(typeof MODULES)[number]>;
 
 /** What goes to the writer thread for one write: the write's name and its parameters. */
 export interface WriteRequest {

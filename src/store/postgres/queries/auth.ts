@@ -3,6 +3,7 @@
  * under the same file name, so a diff shows both dialects side by side. Aliases are quoted:
  * PostgreSQL folds unquoted names to lower case.
  */
+
 const API_KEY_COLUMNS = `id, project_id AS "projectId", name, prefix, created_at AS "createdAt", last_used_at AS "lastUsedAt",
   revoked_at AS "revokedAt"`;
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)

@@ -3,6 +3,7 @@
  * LISTEN/NOTIFY, named as in ../../sqlite/queries/ under the same file name, so a diff shows both
  * dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
+
 /** Wakes the schedulers of every instance; the payload is the due time in ms. */
 export const NotifyDue = `SELECT pg_notify('punctual_job_due', $1::text)`;
 /** Sent in the transaction of every change to keys, projects, teams or secrets: instances drop their read caches. */

@@ -3,6 +3,7 @@
  * ../../sqlite/queries/ under the same file name, so a diff shows both dialects side by side.
  * Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
+
 // Events (SPEC section 10): as in ../../sqlite/queries/events.ts.
 const EVENT_COLUMNS = `seq, id, project_id AS "projectId", type, occurred_at AS "occurredAt", data, status, attempt_count AS "attemptCount",
   next_attempt_at AS "nextAttemptAt", last_error AS "lastError", delivered_at AS "deliveredAt"`;

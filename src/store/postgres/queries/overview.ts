@@ -5,7 +5,7 @@
  */
 import { JOB_STATUSES } from '../../job-store.js';
 
-// The project overview (../overview-store.ts, 0011_project_overview.sql): a minute's figures are
+// The project overview (../../overview-store.ts, 0011_project_overview.sql): a minute's figures are
 // the sum of its shards.
 /**
  * A project's jobs by status, each counted up to $2 rows (jobs_project_status): one arm per

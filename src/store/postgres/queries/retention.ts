@@ -3,6 +3,7 @@
  * delete, named as in ../../sqlite/queries/ under the same file name, so a diff shows both dialects
  * side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
+
 /** When a final job became final; word for word the expression of the index jobs_final (0004_retention.sql). */
 const FINAL_AT = "(CASE status WHEN 'COMPLETED' THEN completed_at WHEN 'FAILED' THEN failed_at ELSE cancelled_at END)";
 const PRUNABLE_JOBS = `FROM jobs WHERE project_id = $1 AND status IN ('COMPLETED', 'FAILED', 'CANCELLED') AND ${FINAL_AT} <= $2`;

@@ -3,6 +3,7 @@
  * ../../sqlite/queries/ under the same file name, so a diff shows both dialects side by side.
  * Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
+
 // Recurring schedules (SPEC section 9).
 const SCHEDULE_COLUMNS = `seq, id, project_id AS "projectId", name, cron, timezone, payload, max_retries AS "maxRetries",
   catch_up AS "catchUp", overlap, paused, next_run_at AS "nextRunAt", last_run_at AS "lastRunAt", last_job_id AS "lastJobId",

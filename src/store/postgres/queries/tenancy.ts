@@ -3,6 +3,7 @@
  * and daily usage, named as in ../../sqlite/queries/ under the same file name, so a diff shows both
  * dialects side by side. Aliases are quoted: PostgreSQL folds unquoted names to lower case.
  */
+
 const TEAM_COLUMNS = 'id, name, plan, created_at AS "createdAt"';
 const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookUrl", retry_max_retries AS "retryMaxRetries",
   retry_initial_delay_ms AS "retryInitialDelayMs", retry_factor AS "retryFactor", retry_max_delay_ms AS "retryMaxDelayMs",

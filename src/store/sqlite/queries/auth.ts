@@ -3,6 +3,7 @@
  * it, as in ../../postgres/queries/ under the same file name. Columns are aliased to the camelCase
  * row types of ../../store.ts so rows need little mapping.
  */
+
 const API_KEY_COLUMNS = `id, project_id AS projectId, name, prefix, created_at AS createdAt, last_used_at AS lastUsedAt,
   revoked_at AS revokedAt`;
 export const ApiKeyInsert = `INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at, last_used_at, revoked_at)

@@ -3,7 +3,8 @@
  * method that runs it, as in ../../postgres/queries/ under the same file name. Columns are aliased
  * to the camelCase row types of ../../store.ts so rows need little mapping.
  */
-// Events (SPEC section 10): see ../event-store.ts.
+
+// Events (SPEC section 10): see ../../event-store.ts.
 const EVENT_COLUMNS = `seq, id, project_id AS projectId, type, occurred_at AS occurredAt, data, status, attempt_count AS attemptCount,
   next_attempt_at AS nextAttemptAt, last_error AS lastError, delivered_at AS deliveredAt`;
 /** Recorded only for a project with an eventsUrl; due at once. */

@@ -5,7 +5,7 @@
  */
 import { JOB_STATUSES } from '../../job-store.js';
 
-// The project overview (../overview-store.ts, 0011_project_overview.sql).
+// The project overview (../../overview-store.ts, 0011_project_overview.sql).
 /**
  * A project's jobs by status, each counted up to @limit rows (jobs_project_status): one arm per
  * status, so that a status of millions of jobs costs no more than the limit.

@@ -4,6 +4,7 @@
  * name. Columns are aliased to the camelCase row types of ../../store.ts so rows need little
  * mapping.
  */
+
 /**
  * When a final job became final, null while it is not: word for word the expression of the index
  * jobs_final (0014_final_index_without_status_list.sql), which SQLite uses only for it.

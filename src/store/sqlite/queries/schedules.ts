@@ -3,6 +3,7 @@
  * that runs it, as in ../../postgres/queries/ under the same file name. Columns are aliased to the
  * camelCase row types of ../../store.ts so rows need little mapping.
  */
+
 // Recurring schedules (SPEC section 9).
 const SCHEDULE_COLUMNS = `seq, id, project_id AS projectId, name, cron, timezone, payload, max_retries AS maxRetries,
   catch_up AS catchUp, overlap, paused, next_run_at AS nextRunAt, last_run_at AS lastRunAt, last_job_id AS lastJobId,

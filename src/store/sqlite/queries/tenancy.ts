@@ -4,6 +4,7 @@
  * the same file name. Columns are aliased to the camelCase row types of ../../store.ts so rows need
  * little mapping.
  */
+
 const TEAM_COLUMNS = 'id, name, plan, created_at AS createdAt';
 const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl, retry_max_retries AS retryMaxRetries,
   retry_initial_delay_ms AS retryInitialDelayMs, retry_factor AS retryFactor, retry_max_delay_ms AS retryMaxDelayMs,
