@@ -13,7 +13,7 @@ import { JobGetById } from './queries/jobs.js';
 export class PostgresAttempts implements AttemptStore {
   constructor(
     private readonly db: ConnectionPool,
-    private readonly attempts: AttemptRecorder,
+    private readonly recorder: AttemptRecorder,
     private readonly cached: CachedReads,
   ) {}
 
@@ -22,15 +22,15 @@ export class PostgresAttempts implements AttemptStore {
   }
 
   attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
-    return this.attempts.start(params);
+    return this.recorder.start(params);
   }
 
   attemptFinish(params: AttemptFinishParams): Promise<boolean> {
-    return this.attempts.finish(params);
+    return this.recorder.finish(params);
   }
 
   attemptAccept(params: AttemptAcceptParams): Promise<boolean> {
-    return this.attempts.accept(params);
+    return this.recorder.accept(params);
   }
 
   async attemptGetWithJob(params: { jobId: string; attemptId: string }): Promise<AttemptWithJob | null> {
@@ -41,6 +41,6 @@ export class PostgresAttempts implements AttemptStore {
   }
 
   attemptReport(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean> {
-    return this.attempts.report(params);
+    return this.recorder.report(params);
   }
 }

@@ -14,7 +14,7 @@ export class PostgresJobs implements JobStore {
   constructor(
     private readonly db: ConnectionPool,
     private readonly creator: JobCreator,
-    private readonly attempts: AttemptRecorder,
+    private readonly recorder: AttemptRecorder,
   ) {}
 
   jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
@@ -109,7 +109,7 @@ export class PostgresJobs implements JobStore {
   }
 
   jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
-    return this.attempts.rescueExpiredLeases(params);
+    return this.recorder.rescueExpiredLeases(params);
   }
 
   jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {

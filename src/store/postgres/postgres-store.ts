@@ -64,7 +64,7 @@ export class PostgresStore implements Store {
   readonly secretKeyFile = null;
   private readonly db: ConnectionPool;
   private readonly creator: JobCreator;
-  private readonly attempts: AttemptRecorder;
+  private readonly recorder: AttemptRecorder;
   private listener: PostgresListener | null = null;
   private onJobDue: ((runAt: number) => void) | null = null;
   private readonly cached: CachedReads;
@@ -75,7 +75,7 @@ export class PostgresStore implements Store {
   private readonly tenancy: PostgresTenancy;
   private readonly auth: PostgresAuth;
   private readonly jobs: PostgresJobs;
-  private readonly attemptReads: PostgresAttempts;
+  private readonly attempts: PostgresAttempts;
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.db = new ConnectionPool(options);
@@ -84,12 +84,12 @@ export class PostgresStore implements Store {
     this.overview = new PostgresOverview(this.db);
     this.schedules = new PostgresSchedules(this.db, this.events);
     this.creator = new JobCreator(this.db);
-    this.attempts = new AttemptRecorder(this.db);
+    this.recorder = new AttemptRecorder(this.db);
     this.cached = new CachedReads(this.db);
     this.tenancy = new PostgresTenancy(this.db, this.cached);
     this.auth = new PostgresAuth(this.db, this.cached);
-    this.jobs = new PostgresJobs(this.db, this.creator, this.attempts);
-    this.attemptReads = new PostgresAttempts(this.db, this.attempts, this.cached);
+    this.jobs = new PostgresJobs(this.db, this.creator, this.recorder);
+    this.attempts = new PostgresAttempts(this.db, this.recorder, this.cached);
   }
 
   /** On a connection of its own, without the pool's timeouts: see migrate.ts. */
@@ -200,12 +200,12 @@ export class PostgresStore implements Store {
   readonly jobCountByStatus: JobStore['jobCountByStatus'] = () => this.jobs.jobCountByStatus();
 
   // Attempts (../attempt-store.ts), in attempts.ts.
-  readonly attemptListByJob: AttemptStore['attemptListByJob'] = (jobId) => this.attemptReads.attemptListByJob(jobId);
-  readonly attemptStart: AttemptStore['attemptStart'] = (params) => this.attemptReads.attemptStart(params);
-  readonly attemptFinish: AttemptStore['attemptFinish'] = (params) => this.attemptReads.attemptFinish(params);
-  readonly attemptAccept: AttemptStore['attemptAccept'] = (params) => this.attemptReads.attemptAccept(params);
-  readonly attemptGetWithJob: AttemptStore['attemptGetWithJob'] = (params) => this.attemptReads.attemptGetWithJob(params);
-  readonly attemptReport: AttemptStore['attemptReport'] = (params) => this.attemptReads.attemptReport(params);
+  readonly attemptListByJob: AttemptStore['attemptListByJob'] = (jobId) => this.attempts.attemptListByJob(jobId);
+  readonly attemptStart: AttemptStore['attemptStart'] = (params) => this.attempts.attemptStart(params);
+  readonly attemptFinish: AttemptStore['attemptFinish'] = (params) => this.attempts.attemptFinish(params);
+  readonly attemptAccept: AttemptStore['attemptAccept'] = (params) => this.attempts.attemptAccept(params);
+  readonly attemptGetWithJob: AttemptStore['attemptGetWithJob'] = (params) => this.attempts.attemptGetWithJob(params);
+  readonly attemptReport: AttemptStore['attemptReport'] = (params) => this.attempts.attemptReport(params);
 
   // Retention (SPEC section 12), in retention.ts.
   readonly projectListRetention = () => this.retention.projectList();
