@@ -291,7 +291,14 @@ export interface PgPhase {
 
 /** Names of the store's statements, to print instead of their text. */
 async function statementNames(): Promise<Map<string, string>> {
-  const q = (await import(pathToFileURL(resolve(here, '../dist/store/postgres/queries.js')).href)) as Record<string, unknown>;
+  // One module per noun (src/store/postgres/queries/).
+  const dir = resolve(here, '../dist/store/postgres/queries');
+  const modules = await Promise.all(
+    readdirSync(dir)
+      .filter((file) => file.endsWith('.js'))
+      .map(async (file) => (await import(pathToFileURL(resolve(dir, file)).href)) as Record<string, unknown>),
+  );
+  const q = Object.assign({}, ...modules) as Record<string, unknown>;
   return new Map(Object.entries(q).filter((e): e is [string, string] => typeof e[1] === 'string').map(([name, text]) => [text, name]));
 }
 

@@ -91,4 +91,40 @@ describe('the layering of src/', () => {
     expect(importsOf('engine/delivery-engine.ts')).toContain('scheduler/claim-loop.ts');
     expect(layerOf('store/store.ts')).toBeLessThan(layerOf('delivery/dispatcher.ts'));
   });
+
+  it('has no import loop between any two files', () => {
+    // Tarjan's strongly connected components over the same graph (type-only imports included):
+    // a component of more than one file is a loop, which leaves no file of it to read first.
+    const graph = new Map(files.map((file) => [file, importsOf(file).filter((target) => files.includes(target))]));
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const loops: string[] = [];
+    const visit = (file: string): void => {
+      index.set(file, index.size);
+      low.set(file, index.get(file)!);
+      stack.push(file);
+      onStack.add(file);
+      for (const target of graph.get(file)!) {
+        if (!index.has(target)) {
+          visit(target);
+          low.set(file, Math.min(low.get(file)!, low.get(target)!));
+        } else if (onStack.has(target)) {
+          low.set(file, Math.min(low.get(file)!, index.get(target)!));
+        }
+      }
+      if (low.get(file) !== index.get(file)) return;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== file);
+      if (component.length > 1) loops.push(component.sort().join(' <-> '));
+    };
+    for (const file of files) if (!index.has(file)) visit(file);
+    expect(loops).toEqual([]);
+  });
 });

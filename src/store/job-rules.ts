@@ -5,26 +5,25 @@
  * The drivers only say how to store the outcome in their own SQL.
  *
  * Plain functions of their arguments, importing no driver: the embedded store's writes run them on
- * its writer thread (sqlite/writes.ts).
+ * its writer thread (sqlite/*-writes.ts).
  */
 import {
   AWAITING_REPORT,
   JOB_STATUSES,
   type AnswerTemplate,
-  type AttemptFinishParams,
   type ExpiredLease,
   type JobCreateResult,
   type JobListParams,
   type JobRow,
   type JobStatus,
-  type ProjectRow,
-  type PruneCounts,
-  type PrunedJobs,
   type NewJob,
   type StartedAtCreation,
   type StartedJob,
   type StoredResponse,
-} from './store.js';
+} from './job-store.js';
+import type { AttemptFinishParams } from './attempt-store.js';
+import type { PruneCounts, PrunedJobs } from './retention-store.js';
+import type { ProjectRow } from './tenancy-store.js';
 import type { PruneCutoffs } from '../retention.js';
 
 /**

@@ -9,7 +9,8 @@
  * from at most an hour of bucket counts, not from sorting an hour of jobs.
  */
 import { countsByStatus } from './job-rules.js';
-import type { AttemptOutcome, JobStatus } from './store.js';
+import type { AttemptOutcome } from './attempt-store.js';
+import type { JobStatus } from './job-store.js';
 
 export const MINUTE_MS = 60_000;
 /** Deliveries, failures, the success rate and the last failures cover this many minutes, the current one included (24 hours). */

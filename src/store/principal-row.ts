@@ -1,4 +1,5 @@
-import type { ApiKeyPrincipal, EventsFormat } from './store.js';
+import type { ApiKeyPrincipal } from './auth-store.js';
+import type { EventsFormat } from './tenancy-store.js';
 
 /**
  * The flat row of ApiKeyFindByHash (the same column aliases in both dialects) as a principal.

@@ -1,4 +1,5 @@
-import type { ApiKeyPrincipal, ProjectRow, WebhookSecretRow } from './store.js';
+import type { ApiKeyPrincipal } from './auth-store.js';
+import type { ProjectRow, WebhookSecretRow } from './tenancy-store.js';
 
 interface CachedSecrets {
   rows: WebhookSecretRow[];

@@ -1,6 +1,6 @@
-import type { SessionRow, UserRow } from './store.js';
+import type { SessionRow, UserRow } from './auth-store.js';
 
-/** The session-with-user row of either store (SessionGet in both queries.ts) as the contract's types. */
+/** The session-with-user row of either store (SessionGet in both queries/auth.ts) as the contract's types. */
 export function sessionFromRow(row: Record<string, unknown>): { session: SessionRow; user: UserRow } {
   return {
     session: {

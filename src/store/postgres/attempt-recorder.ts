@@ -12,7 +12,9 @@ import {
   type ProjectRow,
 } from '../store.js';
 import type { ConnectionPool, Queryable } from './connection-pool.js';
-import * as q from './queries.js';
+import { AttemptAcceptMany, AttemptFinish, AttemptFinishMany, AttemptStartMany } from './queries/attempts.js';
+import { JobAwaitingReportLock, JobListExpiredLeases, JobReportRunning, JobRequeueExpired } from './queries/jobs.js';
+import { ProjectGet } from './queries/tenancy.js';
 import { TickBatcher } from './tick-batcher.js';
 
 /**
@@ -54,10 +56,10 @@ export class AttemptRecorder {
   report(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean> {
     const { jobId, attemptId, now, report } = params;
     if (report.kind === 'running') {
-      return this.db.rows<{ n: number }>(q.JobReportRunning, [jobId, attemptId, now, report.deadline]).then((rows) => rows[0]!.n === 1);
+      return this.db.rows<{ n: number }>(JobReportRunning, [jobId, attemptId, now, report.deadline]).then((rows) => rows[0]!.n === 1);
     }
     return this.db.transaction(async (client) => {
-      const waiting = await this.db.rows(q.JobAwaitingReportLock, [jobId, attemptId, now], client);
+      const waiting = await this.db.rows(JobAwaitingReportLock, [jobId, attemptId, now], client);
       if (waiting.length === 0) return false;
       const finish = { jobId, attemptId, workerId: AWAITING_REPORT, now, result: report.result, next: report.next, reported: true };
       const applied = await this.finishIn(client, finish, randomInt(OVERVIEW_SHARDS));
@@ -68,7 +70,7 @@ export class AttemptRecorder {
 
   /** 202s answered in the same event-loop turn share one statement. */
   private readonly accepts = new TickBatcher<AttemptAcceptParams, boolean>(async (batch) => {
-    const rows = await this.db.rows<{ jobId: string }>(q.AttemptAcceptMany, [
+    const rows = await this.db.rows<{ jobId: string }>(AttemptAcceptMany, [
       batch.map((b) => b.jobId),
       batch.map((b) => b.attemptId),
       batch.map((b) => b.workerId),
@@ -83,7 +85,7 @@ export class AttemptRecorder {
 
   /** Attempts starting in the same event-loop turn (jobs due at the same moment) share one statement. */
   private readonly starts = new TickBatcher<AttemptStartParams, { attemptNumber: number } | null>(async (batch) => {
-    const rows = await this.db.rows<{ jobId: string; attemptNumber: number }>(q.AttemptStartMany, [
+    const rows = await this.db.rows<{ jobId: string; attemptNumber: number }>(AttemptStartMany, [
       batch.map((b) => b.jobId),
       batch.map((b) => b.attemptId),
       batch.map((b) => b.workerId),
@@ -98,7 +100,7 @@ export class AttemptRecorder {
   /** Results arriving in the same event-loop turn share one statement (and one commit). */
   private readonly finishes = new TickBatcher<AttemptFinishParams, boolean>(async (batch) => {
     const jobs = batch.map(jobAfterAttempt);
-    const rows = await this.db.rows<{ jobId: string }>(q.AttemptFinishMany, [
+    const rows = await this.db.rows<{ jobId: string }>(AttemptFinishMany, [
       batch.map((b) => b.jobId),
       batch.map((b) => b.attemptId),
       batch.map((b) => b.workerId),
@@ -134,7 +136,7 @@ export class AttemptRecorder {
     const job = jobAfterAttempt(params);
     const { result } = params;
     const rows = await this.db.rows<{ n: number }>(
-      q.AttemptFinish,
+      AttemptFinish,
       [
         params.jobId,
         params.attemptId,
@@ -163,7 +165,7 @@ export class AttemptRecorder {
    */
   rescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
     return this.db.transaction(async (client) => {
-      const expired = await this.db.rows<ExpiredLeaseRow>(q.JobListExpiredLeases, [params.expiredBefore, params.limit, params.now], client);
+      const expired = await this.db.rows<ExpiredLeaseRow>(JobListExpiredLeases, [params.expiredBefore, params.limit, params.now], client);
       const rescued: ExpiredLease[] = [];
       // Each finish adds to its project's overview row of the minute: one transaction taking several
       // such rows takes them in one shard and in project order, as the batched finishes do.
@@ -172,9 +174,9 @@ export class AttemptRecorder {
       for (const plan of expired.map(leaseRescuePlan).sort(byProject)) {
         const { job } = plan.lease;
         if (plan.kind === 'requeue') {
-          await this.db.query(q.JobRequeueExpired, [job.id, params.now, params.expiredBefore], client);
+          await this.db.query(JobRequeueExpired, [job.id, params.now, params.expiredBefore], client);
         } else {
-          const project = (await this.db.rows<ProjectRow>(q.ProjectGet, [job.projectId], client))[0]!;
+          const project = (await this.db.rows<ProjectRow>(ProjectGet, [job.projectId], client))[0]!;
           await this.finishIn(client, leaseExpiredFinish(plan, { now: params.now, project, retryAt: params.retryAt }), shard);
         }
         rescued.push(plan.lease);

@@ -11,7 +11,9 @@ import { principalFromRow } from '../principal-row.js';
 import { ReadCache } from '../read-cache.js';
 import type { ApiKeyPrincipal, ProjectRow, WebhookSecretRow } from '../store.js';
 import type { ConnectionPool } from './connection-pool.js';
-import * as q from './queries.js';
+import { ApiKeyFindByHash } from './queries/auth.js';
+import { NotifyConfigChanged } from './queries/database.js';
+import { ProjectGetMany, WebhookSecretListActive } from './queries/tenancy.js';
 
 /** What every API request (its key) and every delivery (its project and secrets) reads, through the cache. */
 export class CachedReads {
@@ -35,7 +37,7 @@ export class CachedReads {
     try {
       return await this.db.transaction(async (client) => {
         const result = await fn(client);
-        await this.db.query(q.NotifyConfigChanged, [], client);
+        await this.db.query(NotifyConfigChanged, [], client);
         return result;
       });
     } finally {
@@ -48,7 +50,7 @@ export class CachedReads {
     const cached = this.cache.principal(hash);
     if (cached) return cached;
     const mark = this.cache.mark();
-    const row = (await this.db.rows<Record<string, unknown>>(q.ApiKeyFindByHash, [hash]))[0];
+    const row = (await this.db.rows<Record<string, unknown>>(ApiKeyFindByHash, [hash]))[0];
     if (!row) return null;
     const principal = principalFromRow(row);
     this.cache.storePrincipal(mark, hash, principal);
@@ -65,7 +67,7 @@ export class CachedReads {
     const missing = projectIds.filter((_, i) => !cached[i]);
     if (missing.length === 0) return cached as ProjectRow[];
     const mark = this.cache.mark();
-    const read = await this.db.rows<ProjectRow>(q.ProjectGetMany, [missing]);
+    const read = await this.db.rows<ProjectRow>(ProjectGetMany, [missing]);
     for (const project of read) this.cache.storeProject(mark, project);
     const byId = new Map(read.map((p) => [p.id, p]));
     return projectIds.flatMap((id, i) => cached[i] ?? byId.get(id) ?? []);
@@ -75,7 +77,7 @@ export class CachedReads {
     const cached = this.cache.activeSecrets(params.projectId, params.now);
     if (cached) return cached;
     const mark = this.cache.mark();
-    const rows = await this.db.rows<WebhookSecretRow>(q.WebhookSecretListActive, [params.projectId, params.now]);
+    const rows = await this.db.rows<WebhookSecretRow>(WebhookSecretListActive, [params.projectId, params.now]);
     this.cache.storeActiveSecrets(mark, params.projectId, params.now, rows);
     return rows;
   }

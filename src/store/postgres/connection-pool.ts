@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { UnavailableError } from '../../errors.js';
 import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from './postgres-errors.js';
-import * as q from './queries.js';
+import { NotifyDue } from './queries/database.js';
 
 export interface ConnectionOptions {
   url: string;
@@ -138,10 +138,10 @@ export class ConnectionPool {
   async notifyDue(runAt: number, now: number, client?: Queryable): Promise<void> {
     if (runAt - now > NOTIFY_HORIZON_MS) return;
     if (client) {
-      await this.query(q.NotifyDue, [String(runAt)], client);
+      await this.query(NotifyDue, [String(runAt)], client);
       return;
     }
-    await this.query(q.NotifyDue, [String(runAt)]).catch(() => {});
+    await this.query(NotifyDue, [String(runAt)]).catch(() => {});
   }
 
   end(): Promise<void> {

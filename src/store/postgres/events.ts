@@ -9,22 +9,22 @@ import {
   type WebhookHealthRow,
 } from '../event-store.js';
 import type { ConnectionPool, Queryable } from './connection-pool.js';
-import * as q from './queries.js';
+import { EventClaimDue, EventFinish, EventInsert, EventList, EventPrune, EventReleaseClaims, WebhookHealthDelete, WebhookHealthGetForUpdate, WebhookHealthListFailing, WebhookHealthLockProject, WebhookHealthUpsert } from './queries/events.js';
 
 export class PostgresEvents {
   constructor(private readonly db: ConnectionPool) {}
 
   async insert(event: NewEvent, client?: Queryable): Promise<boolean> {
     const args = [event.id, event.projectId, event.type, event.occurredAt, event.data];
-    return ((await this.db.query(q.EventInsert, args, client)).rowCount ?? 0) > 0;
+    return ((await this.db.query(EventInsert, args, client)).rowCount ?? 0) > 0;
   }
 
   list(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<EventRow[]> {
-    return this.db.rows<EventRow>(q.EventList, [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit]);
+    return this.db.rows<EventRow>(EventList, [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit]);
   }
 
   async claimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedEvent[]> {
-    const rows = await this.db.rows<ClaimedEvent>(q.EventClaimDue, [params.now, params.limit, params.workerId, params.leaseExtraMs]);
+    const rows = await this.db.rows<ClaimedEvent>(EventClaimDue, [params.now, params.limit, params.workerId, params.leaseExtraMs]);
     // RETURNING gives no order.
     return rows.sort((a, b) => a.occurredAt - b.occurredAt || a.seq - b.seq);
   }
@@ -41,18 +41,18 @@ export class PostgresEvents {
       outcome.kind === 'delivered' ? null : outcome.error,
       outcome.kind === 'delivered' ? p.now : null,
     ];
-    return ((await this.db.query(q.EventFinish, args)).rowCount ?? 0) > 0;
+    return ((await this.db.query(EventFinish, args)).rowCount ?? 0) > 0;
   }
 
   async releaseClaims(params: { now: number }): Promise<number> {
-    return (await this.db.query(q.EventReleaseClaims, [params.now])).rowCount ?? 0;
+    return (await this.db.query(EventReleaseClaims, [params.now])).rowCount ?? 0;
   }
 
   /** Under the project row's lock, so that instances recording outcomes of one project take turns. */
   async healthRecord(p: { projectId: string; outcomes: HealthOutcome[] }): Promise<void> {
     await this.db.transaction(async (client) => {
-      await this.db.query(q.WebhookHealthLockProject, [p.projectId], client);
-      const before = (await this.db.rows<WebhookHealthRow>(q.WebhookHealthGetForUpdate, [p.projectId], client))[0] ?? null;
+      await this.db.query(WebhookHealthLockProject, [p.projectId], client);
+      const before = (await this.db.rows<WebhookHealthRow>(WebhookHealthGetForUpdate, [p.projectId], client))[0] ?? null;
       let row = before;
       for (const outcome of p.outcomes) {
         const after = healthAfter(row, outcome);
@@ -62,16 +62,16 @@ export class PostgresEvents {
           await this.insert(event, client);
         }
       }
-      if (row) await this.db.query(q.WebhookHealthUpsert, [p.projectId, row.consecutiveFailures, row.failingSince, row.failingEventAt, row.lastError], client);
-      else if (before) await this.db.query(q.WebhookHealthDelete, [p.projectId], client);
+      if (row) await this.db.query(WebhookHealthUpsert, [p.projectId, row.consecutiveFailures, row.failingSince, row.failingEventAt, row.lastError], client);
+      else if (before) await this.db.query(WebhookHealthDelete, [p.projectId], client);
     });
   }
 
   async listFailing(): Promise<string[]> {
-    return (await this.db.rows<{ projectId: string }>(q.WebhookHealthListFailing)).map((row) => row.projectId);
+    return (await this.db.rows<{ projectId: string }>(WebhookHealthListFailing)).map((row) => row.projectId);
   }
 
   async prune(params: { occurredBy: number; limit: number }): Promise<number> {
-    return (await this.db.query(q.EventPrune, [params.occurredBy, params.limit])).rowCount ?? 0;
+    return (await this.db.query(EventPrune, [params.occurredBy, params.limit])).rowCount ?? 0;
   }
 }

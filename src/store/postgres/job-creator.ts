@@ -3,7 +3,8 @@ import { utcDay } from '../../timestamp.js';
 import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
 import type { JobCreateParams, JobCreateResult } from '../store.js';
 import { NOTIFY_HORIZON_MS, type ConnectionPool, type Queryable } from './connection-pool.js';
-import * as q from './queries.js';
+import { IdempotencyKeyClaim, IdempotencyKeyDelete, IdempotencyKeyGet, IdempotencyKeyStore, JobInsertGroup, JobInsertGroupWithFires } from './queries/jobs.js';
+import { TeamsLock, UsageSumMany } from './queries/tenancy.js';
 
 /**
  * Rows a team's usage of a day is spread over (0003_shard_usage_daily.sql): two instances' groups
@@ -55,16 +56,16 @@ export class JobCreator {
     const idempotency = params.idempotency!;
     return this.db.transaction(async (client): Promise<JobCreateResult> => {
       const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
-      const claimed = await this.db.rows(q.IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
+      const claimed = await this.db.rows(IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
       if (claimed.length === 0) {
-        const previous = (await this.db.rows<{ requestHash: string; statusCode: number; body: string }>(q.IdempotencyKeyGet, keyArgs, client))[0];
+        const previous = (await this.db.rows<{ requestHash: string; statusCode: number; body: string }>(IdempotencyKeyGet, keyArgs, client))[0];
         if (previous) return idempotentAnswer(previous, idempotency.requestHash);
       }
       const { created, usedBefore } = quota ? allot([params], await this.lockQuotas([params], client))[0]! : allCreated(params);
       if (created.includes(true)) await this.runInsertGroup(this.insertGroupArgs([{ params }], [{ created }], params.now), client);
       const response = assembleAnswer(params.answer, created, usedBefore);
-      if (response) await this.db.query(q.IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
-      else await this.db.query(q.IdempotencyKeyDelete, keyArgs, client);
+      if (response) await this.db.query(IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
+      else await this.db.query(IdempotencyKeyDelete, keyArgs, client);
       return { kind: 'created', created, usedBefore, response, started: [] };
     });
   }
@@ -128,10 +129,10 @@ export class JobCreator {
   private async lockQuotas(requests: JobCreateParams[], client: Queryable): Promise<Map<string, number>> {
     const months = new Map(requests.map((params) => [quotaKey(params), params]));
     const teamIds = [...new Set(requests.map((params) => params.teamId))].sort();
-    await this.db.query(q.TeamsLock, [teamIds], client);
+    await this.db.query(TeamsLock, [teamIds], client);
     const entries = [...months.values()];
     const rows = await this.db.rows<{ n: number }>(
-      q.UsageSumMany,
+      UsageSumMany,
       [entries.map((p) => p.teamId), entries.map((p) => p.quota!.monthStartDay), entries.map((p) => p.quota!.monthEndDay)],
       client,
     );
@@ -140,7 +141,7 @@ export class JobCreator {
 
   /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 19 of them) JobInsertGroupWithFires. */
   private runInsertGroup(args: unknown[], client?: Queryable) {
-    return this.db.query(args.length > 17 ? q.JobInsertGroupWithFires : q.JobInsertGroup, args, client);
+    return this.db.query(args.length > 17 ? JobInsertGroupWithFires : JobInsertGroup, args, client);
   }
 
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */

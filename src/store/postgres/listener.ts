@@ -1,5 +1,5 @@
 import pg from 'pg';
-import * as q from './queries.js';
+import { ListenAll, ListenerHeartbeat } from './queries/database.js';
 
 const LISTEN_RETRY_MS = 1_000;
 const CLOSE_GRACE_MS = 1_000;
@@ -71,7 +71,7 @@ export class PostgresListener {
     client.on('notification', (message) => this.options.onNotification(message.channel, message.payload));
     try {
       await client.connect();
-      await client.query(q.ListenAll);
+      await client.query(ListenAll);
     } catch (error) {
       this.lose(client, error);
       return;
@@ -94,7 +94,7 @@ export class PostgresListener {
       timer = setTimeout(() => reject(new Error(`the LISTEN connection did not answer a heartbeat within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
-      await Promise.race([client.query(q.ListenerHeartbeat), timedOut]);
+      await Promise.race([client.query(ListenerHeartbeat), timedOut]);
     } catch (error) {
       this.lose(client, error);
       return;

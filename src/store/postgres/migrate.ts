@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { isPostgresUnavailable, translatePostgresError } from './postgres-errors.js';
-import * as q from './queries.js';
+import { MigrationLock, MigrationSessionWithoutTimeouts, SchemaMigrationInsert, SchemaMigrationsCreate, SchemaMigrationsList } from './queries/database.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -28,16 +28,16 @@ export async function migratePostgres(config: pg.ClientConfig): Promise<void> {
   client.on('error', () => {});
   try {
     await client.connect();
-    await client.query(q.MigrationSessionWithoutTimeouts);
-    await client.query(q.MigrationLock, [MIGRATION_LOCK_KEY]);
-    await client.query(q.SchemaMigrationsCreate);
-    const applied = new Set((await client.query<{ version: number }>(q.SchemaMigrationsList)).rows.map((r) => r.version));
+    await client.query(MigrationSessionWithoutTimeouts);
+    await client.query(MigrationLock, [MIGRATION_LOCK_KEY]);
+    await client.query(SchemaMigrationsCreate);
+    const applied = new Set((await client.query<{ version: number }>(SchemaMigrationsList)).rows.map((r) => r.version));
     for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort()) {
       const version = Number(file.slice(0, 4));
       if (applied.has(version)) continue;
       await client.query('BEGIN');
       try {
-        await client.query(q.SchemaMigrationInsert, [version, file, Date.now()]);
+        await client.query(SchemaMigrationInsert, [version, file, Date.now()]);
         await client.query(readFileSync(MIGRATIONS_DIR + file, 'utf8'));
         await client.query('COMMIT');
       } catch (error) {

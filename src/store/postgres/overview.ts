@@ -10,7 +10,7 @@ import {
 } from '../overview-store.js';
 import type { JobStatus } from '../store.js';
 import type { ConnectionPool } from './connection-pool.js';
-import * as q from './queries.js';
+import { DeliveryMinuteCompact, DeliveryMinuteList, DeliveryMinutePrune, FailedAttemptListRecent, FailedAttemptPrune, JobCountByStatusOfProject, LatenessHistogram, LatenessMinuteCompact, LatenessMinutePrune } from './queries/overview.js';
 
 export class PostgresOverview {
   constructor(private readonly db: ConnectionPool) {}
@@ -19,10 +19,10 @@ export class PostgresOverview {
   async read(params: ProjectOverviewParams): Promise<ProjectOverview> {
     const { projectId, countLimit, deliveriesFrom, latenessFrom, until } = overviewWindows(params);
     const [counts, deliveryMinutes, histogram, recentFailures] = await Promise.all([
-      this.db.rows<{ status: JobStatus; n: number }>(q.JobCountByStatusOfProject, [projectId, countLimit + 1]),
-      this.db.rows<DeliveryMinute>(q.DeliveryMinuteList, [projectId, deliveriesFrom, until]),
-      this.db.rows<{ bucket: number; attempts: number }>(q.LatenessHistogram, [projectId, latenessFrom, until]),
-      this.db.rows<FailedAttempt>(q.FailedAttemptListRecent, [projectId, deliveriesFrom, until, RECENT_FAILURES_LIMIT]),
+      this.db.rows<{ status: JobStatus; n: number }>(JobCountByStatusOfProject, [projectId, countLimit + 1]),
+      this.db.rows<DeliveryMinute>(DeliveryMinuteList, [projectId, deliveriesFrom, until]),
+      this.db.rows<{ bucket: number; attempts: number }>(LatenessHistogram, [projectId, latenessFrom, until]),
+      this.db.rows<FailedAttempt>(FailedAttemptListRecent, [projectId, deliveriesFrom, until, RECENT_FAILURES_LIMIT]),
     ]);
     return overviewOf(counts, deliveryMinutes, histogram, recentFailures);
   }
@@ -30,7 +30,7 @@ export class PostgresOverview {
   /** Up to `limit` rows in all, table after table. */
   async compact(params: { before: number; limit: number }): Promise<number> {
     let folded = 0;
-    for (const statement of [q.DeliveryMinuteCompact, q.LatenessMinuteCompact]) {
+    for (const statement of [DeliveryMinuteCompact, LatenessMinuteCompact]) {
       if (folded >= params.limit) break;
       folded += (await this.db.rows<{ n: number }>(statement, [params.before, params.limit - folded]))[0]!.n;
     }
@@ -40,7 +40,7 @@ export class PostgresOverview {
   /** Up to `limit` rows in all, table after table. */
   async prune(params: { before: number; limit: number }): Promise<number> {
     let deleted = 0;
-    for (const statement of [q.DeliveryMinutePrune, q.LatenessMinutePrune, q.FailedAttemptPrune]) {
+    for (const statement of [DeliveryMinutePrune, LatenessMinutePrune, FailedAttemptPrune]) {
       if (deleted >= params.limit) break;
       deleted += (await this.db.query(statement, [params.before, params.limit - deleted])).rowCount ?? 0;
     }

@@ -2,13 +2,14 @@ import type Database from 'better-sqlite3';
 import { principalFromRow } from '../principal-row.js';
 import { ReadCache } from '../read-cache.js';
 import type { ApiKeyPrincipal, ProjectRow, WebhookSecretRow } from '../store.js';
-import { toProject } from './writes.js';
-import * as q from './queries.js';
+import { toProject } from './sqlite-rows.js';
+import { ApiKeyFindByHash } from './queries/auth.js';
+import { CacheEpochGet, ProjectGet, WebhookSecretListActive } from './queries/tenancy.js';
 
 /**
  * What every API request (its key) and every delivery (its project and secrets) reads, through the
  * cache. Dropped when this store's writer commits a change to keys, projects, teams or secrets
- * (afterCommit), and when the cache epoch (writes.ts) shows that another process (the CLI)
+ * (afterCommit), and when the cache epoch (cache-epoch.ts) shows that another process (the CLI)
  * committed one. The epoch is read at most once per event-loop turn: requests parsed in one turn
  * are concurrent anyway.
  */
@@ -33,7 +34,7 @@ export class CachedReads {
     setImmediate(() => {
       this.checkedThisTurn = false;
     });
-    const epoch = (this.sql(q.CacheEpochGet).get() as { value: string } | undefined)?.value ?? null;
+    const epoch = (this.sql(CacheEpochGet).get() as { value: string } | undefined)?.value ?? null;
     if (epoch !== this.cacheEpoch) {
       this.cache.drop();
       this.cacheEpoch = epoch;
@@ -44,7 +45,7 @@ export class CachedReads {
     this.checkEpoch();
     const cached = this.cache.project(projectId);
     if (cached) return cached;
-    const row = this.sql(q.ProjectGet).get(projectId);
+    const row = this.sql(ProjectGet).get(projectId);
     if (!row) return null;
     const project = toProject(row);
     this.cache.storeProject(this.cache.mark(), project);
@@ -55,7 +56,7 @@ export class CachedReads {
     this.checkEpoch();
     const cached = this.cache.principal(hash);
     if (cached) return cached;
-    const row = this.sql(q.ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
+    const row = this.sql(ApiKeyFindByHash).get(hash) as Record<string, unknown> | undefined;
     if (!row) return null;
     const principal = principalFromRow(row);
     this.cache.storePrincipal(this.cache.mark(), hash, principal);
@@ -71,7 +72,7 @@ export class CachedReads {
     this.checkEpoch();
     const cached = this.cache.activeSecrets(params.projectId, params.now);
     if (cached) return cached;
-    const rows = this.sql(q.WebhookSecretListActive).all(params) as WebhookSecretRow[];
+    const rows = this.sql(WebhookSecretListActive).all(params) as WebhookSecretRow[];
     this.cache.storeActiveSecrets(this.cache.mark(), params.projectId, params.now, rows);
     return rows;
   }

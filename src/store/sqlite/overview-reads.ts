@@ -10,7 +10,7 @@ import {
 } from '../overview-store.js';
 import type { JobStatus } from '../store.js';
 import type { BackgroundConnection } from './background-connection.js';
-import * as q from './queries.js';
+import { DeliveryMinuteList, FailedAttemptListRecent, JobCountByStatusOfProject, LatenessHistogram } from './queries/overview.js';
 
 /**
  * On the background connection (its thread, not the event loop's), sent together: the counts walk
@@ -20,10 +20,10 @@ export async function readProjectOverview(background: BackgroundConnection, para
   const { projectId, countLimit, deliveriesFrom, latenessFrom, until } = overviewWindows(params);
   const deliveries = { projectId, from: deliveriesFrom, until };
   const [counts, deliveryMinutes, histogram, recentFailures] = await Promise.all([
-    background.all<{ status: JobStatus; n: number }>(q.JobCountByStatusOfProject, [{ projectId, limit: countLimit + 1 }]),
-    background.all<DeliveryMinute>(q.DeliveryMinuteList, [deliveries]),
-    background.all<{ bucket: number; attempts: number }>(q.LatenessHistogram, [{ projectId, from: latenessFrom, until }]),
-    background.all<FailedAttempt>(q.FailedAttemptListRecent, [{ ...deliveries, limit: RECENT_FAILURES_LIMIT }]),
+    background.all<{ status: JobStatus; n: number }>(JobCountByStatusOfProject, [{ projectId, limit: countLimit + 1 }]),
+    background.all<DeliveryMinute>(DeliveryMinuteList, [deliveries]),
+    background.all<{ bucket: number; attempts: number }>(LatenessHistogram, [{ projectId, from: latenessFrom, until }]),
+    background.all<FailedAttempt>(FailedAttemptListRecent, [{ ...deliveries, limit: RECENT_FAILURES_LIMIT }]),
   ]);
   return overviewOf(counts, deliveryMinutes, histogram, recentFailures);
 }

@@ -1,5 +1,5 @@
-import * as q from './queries.js';
-import type { Sql } from './writes.js';
+import { DeliveryMinuteAdd, LatenessMinuteAdd } from './queries/overview.js';
+import type { Sql } from './sql.js';
 
 /**
  * The project overview's figures (0011_project_overview.sql) of the attempts one group commit
@@ -50,8 +50,8 @@ export class OverviewTally {
   /** Inside the group's transaction, before its COMMIT; the tally starts over, whatever follows. */
   write(sql: Sql): void {
     try {
-      for (const row of this.minutes.values()) sql(q.DeliveryMinuteAdd).run(row);
-      for (const row of this.starts.values()) sql(q.LatenessMinuteAdd).run(row);
+      for (const row of this.minutes.values()) sql(DeliveryMinuteAdd).run(row);
+      for (const row of this.starts.values()) sql(LatenessMinuteAdd).run(row);
     } finally {
       this.minutes.clear();
       this.starts.clear();

@@ -4,16 +4,16 @@ import type { PruneCutoffs } from '../../retention.js';
 import type { PruneCounts, PrunedJobs } from '../store.js';
 import { countPrunable } from '../job-rules.js';
 import type { BackgroundConnection } from './background-connection.js';
-import * as q from './queries.js';
+import { EventCountPrunable, IdempotencyKeyCountPrunable, JobCountPrunable, UsageCountPrunable } from './queries/retention.js';
 
 /** Counted on the background connection: each count walks every matching index entry, off the main thread. */
 export function countPrunableSqlite(background: BackgroundConnection, cutoffs: PruneCutoffs): Promise<PruneCounts> {
   const first = async <R>(sql: string, param: unknown) => (await background.all<R>(sql, [param]))[0]!;
   return countPrunable(cutoffs, {
-    jobs: (project) => first<PrunedJobs>(q.JobCountPrunable, project),
-    idempotencyKeys: async (createdBy) => (await first<{ n: number }>(q.IdempotencyKeyCountPrunable, createdBy)).n,
-    usageRows: async (beforeDay) => (await first<{ n: number }>(q.UsageCountPrunable, beforeDay)).n,
-    events: async (occurredBy) => (await first<{ n: number }>(q.EventCountPrunable, occurredBy)).n,
+    jobs: (project) => first<PrunedJobs>(JobCountPrunable, project),
+    idempotencyKeys: async (createdBy) => (await first<{ n: number }>(IdempotencyKeyCountPrunable, createdBy)).n,
+    usageRows: async (beforeDay) => (await first<{ n: number }>(UsageCountPrunable, beforeDay)).n,
+    events: async (occurredBy) => (await first<{ n: number }>(EventCountPrunable, occurredBy)).n,
   });
 }
 

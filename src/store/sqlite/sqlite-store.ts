@@ -2,67 +2,53 @@
  * The embedded store: one SQLite file in WAL mode, through better-sqlite3.
  *
  * How it differs from the PostgreSQL store: SQLite has a single writer, so every write goes to
- * one connection on the writer thread (writer.ts, writes.ts), where the writes requested in one
- * event-loop turn run in one BEGIN IMMEDIATE transaction, and guarded transitions need no row
- * locks or SKIP LOCKED: `UPDATE … WHERE status = 'QUEUED'` runs alone. The event loop keeps only
- * the reads, on a connection of its own; WAL means they never wait for the writer, and a write's
- * promise resolves only after its commit, so a read issued after it sees it.
+ * one connection on the writer thread (writer.ts; the writes are in the *-writes.ts files), where
+ * the writes requested in one event-loop turn run in one BEGIN IMMEDIATE transaction, and guarded
+ * transitions need no row locks or SKIP LOCKED: `UPDATE … WHERE status = 'QUEUED'` runs alone.
+ * The event loop keeps only the reads, on a connection of its own; WAL means they never wait for
+ * the writer, and a write's promise resolves only after its commit, so a read issued after it sees it.
  *
  * Durability: synchronous=FULL (default) fsyncs the WAL in every commit, before any of its writes
  * is acknowledged, so an acknowledged job survives power loss; the fsync waits on the writer
  * thread, not on the event loop. NORMAL survives a process crash (kill -9) but not an OS crash.
+ *
+ * This class opens the connections and hands each noun to a module of its own: tenancy.ts,
+ * auth.ts, jobs.ts and attempts.ts; retention, the overview, events and schedules are short enough
+ * to stay below.
  */
 import { statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
-import type {
-  AttemptAcceptParams,
-  AttemptReport,
-  AttemptWithJob,
-  ApiKeyPrincipal,
-  ApiKeyRow,
-  AttemptFinishParams,
-  AttemptRow,
-  AttemptStartParams,
-  ClaimedJob,
-  FailedJobsFilter,
-  ExpiredLease,
-  JobClaimParams,
-  JobCreateParams,
-  JobCreateResult,
-  JobListParams,
-  JobRescueParams,
-  JobRow,
-  JobStatus,
-  JobTransitionResult,
-  ProjectPatch,
-  ProjectRow,
-  PruneCounts,
-  PrunedJobs,
-  Store,
-  SessionRow,
-  TeamRow,
-  UserRow,
-  UserWithPassword,
-  WebhookSecretRow,
-} from '../store.js';
+import type { AttemptStore } from '../attempt-store.js';
+import type { AuthStore } from '../auth-store.js';
+import type { EventRow, EventStore } from '../event-store.js';
+import type { JobStore } from '../job-store.js';
+import type { OverviewStore } from '../overview-store.js';
+import type { PruneCounts, PrunedJobs } from '../retention-store.js';
+import type { ScheduleStore } from '../schedule-store.js';
+import type { Store } from '../store.js';
+import type { TenancyStore } from '../tenancy-store.js';
 import type { PruneCutoffs } from '../../retention.js';
-import { countsByStatus, leaseExpiredFinish, leaseRescuePlan, type ExpiredLeaseRow } from '../job-rules.js';
-import { sessionFromRow, userFromRow } from '../session-row.js';
-import { SqliteWriter } from './writer.js';
-import { toProject, type LeaseRescue } from './writes.js';
+import { SqliteAttempts } from './attempts.js';
+import { SqliteAuth } from './auth.js';
 import { BackgroundConnection } from './background-connection.js';
 import { CachedReads } from './cached-reads.js';
+import * as eventWrites from './event-writes.js';
+import { SqliteJobs } from './jobs.js';
 import { migrateSqlite } from './migrate.js';
-import { openReaderConnection } from './reader-connection.js';
-import { countPrunableSqlite, storeFileSizes } from './retention-reads.js';
-import { acquireServeLock } from './serve-lock.js';
-import * as q from './queries.js';
-import { toSchedule } from './schedule-writes.js';
-import type { ScheduleStore } from '../schedule-store.js';
-import type { EventRow, EventStore } from '../event-store.js';
-import type { OverviewStore } from '../overview-store.js';
 import { readProjectOverview } from './overview-reads.js';
+import * as overviewWrites from './overview-writes.js';
+import { EventList, WebhookHealthListFailing } from './queries/events.js';
+import { ProjectListRetention } from './queries/retention.js';
+import { JobStartedAheadOfSchedule, ScheduleGet, ScheduleList, ScheduleNextWakeAt } from './queries/schedules.js';
+import { openReaderConnection } from './reader-connection.js';
+import * as retentionWrites from './retention-writes.js';
+import { countPrunableSqlite, storeFileSizes } from './retention-reads.js';
+import * as scheduleWrites from './schedule-writes.js';
+import { acquireServeLock } from './serve-lock.js';
+import { toSchedule } from './sqlite-rows.js';
+import { SqliteTenancy } from './tenancy.js';
+import { SqliteWriter } from './writer.js';
 
 interface SqliteStoreOptions {
   path: string;
@@ -105,6 +91,10 @@ export class SqliteStore implements Store {
   private readonly writer: SqliteWriter;
   private readonly statements = new Map<string, Statement>();
   private readonly cached = new CachedReads((text) => this.sql(text));
+  private readonly tenancy: SqliteTenancy;
+  private readonly auth: SqliteAuth;
+  private readonly jobs: SqliteJobs;
+  private readonly attempts: SqliteAttempts;
   /** WAL checkpoints and counts over every job, off the main thread. */
   private readonly background: BackgroundConnection;
   private releaseServeLock: (() => void) | null;
@@ -125,6 +115,11 @@ export class SqliteStore implements Store {
       databasePath: options.path,
       synchronous: 'NORMAL',
     });
+    const sql = (text: string) => this.sql(text);
+    this.tenancy = new SqliteTenancy(sql, this.writer, this.cached);
+    this.auth = new SqliteAuth(sql, this.writer, this.cached);
+    this.jobs = new SqliteJobs(sql, this.writer, this.cached, this.background);
+    this.attempts = new SqliteAttempts(sql, this.writer, this.cached);
   }
 
   /** Prepared once, on first use, and reused. */
@@ -171,280 +166,80 @@ export class SqliteStore implements Store {
     }
   }
 
-  async settingGet(key: string): Promise<string | null> {
-    const row = this.sql(q.SettingGet).get(key) as { value: string } | undefined;
-    return row?.value ?? null;
-  }
+  // Tenancy (../tenancy-store.ts), in tenancy.ts.
+  readonly settingGet: TenancyStore['settingGet'] = (key) => this.tenancy.settingGet(key);
+  readonly settingInsertIfAbsent: TenancyStore['settingInsertIfAbsent'] = (key, value) => this.tenancy.settingInsertIfAbsent(key, value);
+  readonly teamInsert: TenancyStore['teamInsert'] = (team) => this.tenancy.teamInsert(team);
+  readonly teamGet: TenancyStore['teamGet'] = (teamId) => this.tenancy.teamGet(teamId);
+  readonly teamUpdate: TenancyStore['teamUpdate'] = (params) => this.tenancy.teamUpdate(params);
+  readonly teamCount: TenancyStore['teamCount'] = () => this.tenancy.teamCount();
+  readonly teamList: TenancyStore['teamList'] = () => this.tenancy.teamList();
+  readonly teamListByUser: TenancyStore['teamListByUser'] = (userId) => this.tenancy.teamListByUser(userId);
+  readonly teamMembershipInsert: TenancyStore['teamMembershipInsert'] = (params) => this.tenancy.teamMembershipInsert(params);
+  readonly projectInsert: TenancyStore['projectInsert'] = (params) => this.tenancy.projectInsert(params);
+  readonly projectGet: TenancyStore['projectGet'] = (projectId) => this.tenancy.projectGet(projectId);
+  readonly projectGetMany: TenancyStore['projectGetMany'] = (projectIds) => this.tenancy.projectGetMany(projectIds);
+  readonly projectListByTeam: TenancyStore['projectListByTeam'] = (teamId) => this.tenancy.projectListByTeam(teamId);
+  readonly projectUpdate: TenancyStore['projectUpdate'] = (params) => this.tenancy.projectUpdate(params);
+  readonly projectBackoff: TenancyStore['projectBackoff'] = (params) => this.tenancy.projectBackoff(params);
+  readonly projectListWithHeldJobs: TenancyStore['projectListWithHeldJobs'] = () => this.tenancy.projectListWithHeldJobs();
+  readonly webhookSecretListActive: TenancyStore['webhookSecretListActive'] = (params) => this.tenancy.webhookSecretListActive(params);
+  readonly webhookSecretRotate: TenancyStore['webhookSecretRotate'] = (params) => this.tenancy.webhookSecretRotate(params);
+  readonly usageDaily: TenancyStore['usageDaily'] = (params) => this.tenancy.usageDaily(params);
 
-  settingInsertIfAbsent(key: string, value: string): Promise<string> {
-    return this.writer.run('settingInsertIfAbsent', { key, value });
-  }
+  // Users, sessions and API keys (../auth-store.ts), in auth.ts.
+  readonly userInsert: AuthStore['userInsert'] = (user) => this.auth.userInsert(user);
+  readonly userGet: AuthStore['userGet'] = (userId) => this.auth.userGet(userId);
+  readonly userGetByEmail: AuthStore['userGetByEmail'] = (email) => this.auth.userGetByEmail(email);
+  readonly userGetPasswordHash: AuthStore['userGetPasswordHash'] = (userId) => this.auth.userGetPasswordHash(userId);
+  readonly userList: AuthStore['userList'] = () => this.auth.userList();
+  readonly userCount: AuthStore['userCount'] = () => this.auth.userCount();
+  readonly userUpdatePassword: AuthStore['userUpdatePassword'] = (params) => this.auth.userUpdatePassword(params);
+  readonly sessionInsert: AuthStore['sessionInsert'] = (session) => this.auth.sessionInsert(session);
+  readonly sessionGet: AuthStore['sessionGet'] = (params) => this.auth.sessionGet(params);
+  readonly sessionDelete: AuthStore['sessionDelete'] = (tokenHash) => this.auth.sessionDelete(tokenHash);
+  readonly sessionDeleteByUser: AuthStore['sessionDeleteByUser'] = (params) => this.auth.sessionDeleteByUser(params);
+  readonly sessionDeleteExpired: AuthStore['sessionDeleteExpired'] = (now) => this.auth.sessionDeleteExpired(now);
+  readonly apiKeyInsert: AuthStore['apiKeyInsert'] = (key) => this.auth.apiKeyInsert(key);
+  readonly apiKeyFindByHash: AuthStore['apiKeyFindByHash'] = (hash) => this.auth.apiKeyFindByHash(hash);
+  readonly apiKeyGet: AuthStore['apiKeyGet'] = (keyId) => this.auth.apiKeyGet(keyId);
+  readonly apiKeyListByProject: AuthStore['apiKeyListByProject'] = (projectId) => this.auth.apiKeyListByProject(projectId);
+  readonly apiKeyRevoke: AuthStore['apiKeyRevoke'] = (params) => this.auth.apiKeyRevoke(params);
+  readonly apiKeyTouch: AuthStore['apiKeyTouch'] = (params) => this.auth.apiKeyTouch(params);
 
-  teamInsert(team: TeamRow): Promise<void> {
-    return this.writer.run('teamInsert', team);
-  }
+  // Jobs (../job-store.ts), in jobs.ts.
+  readonly jobCreate: JobStore['jobCreate'] = (params) => this.jobs.jobCreate(params);
+  readonly jobGet: JobStore['jobGet'] = (params) => this.jobs.jobGet(params);
+  readonly jobList: JobStore['jobList'] = (params) => this.jobs.jobList(params);
+  readonly jobCancelIfQueued: JobStore['jobCancelIfQueued'] = (params) => this.jobs.jobCancelIfQueued(params);
+  readonly jobRescheduleIfQueued: JobStore['jobRescheduleIfQueued'] = (params) => this.jobs.jobRescheduleIfQueued(params);
+  readonly jobRetryIfFailed: JobStore['jobRetryIfFailed'] = (params) => this.jobs.jobRetryIfFailed(params);
+  readonly jobRetryFailedMany: JobStore['jobRetryFailedMany'] = (params) => this.jobs.jobRetryFailedMany(params);
+  readonly jobCountFailed: JobStore['jobCountFailed'] = (params) => this.jobs.jobCountFailed(params);
+  readonly jobHoldBatch: JobStore['jobHoldBatch'] = (params) => this.jobs.jobHoldBatch(params);
+  readonly jobReleaseHeldBatch: JobStore['jobReleaseHeldBatch'] = (params) => this.jobs.jobReleaseHeldBatch(params);
+  readonly jobClaimDue: JobStore['jobClaimDue'] = (params) => this.jobs.jobClaimDue(params);
+  readonly jobNextDueAt: JobStore['jobNextDueAt'] = (params) => this.jobs.jobNextDueAt(params);
+  readonly jobLeaseRenew: JobStore['jobLeaseRenew'] = (params) => this.jobs.jobLeaseRenew(params);
+  readonly jobRescueExpiredLeases: JobStore['jobRescueExpiredLeases'] = (params) => this.jobs.jobRescueExpiredLeases(params);
+  readonly jobListDispatchedTo: JobStore['jobListDispatchedTo'] = (params) => this.jobs.jobListDispatchedTo(params);
+  readonly jobReleaseDispatched: JobStore['jobReleaseDispatched'] = (params) => this.jobs.jobReleaseDispatched(params);
+  readonly jobCountByStatus: JobStore['jobCountByStatus'] = () => this.jobs.jobCountByStatus();
 
-  async teamGet(teamId: string): Promise<TeamRow | null> {
-    return (this.sql(q.TeamGet).get(teamId) as TeamRow | undefined) ?? null;
-  }
-
-  teamUpdate(params: { teamId: string; name?: string; plan?: string }): Promise<TeamRow | null> {
-    return this.cached.afterCommit(this.writer.run('teamUpdate', params));
-  }
-
-  async teamCount(): Promise<number> {
-    return (this.sql(q.TeamCount).get() as { n: number }).n;
-  }
-
-  projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
-    return this.cached.afterCommit(this.writer.run('projectInsert', params));
-  }
-
-  async projectGet(projectId: string): Promise<ProjectRow | null> {
-    return this.cached.project(projectId);
-  }
-
-  async projectListByTeam(teamId: string): Promise<ProjectRow[]> {
-    return this.sql(q.ProjectListByTeam).all(teamId).map(toProject);
-  }
-
-  projectUpdate(params: { projectId: string; patch: ProjectPatch }): Promise<ProjectRow | null> {
-    return this.cached.afterCommit(this.writer.run('projectUpdate', params));
-  }
-
-  apiKeyInsert(key: ApiKeyRow & { hash: Buffer }): Promise<void> {
-    return this.writer.run('apiKeyInsert', key);
-  }
-
-  /** Every API request looks its key up: from the cache. */
-  async apiKeyFindByHash(hash: Buffer): Promise<ApiKeyPrincipal | null> {
-    return this.cached.principal(hash);
-  }
-
-  async apiKeyGet(keyId: string): Promise<ApiKeyRow | null> {
-    return (this.sql(q.ApiKeyGet).get(keyId) as ApiKeyRow | undefined) ?? null;
-  }
-
-  async apiKeyListByProject(projectId: string): Promise<ApiKeyRow[]> {
-    return this.sql(q.ApiKeyListByProject).all(projectId) as ApiKeyRow[];
-  }
-
-  apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null> {
-    return this.cached.afterCommit(this.writer.run('apiKeyRevoke', params));
-  }
-
-  apiKeyTouch(params: { keyId: string; now: number }): Promise<void> {
-    this.cached.touchKey(params.keyId, params.now);
-    return this.writer.run('apiKeyTouch', params);
-  }
-
-  /** Every delivery signs with these: from the cache until the first of them expires. */
-  async webhookSecretListActive(params: { projectId: string; now: number }): Promise<WebhookSecretRow[]> {
-    return this.cached.activeSecrets(params);
-  }
-
-  webhookSecretRotate(params: { projectId: string; secret: WebhookSecretRow; overlapMs: number; now: number }): Promise<void> {
-    return this.cached.afterCommit(this.writer.run('webhookSecretRotate', params));
-  }
-
-  jobCreate(params: JobCreateParams): Promise<JobCreateResult> {
-    return this.writer.run('jobCreate', params);
-  }
-
-  async jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null> {
-    return (this.sql(q.JobGet).get(params.jobId, params.projectId) as JobRow | undefined) ?? null;
-  }
-
-  async jobList(params: JobListParams): Promise<JobRow[]> {
-    const [sql, values] = q.jobListStatement(params);
-    return this.sql(sql).all(values) as JobRow[];
-  }
-
-  jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
-    return this.writer.run('jobCancelIfQueued', params);
-  }
-
-  jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult> {
-    return this.writer.run('jobRescheduleIfQueued', params);
-  }
-
-  jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
-    return this.writer.run('jobRetryIfFailed', params);
-  }
-
-  async projectBackoff(params: { projectId: string; until: number; now: number }): Promise<void> {
-    await this.writer.run('projectBackoff', { projectId: params.projectId, until: params.until });
-  }
-
-  jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {
-    return this.writer.run('jobHoldBatch', params);
-  }
-
-  jobReleaseHeldBatch(params: { projectId: string; limit: number }): Promise<number> {
-    return this.writer.run('jobReleaseHeldBatch', params);
-  }
-
-  async projectListWithHeldJobs(): Promise<string[]> {
-    return (this.sql(q.ProjectListWithHeldJobs).all() as { id: string }[]).map((row) => row.id);
-  }
-
-  jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
-    return this.writer.run('jobRetryFailedMany', params);
-  }
-
-  async jobCountFailed(params: FailedJobsFilter): Promise<number> {
-    return (this.sql(q.JobCountFailed).get({ ...params, scheduleId: params.scheduleId ?? null }) as { n: number }).n;
-  }
-
-  async attemptListByJob(jobId: string): Promise<AttemptRow[]> {
-    return this.sql(q.AttemptListByJob).all(jobId) as AttemptRow[];
-  }
-
-  async projectGetMany(projectIds: string[]): Promise<ProjectRow[]> {
-    return projectIds.flatMap((id) => {
-      const project = this.cached.project(id);
-      return project ? [project] : [];
-    });
-  }
-
-  jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]> {
-    return this.writer.run('jobClaimDue', params);
-  }
-
-  async jobNextDueAt(params: { after: number }): Promise<number | null> {
-    return (this.sql(q.JobNextDueAt).get(params) as { runAt: number | null }).runAt;
-  }
-
-  attemptStart(params: AttemptStartParams): Promise<{ attemptNumber: number } | null> {
-    return this.writer.run('attemptStart', params);
-  }
-
-  attemptFinish(params: AttemptFinishParams): Promise<boolean> {
-    return this.writer.run('attemptFinish', params);
-  }
-
-  attemptAccept(params: AttemptAcceptParams): Promise<boolean> {
-    return this.writer.run('attemptAccept', params);
-  }
-
-  async attemptGetWithJob(params: { jobId: string; attemptId: string }): Promise<AttemptWithJob | null> {
-    const attempt = this.sql(q.AttemptGetOfJob).get(params) as AttemptRow | undefined;
-    const job = attempt && (this.sql(q.JobGetById).get(params.jobId) as JobRow | undefined);
-    const project = job && this.cached.project(job.projectId);
-    return attempt && job && project ? { job, project, attempt } : null;
-  }
-
-  attemptReport(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean> {
-    return this.writer.run('attemptReport', params);
-  }
-
-  jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void> {
-    return this.writer.run('jobLeaseRenew', params);
-  }
-
-  /**
-   * Reads the expired leases here, decides each (retryAt needs the project, and is the caller's),
-   * then has the writer apply the decisions, each guarded on the lease as read: one renewed or
-   * finished in between is left alone and not reported.
-   */
-  async jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]> {
-    const expired = this.sql(q.JobListExpiredLeases).all({ expiredBefore: params.expiredBefore, now: params.now, limit: params.limit }) as ExpiredLeaseRow[];
-    if (expired.length === 0) return [];
-    const plans = expired.map(leaseRescuePlan);
-    const rescues = plans.map((plan): LeaseRescue => {
-      if (plan.kind === 'requeue') return { kind: 'requeue', jobId: plan.lease.job.id };
-      const project = this.cached.project(plan.lease.job.projectId)!;
-      return { kind: 'finish', finish: leaseExpiredFinish(plan, { now: params.now, project, retryAt: params.retryAt }) };
-    });
-    const rescued = await this.writer.run('jobRescueLeases', { now: params.now, expiredBefore: params.expiredBefore, rescues });
-    return plans.filter((_, i) => rescued[i]).map((plan) => plan.lease);
-  }
-
-  async jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]> {
-    return this.sql(q.JobListDispatchedTo).all(params.workerId) as ClaimedJob[];
-  }
-
-  jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number> {
-    return this.writer.run('jobReleaseDispatched', params);
-  }
-
-  async jobCountByStatus(): Promise<Record<JobStatus, number>> {
-    return countsByStatus(await this.background.all<{ status: JobStatus; n: number }>(q.JobCountByStatus));
-  }
-
-  async usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]> {
-    return this.sql(q.UsageDaily).all(params.teamId, params.fromDay, params.toDay) as { day: string; jobsCreated: number }[];
-  }
-
-  async teamList(): Promise<TeamRow[]> {
-    return this.sql(q.TeamList).all() as TeamRow[];
-  }
-
-  async teamListByUser(userId: string): Promise<TeamRow[]> {
-    return this.sql(q.TeamListByUser).all(userId) as TeamRow[];
-  }
-
-  userInsert(user: UserWithPassword): Promise<boolean> {
-    return this.writer.run('userInsert', user);
-  }
-
-  async userGet(userId: string): Promise<UserRow | null> {
-    const row = this.sql(q.UserGet).get(userId) as UserRow | undefined;
-    return row ? userFromRow(row) : null;
-  }
-
-  async userGetByEmail(email: string): Promise<UserWithPassword | null> {
-    const row = this.sql(q.UserGetByEmail).get(email.toLowerCase()) as UserWithPassword | undefined;
-    return row ? userFromRow(row) : null;
-  }
-
-  async userGetPasswordHash(userId: string): Promise<string | null> {
-    return (this.sql(q.UserGetPasswordHash).get(userId) as { passwordHash: string } | undefined)?.passwordHash ?? null;
-  }
-
-  async userList(): Promise<UserRow[]> {
-    return (this.sql(q.UserList).all() as UserRow[]).map(userFromRow);
-  }
-
-  async userCount(): Promise<number> {
-    return (this.sql(q.UserCount).get() as { n: number }).n;
-  }
-
-  userUpdatePassword(params: { userId: string; passwordHash: string; now: number }): Promise<boolean> {
-    return this.writer.run('userUpdatePassword', params);
-  }
-
-  teamMembershipInsert(params: { userId: string; teamId: string; now: number }): Promise<void> {
-    return this.writer.run('teamMembershipInsert', params);
-  }
-
-  sessionInsert(session: SessionRow): Promise<void> {
-    return this.writer.run('sessionInsert', session);
-  }
-
-  async sessionGet(params: { tokenHash: Buffer; now: number }): Promise<{ session: SessionRow; user: UserRow } | null> {
-    const row = this.sql(q.SessionGet).get(params) as Record<string, unknown> | undefined;
-    return row ? sessionFromRow(row) : null;
-  }
-
-  sessionDelete(tokenHash: Buffer): Promise<void> {
-    return this.writer.run('sessionDelete', { tokenHash });
-  }
-
-  sessionDeleteByUser(params: { userId: string; keepTokenHash: Buffer | null }): Promise<void> {
-    return this.writer.run('sessionDeleteByUser', params);
-  }
-
-  sessionDeleteExpired(now: number): Promise<number> {
-    return this.writer.run('sessionDeleteExpired', { now });
-  }
+  // Attempts (../attempt-store.ts), in attempts.ts.
+  readonly attemptListByJob: AttemptStore['attemptListByJob'] = (jobId) => this.attempts.attemptListByJob(jobId);
+  readonly attemptStart: AttemptStore['attemptStart'] = (params) => this.attempts.attemptStart(params);
+  readonly attemptFinish: AttemptStore['attemptFinish'] = (params) => this.attempts.attemptFinish(params);
+  readonly attemptAccept: AttemptStore['attemptAccept'] = (params) => this.attempts.attemptAccept(params);
+  readonly attemptGetWithJob: AttemptStore['attemptGetWithJob'] = (params) => this.attempts.attemptGetWithJob(params);
+  readonly attemptReport: AttemptStore['attemptReport'] = (params) => this.attempts.attemptReport(params);
 
   // Retention (SPEC section 12): each prune is a small batch the writer commits between the group
   // commits of the API and the deliveries; the counts run on the background connection.
-  readonly projectListRetention = async () => this.sql(q.ProjectListRetention).all() as { projectId: string; retentionDays: number | null }[];
-  readonly jobPruneFinal = (params: { projectId: string; finalBy: number; limit: number }): Promise<PrunedJobs> => this.writer.run('jobPruneFinal', params);
-  readonly idempotencyKeyPrune = (params: { createdBy: number; limit: number }): Promise<number> => this.writer.run('idempotencyKeyPrune', params);
-  readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run('usagePrune', params);
+  readonly projectListRetention = async () => this.sql(ProjectListRetention).all() as { projectId: string; retentionDays: number | null }[];
+  readonly jobPruneFinal = (params: { projectId: string; finalBy: number; limit: number }): Promise<PrunedJobs> => this.writer.run(retentionWrites.jobPruneFinal, params);
+  readonly idempotencyKeyPrune = (params: { createdBy: number; limit: number }): Promise<number> => this.writer.run(retentionWrites.idempotencyKeyPrune, params);
+  readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run(retentionWrites.usagePrune, params);
   readonly pruneCount = (cutoffs: PruneCutoffs): Promise<PruneCounts> => countPrunableSqlite(this.background, cutoffs);
   readonly storeSize = async () => storeFileSizes(this.path);
 
@@ -453,34 +248,34 @@ export class SqliteStore implements Store {
   readonly projectOverview: OverviewStore['projectOverview'] = (params) => readProjectOverview(this.background, params);
   /** One row per minute already (a single writer needs no shards): nothing to fold. */
   readonly overviewCompact: OverviewStore['overviewCompact'] = async () => 0;
-  readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.writer.run('overviewPrune', params);
+  readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.writer.run(overviewWrites.overviewPrune, params);
 
   // Events (SPEC section 10): reads on this connection, writes on the writer.
-  readonly eventInsert: EventStore['eventInsert'] = (event) => this.writer.run('eventInsert', event);
+  readonly eventInsert: EventStore['eventInsert'] = (event) => this.writer.run(eventWrites.eventInsert, event);
   readonly eventList: EventStore['eventList'] = async (params) =>
-    this.sql(q.EventList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }) as EventRow[];
-  readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.writer.run('eventClaimDue', params);
-  readonly eventFinish: EventStore['eventFinish'] = (params) => this.writer.run('eventFinish', params);
-  readonly eventReleaseClaims: EventStore['eventReleaseClaims'] = (params) => this.writer.run('eventReleaseClaims', params);
-  readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.writer.run('webhookHealthRecord', params);
+    this.sql(EventList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }) as EventRow[];
+  readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.writer.run(eventWrites.eventClaimDue, params);
+  readonly eventFinish: EventStore['eventFinish'] = (params) => this.writer.run(eventWrites.eventFinish, params);
+  readonly eventReleaseClaims: EventStore['eventReleaseClaims'] = (params) => this.writer.run(eventWrites.eventReleaseClaims, params);
+  readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.writer.run(eventWrites.webhookHealthRecord, params);
   readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = async () =>
-    (this.sql(q.WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
-  readonly eventPrune: EventStore['eventPrune'] = (params) => this.writer.run('eventPrune', params);
+    (this.sql(WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
+  readonly eventPrune: EventStore['eventPrune'] = (params) => this.writer.run(eventWrites.eventPrune, params);
 
   // Recurring schedules (SPEC section 9): reads on this connection, writes on the writer.
-  readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.writer.run('scheduleInsert', params);
+  readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.writer.run(scheduleWrites.scheduleInsert, params);
   readonly scheduleGet: ScheduleStore['scheduleGet'] = async (params) => {
-    const row = this.sql(q.ScheduleGet).get(params.scheduleId, params.projectId);
+    const row = this.sql(ScheduleGet).get(params.scheduleId, params.projectId);
     return row ? toSchedule(row) : null;
   };
   readonly scheduleList: ScheduleStore['scheduleList'] = async (params) =>
-    this.sql(q.ScheduleList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }).map(toSchedule);
-  readonly scheduleUpdate: ScheduleStore['scheduleUpdate'] = (params) => this.writer.run('scheduleUpdate', params);
-  readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.writer.run('scheduleDelete', params);
-  readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.writer.run('scheduleClaimDue', params);
-  readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.writer.run('scheduleAdvance', params);
+    this.sql(ScheduleList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }).map(toSchedule);
+  readonly scheduleUpdate: ScheduleStore['scheduleUpdate'] = (params) => this.writer.run(scheduleWrites.scheduleUpdate, params);
+  readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.writer.run(scheduleWrites.scheduleDelete, params);
+  readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.writer.run(scheduleWrites.scheduleClaimDue, params);
+  readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.writer.run(scheduleWrites.scheduleAdvance, params);
   readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = async (params) =>
-    (this.sql(q.ScheduleNextWakeAt).get(params) as { wakeAt: number | null }).wakeAt;
+    (this.sql(ScheduleNextWakeAt).get(params) as { wakeAt: number | null }).wakeAt;
   readonly scheduleStartedAheadUntil: ScheduleStore['scheduleStartedAheadUntil'] = async (params) =>
-    (this.sql(q.JobStartedAheadOfSchedule).get(params) as { runAt: number | null }).runAt;
+    (this.sql(JobStartedAheadOfSchedule).get(params) as { runAt: number | null }).runAt;
 }

@@ -14,7 +14,8 @@ import { UnavailableError } from '../../errors.js';
 import { serveBatches, toThreadError, type Outcome } from '../../threads/batched-thread.js';
 import { GroupCommit } from './group-commit.js';
 import { OverviewTally } from './overview-tally.js';
-import { WRITES, type Sql, type WriteRequest } from './writes.js';
+import type { Sql } from './sql.js';
+import { WRITES, type WriteRequest } from './write-registry.js';
 import type { WriterSettings } from './writer.js';
 
 const settings = workerData as WriterSettings;
@@ -84,7 +85,7 @@ serveBatches<WriteRequest, unknown>({
     const answers = Promise.all(
       batch.map((write) =>
         writer
-          .run(() => (WRITES[write.name] as (sql: Sql, params: unknown, tally: OverviewTally) => unknown)(sql, write.params, tally))
+          .run(() => WRITES[write.name]!(sql, write.params, tally))
           .then((value): Outcome<unknown> => ({ ok: true, value }), threadError),
       ),
     );

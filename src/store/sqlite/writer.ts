@@ -1,6 +1,7 @@
 import { BatchedThread, fromThreadError, HELPER_THREAD_LIMITS, siblingModule } from '../../threads/batched-thread.js';
 import { isSqliteFull, isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
-import type { WriteName, WriteParams, WriteRequest, WriteResult } from './writes.js';
+import { writeProbe } from './tenancy-writes.js';
+import type { RegisteredWrite, WriteRequest } from './write-registry.js';
 
 export interface WriterSettings {
   path: string;
@@ -52,13 +53,17 @@ export class SqliteWriter {
   /** The readiness probe: a small write of its own; once it commits, no longer failing. */
   async probe(now: number): Promise<void> {
     const refusals = this.refusals;
-    await this.run('writeProbe', { now });
+    await this.run(writeProbe, { now });
     if (this.refusals === refusals) this.refusedByDisk = this.refusedForSpace = false;
   }
 
-  async run<K extends WriteName>(name: K, params: WriteParams<K>): Promise<WriteResult<K>> {
-    const outcome = await this.thread.request({ name, params } as WriteRequest);
-    if (outcome.ok) return outcome.value as WriteResult<K>;
+  /**
+   * Runs a write of the write modules (write-registry.ts) on the writer thread: the function goes
+   * by its name, which the thread looks up in the same modules.
+   */
+  async run<W extends RegisteredWrite>(write: W, params: Parameters<W>[1]): Promise<ReturnType<W>> {
+    const outcome = await this.thread.request({ name: write.name, params });
+    if (outcome.ok) return outcome.value as ReturnType<W>;
     const error = fromThreadError(outcome.error);
     if (isSqliteUnavailable(error)) {
       this.refusedByDisk = true;

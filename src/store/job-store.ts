@@ -1,0 +1,290 @@
+/**
+ * The storage contract of jobs, part of Store (store.ts): creation under quota and Idempotency-Key,
+ * lists, the guarded transitions a client asks for, holding a paused project's jobs, and the
+ * claims and leases of delivery. A method that changes a job names the state it requires
+ * (`jobCancelIfQueued`), so a late or duplicate write changes nothing.
+ */
+import type { ProjectRow } from './tenancy-store.js';
+
+export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+/** A job in one of these changes no more (SPEC section 3), except FAILED through a retry. */
+export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED'];
+
+export interface JobRow {
+  /** Insertion order; the list cursor. Never shown to clients as such. */
+  seq: number;
+  id: string;
+  projectId: string;
+  status: JobStatus;
+  /** The payload exactly as JSON.stringify produced it at dispatch. */
+  payload: string;
+  scheduledFor: number | null;
+  /** When the next attempt is due; meaningful while QUEUED (the contract's nextAttemptAt). */
+  runAt: number;
+  /** When the job entered its current QUEUED state. */
+  queuedAt: number;
+  maxRetries: number;
+  attemptCount: number;
+  /** attemptCount when the current retry budget began (the retry endpoint starts a new one). */
+  roundStartAttemptCount: number;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  completedAt: number | null;
+  failedAt: number | null;
+  cancelledAt: number | null;
+  /** The schedule that created it (SPEC section 9), else null. */
+  scheduleId: string | null;
+  /**
+   * The W3C traceparent its deliveries continue (SPEC section 4): the dispatch request's, or with
+   * OpenTelemetry export on its dispatch span's; null when there was none (a schedule's job).
+   */
+  traceparent: string | null;
+  /** The tracestate that came with it, carried along unchanged; null when none did. */
+  tracestate: string | null;
+}
+
+/**
+ * The lease owner of a job whose attempt was accepted with 202 and waits for the receiver's
+ * report: no worker holds it (worker ids start with `wrk_`), and its lease's expiry is the report's
+ * deadline, which the lease rescue of any instance enforces.
+ */
+export const AWAITING_REPORT = 'async';
+
+export interface NewJob {
+  id: string;
+  payload: string;
+  scheduledFor: number | null;
+  runAt: number;
+  maxRetries: number;
+  /**
+   * A schedule's job: the schedule, and for a fire of its cron (not a trigger) the fire instant. A
+   * fire for an instant after its schedule's pause (schedule-store.ts, scheduleUpdate) creates no
+   * job, and is reported as created, as a fire whose job exists already is: the quota refused nothing.
+   */
+  schedule?: { id: string; fireAt: number | null };
+  /** The trace its deliveries continue (JobRow.traceparent); absent or null: none. */
+  traceparent?: string | null;
+  tracestate?: string | null;
+}
+
+/** A response kept under an Idempotency-Key, replayed byte for byte. */
+export interface StoredResponse {
+  statusCode: number;
+  body: string;
+}
+
+/**
+ * The answer to a dispatch, as data, so that a store assembles it inside its transaction (the
+ * embedded store's runs on its writer thread) from which jobs the quota let in, and stores it
+ * with an Idempotency-Key.
+ * - `single`: stored when the job was created; a job refused by the quota stores nothing (its
+ *   429 is an error answer).
+ * - `batch`: `{"jobs":[…]}` of the items in request order: an invalid item's error, a created
+ *   job's answer, or for a job refused by the quota `quotaRefusal[0] + used + quotaRefusal[1]`,
+ *   where used is the team's count once the batch's jobs are in.
+ */
+export type AnswerTemplate =
+  | { kind: 'single'; statusCode: number; body: string }
+  | { kind: 'batch'; statusCode: number; items: ({ job: string } | { error: string })[]; quotaRefusal: [string, string] };
+
+export interface JobCreateParams {
+  projectId: string;
+  teamId: string;
+  now: number;
+  jobs: NewJob[];
+  /** Jobs allowed this UTC month, counted in the same transaction; null: no quota. */
+  quota: { limit: number; monthStartDay: string; monthEndDay: string } | null;
+  idempotency: { endpoint: string; key: string; requestHash: string; validAfter: number } | null;
+  /** The answer, assembled inside the transaction so that it is stored with the jobs (job-rules.ts, assembleAnswer). */
+  answer: AnswerTemplate;
+  /**
+   * Jobs due at once may be created with their first attempt already STARTED for this worker (up
+   * to `limit`, and none while the project is paused or held back by a Retry-After): the caller
+   * sends them at once, with no claim and no separate start. A store may ignore this (then they
+   * are created QUEUED and claimed as usual).
+   */
+  startDueNow?: { workerId: string; leaseExpiresAt: number; limit: number };
+}
+
+/** A job created with its first attempt STARTED (JobCreateParams.startDueNow): which, and its attempt. */
+export interface StartedAtCreation {
+  jobId: string;
+  seq: number;
+  attemptId: string;
+}
+
+export type JobCreateResult =
+  | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null; started: StartedAtCreation[] }
+  | { kind: 'replayed'; response: StoredResponse }
+  | { kind: 'idempotency_conflict' };
+
+/** A guarded transition either happened or tells why not (null status: no such job). */
+export type JobTransitionResult = { ok: true; job: JobRow } | { ok: false; status: JobStatus | null };
+
+/**
+ * A page of a project's jobs, newest first. A list by creation window or by schedule
+ * (listedByCreation) is ordered by (createdAt, seq) and continues below the cursor's pair, so
+ * that it is read from the window's end in an index whatever the window's age; any other list is
+ * ordered by seq alone.
+ */
+export interface JobListParams {
+  projectId: string;
+  status: JobStatus | null;
+  /** Only jobs created in [createdFrom, createdBefore) when given (the dashboard's time range). */
+  createdFrom?: number | null;
+  createdBefore?: number | null;
+  /** Only the jobs this schedule created. */
+  scheduleId?: string | null;
+  /** The cursor: the seq of the previous page's last job, and its createdAt; null from the newest. */
+  beforeSeq: number | null;
+  /** Required with beforeSeq in a list by creation; not read by the others. */
+  beforeCreatedAt?: number | null;
+  limit: number;
+}
+
+/** Whether this list is ordered by (createdAt, seq), and so needs a cursor's createdAt as well as its seq. */
+export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId'>): boolean =>
+  params.createdFrom != null || params.createdBefore != null || params.scheduleId != null;
+
+/**
+ * A project's FAILED jobs that failed in [failedFrom, failedBefore) and were created in
+ * [createdFrom, createdBefore); with a scheduleId, only that schedule's (the dashboard's filter).
+ */
+export interface FailedJobsFilter {
+  projectId: string;
+  failedFrom: number;
+  failedBefore: number;
+  createdFrom: number;
+  createdBefore: number;
+  scheduleId?: string | null;
+}
+
+/**
+ * A job claimed for delivery (DISPATCHED, leased to one worker), or claimed with its attempt
+ * STARTED at once (JobClaimParams.startable): then `started` is that attempt.
+ */
+export interface ClaimedJob extends JobRow {
+  leaseExpiresAt: number;
+  started?: StartedAttempt;
+}
+
+/** An attempt recorded STARTED for a worker, before its request leaves. */
+export interface StartedAttempt {
+  attemptId: string;
+  attemptNumber: number;
+  startedAt: number;
+}
+
+/**
+ * A job created with its first attempt already STARTED for this worker, as the dispatch path
+ * hands it to the dispatcher (the job's row as created, rebuilt from what was inserted).
+ */
+export interface StartedJob {
+  job: ClaimedJob;
+  attempt: StartedAttempt;
+}
+
+/**
+ * The order in which a project's jobs start (SPEC section 10: earliest due first), and ties by
+ * creation: written once, for the claims of both stores and the dispatcher's queues.
+ */
+export const dueOrder = (a: Pick<JobRow, 'runAt' | 'seq'>, b: Pick<JobRow, 'runAt' | 'seq'>): number => a.runAt - b.runAt || a.seq - b.seq;
+
+export interface JobClaimParams {
+  now: number;
+  dueBy: number;
+  limit: number;
+  workerId: string;
+  /** A claim's lease is the project's timeout plus this (leaseMs in src/delivery/capacity.ts). */
+  leaseExtraMs: number;
+  /** Projects held back or without room: their jobs stay QUEUED (cancellable) for now. */
+  excludeProjectIds: string[];
+  /** How many jobs of each project the worker holds already: it claims no more than each one's room. */
+  heldByProject: Record<string, number>;
+  /**
+   * The numbers of claimLimit (src/delivery/capacity.ts), which the claim applies per project in
+   * SQL: min(aheadFactor × min(deliveryConcurrency, share), share), and for a rated project no more
+   * than ceil(rate / rateWindowsPerSecond), at least one.
+   */
+  claimRule: { aheadFactor: number; share: number; rateWindowsPerSecond: number };
+  /**
+   * How many of each project's jobs due by `now` the worker may start at once: those (the earliest
+   * of each project) are claimed with their attempt STARTED in the claim itself, with an attempt id
+   * of `attemptPrefix` and the job's seq; the rest are DISPATCHED. A store may ignore this (then
+   * every job is DISPATCHED and started as usual).
+   */
+  startable?: { byProject: Record<string, number>; attemptPrefix: string };
+}
+
+export interface JobRescueParams {
+  now: number;
+  /** Leases that end before this instant are rescued (now, or later to take over a dead process's leases at start). */
+  expiredBefore: number;
+  limit: number;
+  retryAt: (lease: ExpiredLease, project: ProjectRow) => number | null;
+}
+
+/** A lease that ran out, as the rescuer sees it; `attemptNumber` is set when an attempt was STARTED. */
+export interface ExpiredLease {
+  job: JobRow;
+  attemptNumber: number | null;
+  /** The attempt was accepted with 202 and no report came by its deadline: it ends as `timeout`. */
+  awaitedReport: boolean;
+}
+
+export interface JobStore {
+  jobCreate(params: JobCreateParams): Promise<JobCreateResult>;
+  jobGet(params: { projectId: string; jobId: string }): Promise<JobRow | null>;
+  jobList(params: JobListParams): Promise<JobRow[]>;
+  jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
+  /** runAt becomes the later of `scheduledFor ?? queuedAt` and queuedAt. */
+  jobRescheduleIfQueued(params: { projectId: string; jobId: string; scheduledFor: number | null; now: number }): Promise<JobTransitionResult>;
+  /** FAILED → QUEUED, due at once, with a fresh retry budget. */
+  jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
+  /**
+   * Bulk replay: up to `limit` of the project's FAILED jobs in the window, oldest failure first,
+   * each queued again as jobRetryIfFailed does; hasMore when matching FAILED jobs remain.
+   */
+  jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }>;
+  /** How many of the project's FAILED jobs are in the window (the dashboard's confirmation). */
+  jobCountFailed(params: FailedJobsFilter): Promise<number>;
+  /**
+   * Pausing (SPEC section 10): holds the next `limit` of a paused project's QUEUED jobs after seq
+   * `afterSeq`, so that claims no longer read them; the seq to go on from, or null when done.
+   * Nothing changes once the project is resumed. Jobs entering QUEUED while it is paused are held
+   * by the store itself.
+   */
+  jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }>;
+  /** Resuming: releases up to `limit` of a project's held jobs, earliest due first, unless it is paused again; how many. */
+  jobReleaseHeldBatch(params: { projectId: string; limit: number }): Promise<number>;
+  /**
+   * QUEUED jobs due by `dueBy` (now, or a little ahead) become DISPATCHED, leased to `workerId`
+   * until now + the project's delivery timeout + leaseExtraMs; at most `limit`, earliest due first.
+   */
+  jobClaimDue(params: JobClaimParams): Promise<ClaimedJob[]>;
+  /**
+   * The earliest runAt after `after` of a QUEUED job, or null when none waits. The scheduler asks
+   * for the first job beyond what its last claim covered: jobs due before that are either claimed
+   * or belong to projects with every slot taken, which a freed slot wakes it for.
+   */
+  jobNextDueAt(params: { after: number }): Promise<number | null>;
+  /** Extends the leases this worker holds on these jobs. */
+  jobLeaseRenew(params: { workerId: string; leases: { jobId: string; leaseExpiresAt: number }[] }): Promise<void>;
+  /**
+   * Jobs whose lease expired at `now`: a DISPATCHED one returns to QUEUED due at once; a STARTED
+   * one has its attempt recorded as lease_expired and is retried (runAt from `retryAt`) or FAILED.
+   * A job waiting for its receiver's report is rescued only once its deadline is before `now`,
+   * whatever `expiredBefore` says (no dead worker holds it), its attempt ending as `timeout`.
+   */
+  jobRescueExpiredLeases(params: JobRescueParams): Promise<ExpiredLease[]>;
+  /**
+   * The jobs claimed by this worker and not yet started. After a claim whose answer was lost (the
+   * connection broke after the commit), these include jobs the worker never heard of.
+   */
+  jobListDispatchedTo(params: { workerId: string }): Promise<ClaimedJob[]>;
+  /** On shutdown: this worker's DISPATCHED jobs (never sent) return to QUEUED, due at once. */
+  jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number>;
+  jobCountByStatus(): Promise<Record<JobStatus, number>>;
+}

@@ -1,0 +1,40 @@
+/**
+ * The PostgreSQL store's SQL for events and webhook health (SPEC section 10), named as in
+ * ../../sqlite/queries/ under the same file name, so a diff shows both dialects side by side.
+ * Aliases are quoted: PostgreSQL folds unquoted names to lower case.
+ */
+
+// Events (SPEC section 10): as in ../../sqlite/queries/events.ts.
+const EVENT_COLUMNS = `seq, id, project_id AS "projectId", type, occurred_at AS "occurredAt", data, status, attempt_count AS "attemptCount",
+  next_attempt_at AS "nextAttemptAt", last_error AS "lastError", delivered_at AS "deliveredAt"`;
+export const EventInsert = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+  SELECT $1, id, $3, $4::bigint, $5, 'PENDING', $4::bigint, $4::bigint FROM projects WHERE id = $2 AND events_url IS NOT NULL`;
+export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
+/** SKIP LOCKED: instances claiming at once each take other events instead of waiting. */
+export const EventClaimDue = `WITH due AS (
+    SELECT seq FROM events WHERE status = 'PENDING' AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )
+  UPDATE events SET claimed_by = $3, updated_at = $1, next_attempt_at = $1::bigint + $4::bigint + p.delivery_timeout_ms
+  FROM due, projects p WHERE events.seq = due.seq AND p.id = events.project_id
+  RETURNING events.seq, events.id, events.project_id AS "projectId", events.type, events.occurred_at AS "occurredAt", events.data,
+    events.status, events.attempt_count AS "attemptCount", events.next_attempt_at AS "nextAttemptAt", events.last_error AS "lastError",
+    events.delivered_at AS "deliveredAt", events.next_attempt_at AS "leaseUntil"`;
+export const EventFinish = `UPDATE events SET status = $5, attempt_count = attempt_count + 1, next_attempt_at = $6,
+  last_error = COALESCE($7, last_error), delivered_at = $8, claimed_by = NULL, updated_at = $4
+  WHERE id = $1 AND status = 'PENDING' AND claimed_by = $2 AND next_attempt_at = $3`;
+export const EventReleaseClaims = `UPDATE events SET claimed_by = NULL, next_attempt_at = $1, updated_at = $1
+  WHERE status = 'PENDING' AND claimed_by IS NOT NULL`;
+export const EventPrune = `WITH doomed AS (
+    SELECT seq FROM events WHERE occurred_at <= $1 ORDER BY occurred_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  )
+  DELETE FROM events USING doomed WHERE events.seq = doomed.seq`;
+export const WebhookHealthGetForUpdate = `SELECT consecutive_failures AS "consecutiveFailures", failing_since AS "failingSince",
+  failing_event_at AS "failingEventAt", last_error AS "lastError" FROM webhook_health WHERE project_id = $1 FOR UPDATE`;
+/** Takes the row's lock even when there is no row yet: two instances' first failures of a run must not both insert. */
+export const WebhookHealthLockProject = 'SELECT 1 FROM projects WHERE id = $1 FOR NO KEY UPDATE';
+export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, consecutive_failures, failing_since, failing_event_at, last_error)
+  VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (project_id) DO UPDATE SET consecutive_failures = excluded.consecutive_failures, failing_since = excluded.failing_since,
+  failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
+export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = $1';
+export const WebhookHealthListFailing = 'SELECT project_id AS "projectId" FROM webhook_health';

@@ -1,0 +1,42 @@
+/**
+ * The embedded store's SQL for events and webhook health (SPEC section 10), named after the store
+ * method that runs it, as in ../../postgres/queries/ under the same file name. Columns are aliased
+ * to the camelCase row types of ../../store.ts so rows need little mapping.
+ */
+
+// Events (SPEC section 10): see ../../event-store.ts.
+const EVENT_COLUMNS = `seq, id, project_id AS projectId, type, occurred_at AS occurredAt, data, status, attempt_count AS attemptCount,
+  next_attempt_at AS nextAttemptAt, last_error AS lastError, delivered_at AS deliveredAt`;
+/** Recorded only for a project with an eventsUrl; due at once. */
+export const EventInsert = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+  SELECT @id, id, @type, @occurredAt, @data, 'PENDING', @occurredAt, @occurredAt FROM projects
+  WHERE id = @projectId AND events_url IS NOT NULL`;
+/** job.failed for a job whose last attempt just failed (JobFinishAttempt set it FAILED); its id comes from the attempt's. */
+export const EventInsertJobFailed = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+  SELECT @eventId, j.project_id, 'job.failed', @now,
+    CASE WHEN j.schedule_id IS NULL THEN json_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error)
+      ELSE json_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error, 'scheduleId', j.schedule_id) END,
+    'PENDING', @now, @now
+  FROM jobs j JOIN projects p ON p.id = j.project_id
+  WHERE j.id = @jobId AND j.status = 'FAILED' AND p.events_url IS NOT NULL`;
+export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = @projectId AND seq < @beforeSeq ORDER BY seq DESC LIMIT @limit`;
+export const EventClaimDue = `UPDATE events SET claimed_by = @workerId, updated_at = @now,
+  next_attempt_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = events.project_id)
+  WHERE seq IN (SELECT seq FROM events WHERE status = 'PENDING' AND next_attempt_at <= @now ORDER BY next_attempt_at LIMIT @limit)
+  RETURNING ${EVENT_COLUMNS}, next_attempt_at AS leaseUntil`;
+/** Guarded on the claim: a worker whose claim lapsed (and was taken over) changes nothing. */
+export const EventFinish = `UPDATE events SET status = @status, attempt_count = attempt_count + 1, next_attempt_at = @nextAttemptAt,
+  last_error = COALESCE(@error, last_error), delivered_at = @deliveredAt, claimed_by = NULL, updated_at = @now
+  WHERE id = @eventId AND status = 'PENDING' AND claimed_by = @workerId AND next_attempt_at = @leaseUntil`;
+export const EventReleaseClaims = `UPDATE events SET claimed_by = NULL, next_attempt_at = @now, updated_at = @now
+  WHERE status = 'PENDING' AND claimed_by IS NOT NULL`;
+export const EventPrune = `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE occurred_at <= @occurredBy
+  ORDER BY occurred_at LIMIT @limit)`;
+export const WebhookHealthGet = `SELECT consecutive_failures AS consecutiveFailures, failing_since AS failingSince,
+  failing_event_at AS failingEventAt, last_error AS lastError FROM webhook_health WHERE project_id = ?`;
+export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, consecutive_failures, failing_since, failing_event_at, last_error)
+  VALUES (@projectId, @consecutiveFailures, @failingSince, @failingEventAt, @lastError)
+  ON CONFLICT (project_id) DO UPDATE SET consecutive_failures = excluded.consecutive_failures, failing_since = excluded.failing_since,
+  failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
+export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = ?';
+export const WebhookHealthListFailing = 'SELECT project_id AS projectId FROM webhook_health';
