@@ -61,7 +61,7 @@ interface JobsServiceDeps {
   tracer: Tracer | null;
   /** Tells the scheduler a job is due at this instant (after dispatch, reschedule or retry). */
   onJobDue: (runAt: number) => void;
-  /** This instance's dispatcher, when it delivers: jobs due at once go to it without a claim. */
+  /** This instance's attempt runner, when it delivers: jobs due at once go to it without a claim. */
   immediateDelivery: () => ImmediateDelivery | null;
 }
 

@@ -12,7 +12,7 @@ import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { apiKeyView, eventView, overviewView, projectView, teamView } from './manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
-import { holdProjectJobs, releaseProjectJobs } from '../scheduler/project-holds.js';
+import { holdProjectJobs, releaseProjectJobs } from '../maintenance/project-holds.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
 import { readName, readProjectPatch, requireObject } from './validate-manage-input.js';
 

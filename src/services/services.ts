@@ -14,8 +14,8 @@ import { AccessService } from './access-service.js';
 import { LoginThrottle } from './login-throttle.js';
 import { SessionService } from './session-service.js';
 import { UserService } from './user-service.js';
-import { RetentionService } from './retention-service.js';
-import { ScheduleFiring } from './schedule-firing.js';
+import { RetentionPruner } from '../maintenance/retention-pruner.js';
+import { ScheduleFiring } from '../maintenance/schedule-firing.js';
 import { SchedulesService } from './schedules-service.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { Tracer } from '../tracing/tracer.js';
@@ -32,7 +32,7 @@ export interface Services {
   users: UserService;
   sessions: SessionService;
   /** Started by the server (`punctual serve`); the CLI's `prune` runs a pass of its own. */
-  retention: RetentionService;
+  retention: RetentionPruner;
   schedules: SchedulesService;
   /** Started by the server (`punctual serve`). */
   scheduleFiring: ScheduleFiring;
@@ -101,7 +101,7 @@ export function createServices(deps: ServiceDeps): Services {
       tokens: deps.callbackTokens,
       onJobDue: (runAt) => deps.onJobDue(runAt),
     }),
-    retention: new RetentionService({
+    retention: new RetentionPruner({
       store: deps.store,
       clock: deps.clock,
       metrics: deps.metrics,
