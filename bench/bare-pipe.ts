@@ -5,7 +5,7 @@
  * A Fastify server with Punctual's two dispatch routes and an undici client (an Agent with
  * keep-alive, like Punctual's WebhookClient) that forwards to BARE_RECEIVER_URL. It takes the
  * same bodies, validates them with the same code (the dispatch body schema and
- * validateDispatchInput from dist/), gives each job an id with the same generator, and stores
+ * validateEnqueueInput from dist/), gives each job an id with the same generator, and stores
  * nothing:
  *   - a job due now (scheduledFor absent or past) is forwarded at once, and its 201 leaves after
  *     the receiver has answered: the fair "at once" pipe, one round trip behind the client; with
@@ -72,7 +72,7 @@ function schedule(jobId: string, payload: string, due: number): void {
 
 /** One job: validated as Punctual does, then forwarded now (awaited) or put on a timer. */
 async function take(body: unknown, receivedAt: number): Promise<Record<string, unknown>> {
-  const input = validation.validateDispatchInput(body, receivedAt);
+  const input = validation.validateEnqueueInput(body, receivedAt);
   const jobId = ids.newJobId();
   if (input.scheduledFor !== null && input.scheduledFor > Date.now()) schedule(jobId, input.payload, input.scheduledFor);
   else if (answerAtOnce) void forward(jobId, input.payload);

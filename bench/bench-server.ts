@@ -53,7 +53,7 @@ app.post(
   async (request, reply) => {
     // JobsService.dispatch up to the store write: same checks, same answer, same way of sending it.
     validation.validateIdempotencyKey(request.headers['idempotency-key']);
-    const input = validation.validateDispatchInput(request.body, request.receivedAt);
+    const input = validation.validateEnqueueInput(request.body, request.receivedAt);
     const principal = request.principal!;
     if (!principal.project.webhookUrl) throw new Error('the bootstrap project has no webhook URL');
     const answer = JSON.stringify({

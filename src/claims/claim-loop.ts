@@ -172,7 +172,7 @@ export class ClaimLoop {
             for (const job of claimed) if (job.started) started.set(job.projectId, (started.get(job.projectId) ?? 0) + 1);
             runner.capacity.settleClaimStarts(startable, started, clock.now());
           }
-          if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
+          if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atEnqueue: false });
           if (claimed.length > 0) await runner.submit(claimed);
           const byProject = new Map<string, number>();
           for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);

@@ -19,7 +19,7 @@ export interface DeliveryDeps {
   client: WebhookSender;
   metrics: Metrics;
   workerId: string;
-  /** A failed attempt queued the job again for `runAt`: the scheduler must wake for it. */
+  /** A failed attempt queued the job again for `runAt`: the claim loop must wake for it. */
   onRequeued: (runAt: number) => void;
   /** Attempt outcomes of projects with an eventsUrl, for webhook.failing and webhook.recovered. */
   health?: WebhookHealth;

@@ -126,7 +126,7 @@ export class DeliveryEngine {
   /**
    * Jobs due at once, created with their first attempt already STARTED for this instance when it
    * has room to start them (the job service asks before inserting), go straight to their requests:
-   * no claim, no separate start, no scheduler wake-up.
+   * no claim, no separate start, no claim loop wake-up.
    */
   immediateDelivery(): ImmediateDelivery {
     return {

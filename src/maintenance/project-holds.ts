@@ -16,7 +16,7 @@ export async function holdProjectJobs(store: Store, projectId: string): Promise<
   }
 }
 
-/** Releases a resumed project's held jobs, earliest due first; `onReleased` wakes the scheduler after each batch. */
+/** Releases a resumed project's held jobs, earliest due first; `onReleased` wakes the claim loop after each batch. */
 export async function releaseProjectJobs(store: Store, projectId: string, onReleased: () => void): Promise<number> {
   let total = 0;
   for (;;) {

@@ -18,7 +18,7 @@ import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type StartedJob, t
 import { startedJobs } from '../store/job-rules.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './job-views.js';
-import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
+import { isPlainObject, readSchedule, validateEnqueueInput, type EnqueueInput } from './validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
 import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './list-query.js';
 import { traceIdOf, type TraceContext } from '../tracing/trace-context.js';
@@ -59,7 +59,7 @@ interface JobsServiceDeps {
   metrics: Metrics;
   /** Span export, when on: jobs created already claimed get their claim span here. */
   tracer: Tracer | null;
-  /** Tells the scheduler a job is due at this instant (after dispatch, reschedule or retry). */
+  /** Tells the claim loop a job is due at this instant (after enqueue, reschedule or retry). */
   onJobDue: (runAt: number) => void;
   /** This instance's attempt runner, when it delivers: jobs due at once go to it without a claim. */
   immediateDelivery: () => ImmediateDelivery | null;
@@ -97,7 +97,7 @@ export class JobsService {
     if (Number.isFinite(earliest)) this.deps.onJobDue(earliest);
   }
 
-  private newJob(input: DispatchInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
+  private newJob(input: EnqueueInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
     return {
       id: newJobId(now),
       payload: input.payload,
@@ -116,7 +116,7 @@ export class JobsService {
     return { limit: ctx.plan.jobsPerMonth, monthStartDay: utcDay(month.start), monthEndDay: utcDay(month.end) };
   }
 
-  /** The quota's refusal (SPEC section 6), as a dispatch or a schedule's trigger gets it. */
+  /** The quota's refusal (SPEC section 6), as an enqueue or a schedule's trigger gets it. */
   quotaError(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
     const resetsAt = utcMonth(now).end;
     return new QuotaExceededError(
@@ -167,7 +167,7 @@ export class JobsService {
       });
     }
     if (result.kind === 'created') {
-      if (claimSpans && started.length > 0) claimSpans.end(started.map(({ job }) => job), { workerId: startDueNow!.workerId, atDispatch: true });
+      if (claimSpans && started.length > 0) claimSpans.end(started.map(({ job }) => job), { workerId: startDueNow!.workerId, atEnqueue: true });
       this.created(jobs, result.created, started);
     }
     return result;
@@ -177,8 +177,8 @@ export class JobsService {
    * `trace`: the W3C trace the job's deliveries continue (SPEC section 4), or null. It is not part
    * of the request's identity: an Idempotency-Key replay answers as before, whatever it carries.
    */
-  async dispatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
-    const input = validateDispatchInput(body, ctx.receivedAt);
+  async enqueue(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
+    const input = validateEnqueueInput(body, ctx.receivedAt);
     if (!ctx.project.webhookUrl) throw webhookNotConfigured();
     const now = this.deps.clock.now();
     const job = this.newJob(input, ctx, now, trace);
@@ -197,8 +197,8 @@ export class JobsService {
     return { statusCode: 201, body: answer, replayed: false };
   }
 
-  /** Every job of the batch continues the one `trace`, as `dispatch`. */
-  async dispatchBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
+  /** Every job of the batch continues the one `trace`, as `enqueue`. */
+  async enqueueBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
     if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"jobs": [...]}');
     const items = body.jobs;
     if (!Array.isArray(items) || items.length < 1 || items.length > BATCH_MAX_JOBS) {
@@ -208,7 +208,7 @@ export class JobsService {
     const now = this.deps.clock.now();
     const checked = items.map((item): { job: NewJob } | { error: PunctualError } => {
       try {
-        return { job: this.newJob(validateDispatchInput(item, ctx.receivedAt), ctx, now, trace) };
+        return { job: this.newJob(validateEnqueueInput(item, ctx.receivedAt), ctx, now, trace) };
       } catch (error) {
         if (error instanceof PunctualError) return { error };
         throw error;
@@ -236,7 +236,7 @@ export class JobsService {
 
   /**
    * A schedule's jobs (SPEC section 9): fires of its cron (`fireAt` set; a fire's job exists once
-   * however often it is tried) or a trigger (`fireAt` null), created as a dispatch of the
+   * however often it is tried) or a trigger (`fireAt` null), created as an enqueue of the
    * schedule's payload would be and counted in the quota. Which were created (false: refused by
    * the quota), in order.
    */

@@ -28,7 +28,7 @@ export class ManageService {
       secretBox: SecretBox;
       allowPrivateWebhooks: boolean;
       webhookClient: WebhookSender;
-      /** Jobs became due at this instant (a project resumed); the server's scheduler wakes. */
+      /** Jobs became due at this instant (a project resumed); the server's claim loop wakes. */
       onJobDue: (runAt: number) => void;
     },
   ) {}
@@ -135,7 +135,7 @@ export class ManageService {
     const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value, field) => this.readWebhookUrl(value, field) });
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
-    // Paused: its waiting jobs leave the scheduler's index. Resumed: they come back, earliest due
+    // Paused: its waiting jobs leave the claims' index. Resumed: they come back, earliest due
     // first, and are due now. Either is done before the answer, batch by batch.
     if (!project.paused && updated.paused) await holdProjectJobs(this.deps.store, projectId);
     if (project.paused && !updated.paused) {
