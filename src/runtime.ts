@@ -160,10 +160,10 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     metrics: runtime.metrics,
     log,
     client: runtime.webhookClient,
-    signingSecrets: (projectId) => runtime.services.manage.signingSecrets(projectId),
+    signingSecrets: (projectId) => runtime.services.signingSecrets.forProject(projectId),
     maxRetriesFor: async (project) => {
       const team = await runtime.store.teamGet(project.teamId);
-      return team ? effectiveMaxRetries(null, project.retryMaxRetries, runtime.services.manage.planOf(team)) : 0;
+      return team ? effectiveMaxRetries(null, project.retryMaxRetries, runtime.services.plans.planOf(team)) : 0;
     },
     globalConcurrency: runtime.config.deliveryConcurrency,
     rateLimiter: runtime.rateLimiter,

@@ -9,6 +9,7 @@ import { AuthService } from './auth-service.js';
 import { JobsService, type ImmediateDelivery } from './jobs-service.js';
 import { AttemptReports } from './attempt-reports.js';
 import { ManageService } from './manage-service.js';
+import { PlansService } from './plans-service.js';
 import { RateLimitService } from './rate-limit-service.js';
 import { AccessService } from './access-service.js';
 import { LoginThrottle } from './login-throttle.js';
@@ -17,6 +18,8 @@ import { UserService } from './user-service.js';
 import { RetentionPruner } from '../maintenance/retention-pruner.js';
 import { ScheduleFiring } from '../maintenance/schedule-firing.js';
 import { SchedulesService } from './schedules-service.js';
+import { SigningSecrets } from './signing-secrets.js';
+import { TestDeliveries } from './test-deliveries.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -27,6 +30,11 @@ export interface Services {
   reports: AttemptReports;
   rateLimits: RateLimitService;
   manage: ManageService;
+  /** A team's plan (PUNCTUAL_PLANS), as every request, the dashboard and the delivery engine look it up. */
+  plans: PlansService;
+  /** The secrets that sign deliveries now, in clear: given to the delivery engine. */
+  signingSecrets: SigningSecrets;
+  testDeliveries: TestDeliveries;
   auth: AuthService;
   access: AccessService;
   users: UserService;
@@ -59,13 +67,15 @@ interface ServiceDeps {
 }
 
 export function createServices(deps: ServiceDeps): Services {
+  const plans = new PlansService(deps.plans);
+  const secretBox = new SecretBox(deps.secretKey);
+  const signingSecrets = new SigningSecrets({ store: deps.store, clock: deps.clock, secretBox });
   const manage = new ManageService({
     store: deps.store,
     clock: deps.clock,
-    plans: deps.plans,
-    secretBox: new SecretBox(deps.secretKey),
+    plans,
+    secretBox,
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
-    webhookClient: deps.webhookClient,
     onJobDue: (runAt) => deps.onJobDue(runAt),
   });
   const jobs = new JobsService({
@@ -81,15 +91,18 @@ export function createServices(deps: ServiceDeps): Services {
     store: deps.store,
     clock: deps.clock,
     jobs,
-    planOf: (team) => manage.planOf(team),
+    planOf: (team) => plans.planOf(team),
     onScheduleChanged: () => firing?.wake(),
   });
   firing = new ScheduleFiring({ store: deps.store, clock: deps.clock, schedules, onError: deps.onBackgroundError });
   return {
     manage,
+    plans,
+    signingSecrets,
+    testDeliveries: new TestDeliveries({ store: deps.store, clock: deps.clock, webhookClient: deps.webhookClient, signingSecrets }),
     schedules,
     scheduleFiring: firing,
-    access: new AccessService({ store: deps.store, planOf: (team) => manage.planOf(team) }),
+    access: new AccessService({ store: deps.store, planOf: (team) => plans.planOf(team) }),
     users: new UserService({ store: deps.store, clock: deps.clock, throttle: new LoginThrottle(deps.clock) }),
     sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
@@ -111,7 +124,7 @@ export function createServices(deps: ServiceDeps): Services {
     auth: new AuthService({
       store: deps.store,
       clock: deps.clock,
-      planOf: (team) => manage.planOf(team),
+      planOf: (team) => plans.planOf(team),
       adminTokenHash: deps.adminTokenHash,
       onBackgroundError: deps.onBackgroundError,
     }),
