@@ -31,7 +31,7 @@ if (!existsSync(resolve(dist, 'server.js'))) throw new Error(`${dist} is missing
 const load = <T>(path: string): Promise<T> => import(pathToFileURL(resolve(dist, path)).href) as Promise<T>;
 const [schemas, validation, ids, timestamps] = await Promise.all([
   load<typeof import('../src/api/schemas.js')>('api/schemas.js'),
-  load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
+  load<typeof import('../src/services/input/validate-job-input.js')>('services/input/validate-job-input.js'),
   load<typeof import('../src/crypto/random-ids.js')>('crypto/random-ids.js'),
   load<typeof import('../src/timestamp.js')>('timestamp.js'),
 ]);

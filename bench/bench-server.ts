@@ -29,7 +29,7 @@ const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, op
     load<typeof import('../src/runtime.js')>('runtime.js'),
     load<typeof import('../src/services/bootstrap.js')>('services/bootstrap.js'),
     load<typeof import('../src/api/schemas.js')>('api/schemas.js'),
-    load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
+    load<typeof import('../src/services/input/validate-job-input.js')>('services/input/validate-job-input.js'),
     load<typeof import('../src/crypto/random-ids.js')>('crypto/random-ids.js'),
     load<typeof import('../src/timestamp.js')>('timestamp.js'),
     load<typeof import('../src/plans.js')>('plans.js'),

@@ -12,7 +12,7 @@ import { MemoryRateLimiter, type RateLimiter } from './rate-limits/token-bucket.
 import { Metrics } from './metrics.js';
 import { effectiveMaxRetries } from './plans.js';
 import { resolveAdminToken } from './services/bootstrap.js';
-import type { ImmediateDelivery } from './services/jobs-service.js';
+import type { ImmediateDelivery } from './services/immediate-delivery.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';

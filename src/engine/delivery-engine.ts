@@ -10,7 +10,7 @@ import { EventDelivery } from '../delivery/event-delivery.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
-import type { ImmediateDelivery } from '../services/jobs-service.js';
+import type { ImmediateDelivery } from '../services/immediate-delivery.js';
 import { leaseMs } from '../delivery/capacity.js';
 import { backoffMs } from '../delivery/retry-policy.js';
 import { AttemptRunner } from '../delivery/attempt-runner.js';

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { newJobId } from '../crypto/random-ids.js';
 import {
@@ -17,10 +16,12 @@ import { effectiveMaxRetries, type Plan } from '../plans.js';
 import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type StartedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { startedJobs } from '../store/job-rules.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { attemptView, jobStatusView } from './job-views.js';
-import { isPlainObject, readSchedule, validateEnqueueInput, type EnqueueInput } from './validate-job-input.js';
+import { attemptView, jobStatusView } from './views/job-views.js';
+import { requestHash } from './input/request-hash.js';
+import type { ImmediateDelivery } from './immediate-delivery.js';
+import { isPlainObject, readSchedule, validateEnqueueInput, type EnqueueInput } from './input/validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
-import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './list-query.js';
+import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './input/list-query.js';
 import { traceIdOf, type TraceContext } from '../tracing/trace-context.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -41,18 +42,6 @@ export interface RenderedAnswer {
 
 const BATCH_MAX_JOBS = 100;
 
-/** Sorted keys at every depth: two JSON-equal bodies hash the same whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-const requestHash = (body: unknown): string => createHash('sha256').update(canonicalJson(body)).digest('hex');
-
 interface JobsServiceDeps {
   store: Store;
   clock: Clock;
@@ -63,21 +52,6 @@ interface JobsServiceDeps {
   onJobDue: (runAt: number) => void;
   /** This instance's attempt runner, when it delivers: jobs due at once go to it without a claim. */
   immediateDelivery: () => ImmediateDelivery | null;
-}
-
-/** Room to start jobs due at once as they are created, and where to hand them once they are. */
-export interface ImmediateDelivery {
-  /** Room to start up to `limit` of the project's jobs, held until `submit` is given the reservation. */
-  reserve(project: ProjectRow, wanted: number): ImmediateReservation | null;
-  /** The jobs created with their attempt STARTED under the reservation (none if the creation failed); frees the rest of its room. */
-  submit(reservation: ImmediateReservation, jobs: StartedJob[]): void;
-}
-
-export interface ImmediateReservation {
-  projectId: string;
-  workerId: string;
-  leaseExpiresAt: number;
-  limit: number;
 }
 
 export class JobsService {

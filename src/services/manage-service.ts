@@ -8,12 +8,12 @@ import { DEFAULT_PLAN_NAME } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, eventView, overviewView, projectView, teamView } from './manage-views.js';
-import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
+import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
+import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 import { holdProjectJobs, releaseProjectJobs } from '../maintenance/project-holds.js';
 import type { PlansService } from './plans-service.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
-import { readName, readProjectPatch, requireObject } from './validate-manage-input.js';
+import { readName, readProjectPatch, requireObject } from './input/validate-manage-input.js';
 
 export class ManageService {
   constructor(

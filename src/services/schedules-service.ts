@@ -14,8 +14,8 @@ import type { NewEvent } from '../store/event-store.js';
 import { FINAL_JOB_STATUSES, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../timestamp.js';
 import type { JobRequestContext, JobsService } from './jobs-service.js';
-import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './schedule-input.js';
-import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
+import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './input/schedule-input.js';
+import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 
 export const MAX_SCHEDULES_PER_PROJECT = 1_000;
 const PREVIEW_DEFAULT_COUNT = 5;

@@ -3,7 +3,7 @@ import type { Services } from '../../services/services.js';
 import { readTraceContext, type TraceContext } from '../../tracing/trace-context.js';
 import type { EnqueueSpan, Tracer } from '../../tracing/tracer.js';
 import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type RenderedAnswer } from '../../services/jobs-service.js';
-import { validateIdempotencyKey } from '../../services/validate-job-input.js';
+import { validateIdempotencyKey } from '../../services/input/validate-job-input.js';
 import { REPORT_ERROR_MAX, REPORT_OUTCOMES } from '../../services/attempt-reports.js';
 import { jobContextOf, reportAuthOf } from '../authentication.js';
 import { BATCH_BODY_LIMIT } from '../body-limits.js';

@@ -4,8 +4,8 @@ import {
   InvalidRequestError,
   InvalidScheduleError,
   PayloadTooLargeError,
-} from '../errors.js';
-import { parseTimestamp } from '../timestamp.js';
+} from '../../errors.js';
+import { parseTimestamp } from '../../timestamp.js';
 
 const PAYLOAD_LIMIT_BYTES = 10_240;
 /** 366 × 86,400,000 ms after the moment the request was received, inclusive. */
