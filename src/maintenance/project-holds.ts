@@ -27,6 +27,19 @@ export async function releaseProjectJobs(store: Store, projectId: string, onRele
   }
 }
 
+/**
+ * A project's paused flag changed: paused, its waiting jobs leave the claims' index; resumed, they
+ * come back, earliest due first, and are due now (`onDue` after each batch and once at the end).
+ * Either is done before the change is answered, batch by batch.
+ */
+export async function followPause(store: Store, projectId: string, change: { wasPaused: boolean; paused: boolean }, onDue: () => void): Promise<void> {
+  if (!change.wasPaused && change.paused) await holdProjectJobs(store, projectId);
+  if (change.wasPaused && !change.paused) {
+    await releaseProjectJobs(store, projectId, onDue);
+    onDue();
+  }
+}
+
 /** Releases the jobs of every project resumed by a process that stopped before it was done. */
 export async function releaseResumedProjects(store: Store, onReleased: () => void): Promise<void> {
   for (const projectId of await store.projectListWithHeldJobs()) await releaseProjectJobs(store, projectId, onReleased);

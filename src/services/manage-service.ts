@@ -10,7 +10,7 @@ import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
-import { holdProjectJobs, releaseProjectJobs } from '../maintenance/project-holds.js';
+import { followPause } from '../maintenance/project-holds.js';
 import type { PlansService } from './plans-service.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
 import { readName, readProjectPatch, requireObject } from './input/validate-manage-input.js';
@@ -111,13 +111,7 @@ export class ManageService {
     const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value, field) => this.readWebhookUrl(value, field) });
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
-    // Paused: its waiting jobs leave the claims' index. Resumed: they come back, earliest due
-    // first, and are due now. Either is done before the answer, batch by batch.
-    if (!project.paused && updated.paused) await holdProjectJobs(this.deps.store, projectId);
-    if (project.paused && !updated.paused) {
-      await releaseProjectJobs(this.deps.store, projectId, () => this.deps.onJobDue(this.deps.clock.now()));
-      this.deps.onJobDue(this.deps.clock.now());
-    }
+    await followPause(this.deps.store, projectId, { wasPaused: project.paused, paused: updated.paused }, () => this.deps.onJobDue(this.deps.clock.now()));
     return projectView(updated);
   }
 

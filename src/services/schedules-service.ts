@@ -181,7 +181,7 @@ export class SchedulesService {
     return scheduleView(deleted);
   }
 
-  /** One extra job now, outside the cron rhythm: a dispatch's answer. */
+  /** One extra job now, outside the cron rhythm: answered as an enqueue is. */
   async trigger(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
     const schedule = await this.mustGet(ctx, scheduleId);
     if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL');

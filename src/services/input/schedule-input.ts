@@ -63,7 +63,7 @@ function readPaused(body: Record<string, unknown>): boolean | undefined {
   return body.paused;
 }
 
-/** maxRetries: an integer >= 0, or null (as a dispatch without it). */
+/** maxRetries: an integer >= 0, or null (as an enqueue without it). */
 function readScheduleMaxRetries(body: Record<string, unknown>): number | null | undefined {
   if (!('maxRetries' in body)) return undefined;
   return body.maxRetries === null ? null : readMaxRetries(body);
