@@ -1,13 +1,13 @@
 import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
-import type { Viewer } from '../services/access-service.js';
-import type { AuthenticatedKey } from '../services/auth-service.js';
+import type { Viewer } from '../services/auth/access-service.js';
+import type { AuthenticatedKey } from '../services/auth/auth-service.js';
 import type { CallbackGrant, ReportAuth } from '../services/attempt-reports.js';
 import type { JobRequestContext } from '../services/jobs-service.js';
 import { rateLimitHeaders } from '../services/rate-limit-service.js';
 import type { Services } from '../services/services.js';
-import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/session-service.js';
+import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/auth/session-service.js';
 import { sendError } from './error-handler.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS } from '../../src/services/login-throttle.js';
-import { SESSION_TTL_MS } from '../../src/services/session-service.js';
+import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS } from '../../src/services/auth/login-throttle.js';
+import { SESSION_TTL_MS } from '../../src/services/auth/session-service.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 
 /**
