@@ -46,15 +46,23 @@ const ALONE = [
 
 /** Files that run on the embedded store, or on whichever store their own set-up picks. */
 const ANY_STORE = ['test/**/*.test.ts'];
-/** The API, delivery and process suites run once per store; store-specific tests run once. */
+/**
+ * The API, claim, delivery, maintenance, dashboard-route and process suites run once per store;
+ * store-specific tests and pure units run once.
+ */
 const BOTH_STORES = [
   'test/api/**/*.test.ts',
+  'test/claims/**/*.test.ts',
   'test/delivery/**/*.test.ts',
+  'test/maintenance/**/*.test.ts',
   'test/first-start.test.ts',
   'test/durability.test.ts',
   'test/cli.test.ts',
-  'test/webhook-url-guard.test.ts',
+  'test/dashboard/behind-proxy.test.ts',
   'test/dashboard/browser.test.ts',
+  'test/dashboard/overview.test.ts',
+  'test/dashboard/pages.test.ts',
+  'test/dashboard/sessions.test.ts',
   'test/model/**/*.test.ts',
 ];
 // test/faults is a suite of its own (npm run test:faults, vitest.faults.config.ts), kept out of the

@@ -5,7 +5,7 @@
  * A Fastify server with Punctual's two dispatch routes and an undici client (an Agent with
  * keep-alive, like Punctual's WebhookClient) that forwards to BARE_RECEIVER_URL. It takes the
  * same bodies, validates them with the same code (the dispatch body schema and
- * validateDispatchInput from dist/), gives each job an id with the same generator, and stores
+ * validateEnqueueInput from dist/), gives each job an id with the same generator, and stores
  * nothing:
  *   - a job due now (scheduledFor absent or past) is forwarded at once, and its 201 leaves after
  *     the receiver has answered: the fair "at once" pipe, one round trip behind the client; with
@@ -31,7 +31,7 @@ if (!existsSync(resolve(dist, 'server.js'))) throw new Error(`${dist} is missing
 const load = <T>(path: string): Promise<T> => import(pathToFileURL(resolve(dist, path)).href) as Promise<T>;
 const [schemas, validation, ids, timestamps] = await Promise.all([
   load<typeof import('../src/api/schemas.js')>('api/schemas.js'),
-  load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
+  load<typeof import('../src/services/input/validate-job-input.js')>('services/input/validate-job-input.js'),
   load<typeof import('../src/crypto/random-ids.js')>('crypto/random-ids.js'),
   load<typeof import('../src/timestamp.js')>('timestamp.js'),
 ]);
@@ -72,7 +72,7 @@ function schedule(jobId: string, payload: string, due: number): void {
 
 /** One job: validated as Punctual does, then forwarded now (awaited) or put on a timer. */
 async function take(body: unknown, receivedAt: number): Promise<Record<string, unknown>> {
-  const input = validation.validateDispatchInput(body, receivedAt);
+  const input = validation.validateEnqueueInput(body, receivedAt);
   const jobId = ids.newJobId();
   if (input.scheduledFor !== null && input.scheduledFor > Date.now()) schedule(jobId, input.payload, input.scheduledFor);
   else if (answerAtOnce) void forward(jobId, input.payload);

@@ -29,7 +29,7 @@ const [{ buildApp }, { systemClock }, { loadConfig }, { createDeliveryEngine, op
     load<typeof import('../src/runtime.js')>('runtime.js'),
     load<typeof import('../src/services/bootstrap.js')>('services/bootstrap.js'),
     load<typeof import('../src/api/schemas.js')>('api/schemas.js'),
-    load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
+    load<typeof import('../src/services/input/validate-job-input.js')>('services/input/validate-job-input.js'),
     load<typeof import('../src/crypto/random-ids.js')>('crypto/random-ids.js'),
     load<typeof import('../src/timestamp.js')>('timestamp.js'),
     load<typeof import('../src/plans.js')>('plans.js'),
@@ -53,7 +53,7 @@ app.post(
   async (request, reply) => {
     // JobsService.dispatch up to the store write: same checks, same answer, same way of sending it.
     validation.validateIdempotencyKey(request.headers['idempotency-key']);
-    const input = validation.validateDispatchInput(request.body, request.receivedAt);
+    const input = validation.validateEnqueueInput(request.body, request.receivedAt);
     const principal = request.principal!;
     if (!principal.project.webhookUrl) throw new Error('the bootstrap project has no webhook URL');
     const answer = JSON.stringify({

@@ -4,7 +4,7 @@
  * Started as a child process; it prints one JSON line, {"port"}.
  *
  *   - POST /api/jobs/dispatch takes Punctual's body (payload object, optional scheduledFor or
- *     scheduleFor, optional maxRetries), checked by the same body schema and validateDispatchInput
+ *     scheduleFor, optional maxRetries), checked by the same body schema and validateEnqueueInput
  *     from dist/ as Punctual and the bare pipe, then `queue.add` with the delay until its due time,
  *     `attempts` = maxRetries + 1 (default 3 retries, as Punctual's), exponential backoff from 30 s
  *     (Punctual's first retry; BullMQ doubles where Punctual multiplies by 4), and answers 201
@@ -46,7 +46,7 @@ if (!existsSync(resolve(dist, 'server.js'))) throw new Error(`${dist} is missing
 const load = <T>(path: string): Promise<T> => import(pathToFileURL(resolve(dist, path)).href) as Promise<T>;
 const [schemas, validation, timestamps] = await Promise.all([
   load<typeof import('../src/api/schemas.js')>('api/schemas.js'),
-  load<typeof import('../src/services/validate-job-input.js')>('services/validate-job-input.js'),
+  load<typeof import('../src/services/input/validate-job-input.js')>('services/input/validate-job-input.js'),
   load<typeof import('../src/timestamp.js')>('timestamp.js'),
 ]);
 
@@ -124,7 +124,7 @@ queue.on('error', (error) => console.error('bullmq queue:', error));
 
 /** One dispatch body: checked as Punctual checks it, then the job as BullMQ takes it. */
 function jobOf(body: unknown, receivedAt: number): { data: JobData; opts: JobsOptions; answer: Record<string, unknown> } {
-  const input = validation.validateDispatchInput(body, receivedAt);
+  const input = validation.validateEnqueueInput(body, receivedAt);
   const maxRetries = input.maxRetries ?? DEFAULT_MAX_RETRIES;
   const opts: JobsOptions = {
     delay: input.scheduledFor === null ? 0 : Math.max(0, input.scheduledFor - Date.now()),

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { holdProjectJobs, releaseProjectJobs } from '../src/scheduler/project-holds.js';
+import { holdProjectJobs, releaseProjectJobs } from '../src/maintenance/project-holds.js';
 import { PROJECT_DEFAULTS } from '../src/services/project-settings.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';

@@ -53,7 +53,7 @@ export interface Config {
   /** Days final jobs are kept where a project sets none (PUNCTUAL_RETENTION_DAYS, SPEC section 12). */
   retentionDays: number;
   /**
-   * Export spans of dispatches, claims and attempts over OTLP/HTTP (src/tracing/): on when
+   * Export spans of enqueue requests, claims and attempts over OTLP/HTTP (src/tracing/): on when
    * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set and OTEL_SDK_DISABLED
    * is not true. The SDK reads those and the other OTEL_ variables itself.
    */

@@ -1,6 +1,6 @@
 /**
  * How long the store keeps what it keeps (SPEC section 12), and the instants before which things go.
- * The store deletes; the retention service (services/retention-service.ts) decides when and what.
+ * The store deletes; the retention pruner (maintenance/retention-pruner.ts) decides when and what.
  */
 import { utcDay } from './timestamp.js';
 

@@ -12,7 +12,7 @@ import { MemoryRateLimiter, type RateLimiter } from './rate-limits/token-bucket.
 import { Metrics } from './metrics.js';
 import { effectiveMaxRetries } from './plans.js';
 import { resolveAdminToken } from './services/bootstrap.js';
-import type { ImmediateDelivery } from './services/jobs-service.js';
+import type { ImmediateDelivery } from './services/immediate-delivery.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
@@ -160,10 +160,10 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     metrics: runtime.metrics,
     log,
     client: runtime.webhookClient,
-    signingSecrets: (projectId) => runtime.services.manage.signingSecrets(projectId),
+    signingSecrets: (projectId) => runtime.services.signingSecrets.forProject(projectId),
     maxRetriesFor: async (project) => {
       const team = await runtime.store.teamGet(project.teamId);
-      return team ? effectiveMaxRetries(null, project.retryMaxRetries, runtime.services.manage.planOf(team)) : 0;
+      return team ? effectiveMaxRetries(null, project.retryMaxRetries, runtime.services.plans.planOf(team)) : 0;
     },
     globalConcurrency: runtime.config.deliveryConcurrency,
     rateLimiter: runtime.rateLimiter,

@@ -1,12 +1,13 @@
 import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
-import type { Viewer } from '../services/access-service.js';
-import type { AuthenticatedKey } from '../services/auth-service.js';
-import type { CallbackGrant } from '../services/attempt-reports.js';
+import type { Viewer } from '../services/auth/access-service.js';
+import type { AuthenticatedKey } from '../services/auth/auth-service.js';
+import type { CallbackGrant, ReportAuth } from '../services/attempt-reports.js';
+import type { JobRequestContext } from '../services/jobs-service.js';
 import { rateLimitHeaders } from '../services/rate-limit-service.js';
 import type { Services } from '../services/services.js';
-import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/session-service.js';
+import { CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/auth/session-service.js';
 import { sendError } from './error-handler.js';
 
 /**
@@ -113,6 +114,20 @@ async function manageViewer(request: FastifyRequest, services: Services): Promis
 export function principalOf(request: FastifyRequest): AuthenticatedKey {
   if (!request.principal) throw new UnauthorizedError('Send an API key as "Authorization: Bearer pk_…"');
   return request.principal;
+}
+
+/** What the job and schedule services are told of a request in the /api scope: its principal's project, team and plan. */
+export function jobContextOf(request: FastifyRequest): JobRequestContext {
+  const principal = principalOf(request);
+  return { project: principal.project, team: principal.team, plan: principal.plan, receivedAt: request.receivedAt };
+}
+
+/**
+ * Who reports an attempt's result (a route with acceptsCallbackToken): the scope's hook checked
+ * either a callback token or an API key against this job and attempt.
+ */
+export function reportAuthOf(request: FastifyRequest): ReportAuth {
+  return request.callbackGrant ?? { kind: 'apiKey', projectId: principalOf(request).project.id };
 }
 
 /** The viewer of a request in the /manage scope; a handler never runs without one. */

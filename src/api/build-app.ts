@@ -6,7 +6,7 @@ import { randomBase62 } from '../crypto/random-ids.js';
 import type { Clock } from '../clock.js';
 import type { Config, LogFormat, TrustProxy } from '../config.js';
 import { InvalidRequestError, NotFoundError, UnavailableError } from '../errors.js';
-import { SESSION_COOKIE } from '../services/session-service.js';
+import { SESSION_COOKIE } from '../services/auth/session-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Services } from '../services/services.js';
 import type { Store } from '../store/store.js';

@@ -1,7 +1,7 @@
 /**
  * JSON schemas of the HTTP API. They validate requests (types only; no coercion, so "3" is not an
  * integer), serialise answers and produce /openapi.json. Rules a schema cannot say (timestamps,
- * payload bytes, alias conflicts) live in services/validate-job-input.ts.
+ * payload bytes, alias conflicts) live in services/input/validate-job-input.ts.
  */
 import { JOB_STATUSES } from '../store/store.js';
 
@@ -150,7 +150,7 @@ export function errors(...codes: number[]): Record<number, typeof errorSchema> {
   return Object.fromEntries(codes.map((code) => [code, errorSchema]));
 }
 
-// Recurring schedules (SPEC section 9). Fields are checked by services/schedule-input.ts, with the contract's codes.
+// Recurring schedules (SPEC section 9). Fields are checked by services/input/schedule-input.ts, with the contract's codes.
 const scheduleFields = {
   cron: { type: 'string', description: '5 or 6 fields (seconds first), names, steps, @daily and friends' },
   timezone: { type: 'string', description: 'An IANA zone name; default UTC' },

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.js';
 import { PunctualError } from '../errors.js';
-import type { Viewer } from '../services/access-service.js';
+import type { Viewer } from '../services/auth/access-service.js';
 import type { Services } from '../services/services.js';
-import type { ActiveSession } from '../services/session-service.js';
+import type { ActiveSession } from '../services/auth/session-service.js';
 import type { TeamRow } from '../store/store.js';
 import type { FormError, PageContext } from './views/components.js';
 import type { SafeHtml } from './views/html.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, NotFoundError, PunctualError } from '../errors.js';
-import { SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/session-service.js';
+import { SAFE_METHODS, SESSION_COOKIE, SessionService } from '../services/auth/session-service.js';
 import { formFields, installFormBodyParser } from './form-body.js';
 import { pageContext, sendPage, type DashboardDeps } from './dashboard-context.js';
 import { authRoutes } from './routes/auth-routes.js';

@@ -1,7 +1,7 @@
 /**
  * The capacity model: every rule that decides how many jobs a worker may hold and whether an
- * attempt may start, written once. The claim loop asks it how much to claim, the dispatcher asks it
- * whether to start, the dispatch path asks it for room to create jobs already started, and the
+ * attempt may start, written once. The claim loop asks it how much to claim, the attempt runner asks it
+ * whether to start, the enqueue path asks it for room to create jobs already started, and the
  * stores' claim takes its numbers as parameters (`claimRule`). Pure but for its counters: the clock
  * comes in as `now`, and nothing here sets a timer or touches the store.
  *
@@ -17,7 +17,7 @@
  *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
  *   paused project and its starts are refused there, on every instance.
  * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
- *   created at a dispatch never overtakes due jobs of its project still waiting in the store.
+ *   enqueued never overtakes due jobs of its project still waiting in the store.
  * - **Leases**: a claim or an attempt is leased for the project's timeout plus LEASE_MARGIN_MS.
  */
 import type { ProjectRow } from '../store/store.js';
@@ -83,9 +83,9 @@ export class Capacity {
   private heldTotal = 0;
   private runningTotal = 0;
   /**
-   * What the scheduler's last claims may have left due in the store: jobs of the projects they left
+   * What the claim loop's last claims may have left due in the store: jobs of the projects they left
    * out (held back or without room) or filled to their room, and of any project while a claim came
-   * back full or could not run for want of slots. A job created at a dispatch is not created
+   * back full or could not run for want of slots. A job enqueued is not created
    * claimed ahead of those: it goes to the store and waits its turn, earliest due first.
    */
   private readonly backlogged = new Set<string>();
@@ -156,14 +156,14 @@ export class Capacity {
   }
 
   /**
-   * Room to start up to `wanted` of the project's jobs as they are created at their dispatch (their
+   * Room to start up to `wanted` of the project's jobs as they are enqueued (their
    * first attempt STARTED in the creating transaction); how many, now held. None while the project
    * holds jobs not yet started, or due jobs of it may wait in the store (a new job overtakes
    * neither: the order rule), while it is held back, or when it has a rate (its starts wait for
    * tokens). A shortfall marks the project (or, for want of global slots, every project) as having
    * jobs waiting in the store, until a claim has taken them.
    */
-  reserveStartAtDispatch(project: ProjectRow, wanted: number, now: number): number {
+  reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
     if (this.backlogEverywhere || this.backlogged.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
     const count = this.projects.get(project.id);
     if (count && (count.held > 0 || count.holdUntil > now)) return 0;
@@ -178,7 +178,7 @@ export class Capacity {
   }
 
   /**
-   * The scheduler's claim is done: `complete` when it took every due job it could (fewer than its
+   * The claim loop's claim is done: `complete` when it took every due job it could (fewer than its
    * limit), `leftBehind` the projects whose due jobs it may have left in the store.
    */
   noteClaim(complete: boolean, leftBehind: Iterable<string>): void {

@@ -19,7 +19,7 @@ export interface DeliveryDeps {
   client: WebhookSender;
   metrics: Metrics;
   workerId: string;
-  /** A failed attempt queued the job again for `runAt`: the scheduler must wake for it. */
+  /** A failed attempt queued the job again for `runAt`: the claim loop must wake for it. */
   onRequeued: (runAt: number) => void;
   /** Attempt outcomes of projects with an eventsUrl, for webhook.failing and webhook.recovered. */
   health?: WebhookHealth;
@@ -107,7 +107,7 @@ export async function deliverAttempt(
   shutdown?: AbortSignal,
   /** Called once the request is answered (or never sent), before the outcome is recorded. */
   onAnswered: () => void = () => {},
-  /** The attempt when its STARTED is recorded already (a job created started at its dispatch). */
+  /** The attempt when its STARTED is recorded already (a job created started when it was enqueued). */
   started?: StartedAttempt,
 ): Promise<void> {
   const attempt = started ?? (await prepareAttempt(deps, job, project, shutdown));
@@ -140,7 +140,7 @@ function attemptSpanResult(sent: SendResult, project: ProjectRow): AttemptSpanRe
 async function prepareAttempt(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, shutdown?: AbortSignal): Promise<StartedAttempt | null> {
   const { store, clock, workerId } = deps;
   const attemptId = newAttemptId(clock.now());
-  // A held job is started a little ahead of its time (Dispatcher's START_AHEAD_MS); its attempt
+  // A held job is started a little ahead of its time (AttemptRunner's START_AHEAD_MS); its attempt
   // starts at the due time, when its request leaves.
   let startedAt = 0;
   // Nothing has been sent yet, so a start refused while the database is away is simply tried

@@ -8,7 +8,7 @@
  * Events are few (a failed job, a failing receiver): the loop looks every POLL_MS, and at once when
  * this instance may have recorded one.
  */
-import { BackgroundLoop } from '../background-loop.js';
+import { BackgroundLoop } from '../maintenance/background-loop.js';
 import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import type { ClaimedEvent, EventAttemptOutcome } from '../store/event-store.js';

@@ -10,7 +10,7 @@ export interface Waiting {
 /**
  * The jobs a worker holds and has not started: those claimed ahead of their time, by due time,
  * and per project those due, in due order (`dueOrder`), whatever order their claims came in. No
- * timers: the dispatcher asks when the next one is due and takes what is due by then.
+ * timers: the attempt runner asks when the next one is due and takes what is due by then.
  */
 export class StartQueue {
   private readonly due = new Map<string, Waiting[]>();

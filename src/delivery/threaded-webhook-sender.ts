@@ -5,7 +5,7 @@ import type { ThreadAbort, ThreadSend, ThreadSettings } from './webhook-thread.j
 /**
  * Webhook requests made on a worker thread (webhook-thread.ts). Building, signing (HMAC) and
  * sending a request and reading its answer were about a quarter of the main thread's time in
- * bench:e2e, the thread that also parses dispatches and commits to SQLite; here they run beside
+ * bench:e2e, the thread that also parses enqueue requests and commits to SQLite; here they run beside
  * it, on another core. Requests of one turn go to the thread in one message as soon as that
  * turn's microtasks have run (a group commit's starts resolve together), and each comes back when
  * its response arrives, with the others answered in the same turn.

@@ -2,17 +2,18 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { randomBase62 } from '../crypto/random-ids.js';
 import type { Metrics } from '../metrics.js';
-import { ClaimLoop } from '../scheduler/claim-loop.js';
-import { LeaseRescuer } from '../scheduler/lease-rescuer.js';
-import { releaseResumedProjects } from '../scheduler/project-holds.js';
+import { ClaimLoop } from '../claims/claim-loop.js';
+import { LeaseRescuer } from '../maintenance/lease-rescuer.js';
+import { releaseResumedProjects } from '../maintenance/project-holds.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { EventDelivery } from '../delivery/event-delivery.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
-import type { ImmediateDelivery } from '../services/jobs-service.js';
+import type { ImmediateDelivery } from '../services/immediate-delivery.js';
 import { leaseMs } from '../delivery/capacity.js';
-import { Dispatcher } from '../delivery/dispatcher.js';
+import { backoffMs } from '../delivery/retry-policy.js';
+import { AttemptRunner } from '../delivery/attempt-runner.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -42,10 +43,10 @@ interface DeliveryEngineOptions {
 
 const RELEASE_SWEEP_MS = 30_000;
 
-/** The scheduler, the dispatcher and the lease rescuer of one instance, started and stopped together. */
+/** The claim loop, the attempt runner and the lease rescuer of one instance, started and stopped together. */
 export class DeliveryEngine {
   readonly workerId = `wrk_${randomBase62(12)}`;
-  readonly dispatcher: Dispatcher;
+  readonly runner: AttemptRunner;
   readonly claimLoop: ClaimLoop;
   readonly rescuer: LeaseRescuer;
   /** Events to projects' eventsUrl, and the runs of failures some of them tell of (SPEC section 10). */
@@ -67,7 +68,7 @@ export class DeliveryEngine {
       ...(options.random && { random: options.random }),
     });
     this.health = new WebhookHealth({ store: options.store, clock: options.clock, onEvent: () => this.events.wake(), onError });
-    this.dispatcher = new Dispatcher({
+    this.runner = new AttemptRunner({
       ...deps,
       client: options.client,
       workerId: this.workerId,
@@ -75,7 +76,7 @@ export class DeliveryEngine {
       onJobFailed: () => this.events.wake(),
       // Held here at once, and on every instance through the store (claims and starts read it).
       onBackpressure: (projectId, until) => {
-        this.dispatcher.holdProject(projectId, until);
+        this.runner.holdProject(projectId, until);
         options.store
           .projectBackoff({ projectId, until, now: options.clock.now() })
           .catch((error: unknown) => options.log.warn({ err: error, projectId }, "recording a receiver's Retry-After for other instances failed"));
@@ -86,8 +87,12 @@ export class DeliveryEngine {
       globalConcurrency: options.globalConcurrency,
       signingSecrets: options.signingSecrets,
     });
-    this.claimLoop = new ClaimLoop({ ...deps, dispatcher: this.dispatcher, workerId: this.workerId });
-    this.rescuer = new LeaseRescuer({ ...deps, onRequeued: (runAt) => this.claimLoop.notifyDue(runAt) });
+    this.claimLoop = new ClaimLoop({ ...deps, runner: this.runner, workerId: this.workerId });
+    this.rescuer = new LeaseRescuer({
+      ...deps,
+      retryDelayMs: (project, attemptNumber) => backoffMs(project, attemptNumber, options.random),
+      onRequeued: (runAt) => this.claimLoop.notifyDue(runAt),
+    });
   }
 
   private running = false;
@@ -96,7 +101,7 @@ export class DeliveryEngine {
   async start(): Promise<void> {
     this.running = true;
     this.options.client.prepare();
-    // Other instances' dispatches wake this one too (a hint: the next-due timer stays behind it).
+    // Jobs other instances enqueue wake this one too (a hint: the next-due timer stays behind it).
     await this.options.store.listenJobDue?.((runAt) => this.claimLoop.notifyDue(runAt));
     if (this.options.takeOverLeasesAtStart) {
       await this.rescuer.tick(Number.MAX_SAFE_INTEGER);
@@ -104,7 +109,7 @@ export class DeliveryEngine {
     }
     else await this.rescuer.tick().catch((error: unknown) => this.options.log.error({ err: error }, 'lease rescue failed'));
     this.rescuer.start();
-    this.dispatcher.start();
+    this.runner.start();
     this.claimLoop.start();
     // A resume cut short (the process that answered it stopped) is finished here, at start and every 30 s.
     const releaseResumed = () =>
@@ -121,34 +126,34 @@ export class DeliveryEngine {
   /**
    * Jobs due at once, created with their first attempt already STARTED for this instance when it
    * has room to start them (the job service asks before inserting), go straight to their requests:
-   * no claim, no separate start, no scheduler wake-up.
+   * no claim, no separate start, no claim loop wake-up.
    */
   immediateDelivery(): ImmediateDelivery {
     return {
       reserve: (project, wanted) => {
         // A paused project's jobs wait QUEUED (SPEC section 10).
         if (!this.running || project.paused) return null;
-        const limit = this.dispatcher.reserveStart(project, wanted);
+        const limit = this.runner.reserveStart(project, wanted);
         if (limit <= 0) return null;
         return { projectId: project.id, workerId: this.workerId, leaseExpiresAt: this.options.clock.now() + leaseMs(project), limit };
       },
       submit: (reservation, jobs) => {
         const reserved = { projectId: reservation.projectId, count: reservation.limit };
-        if (jobs.length === 0) return this.dispatcher.unreserve(reserved.projectId, reserved.count);
+        if (jobs.length === 0) return this.runner.unreserve(reserved.projectId, reserved.count);
         // Already STARTED in the database: if this fails they are rescued when their lease expires.
-        this.dispatcher
+        this.runner
           .submitStarted(jobs, reserved)
-          .catch((error: unknown) => this.options.log.error({ err: error }, 'handing started jobs to the dispatcher failed'));
+          .catch((error: unknown) => this.options.log.error({ err: error }, 'handing started jobs to the attempt runner failed'));
       },
     };
   }
 
   /** Attempts started and not yet answered (those a long pause of this process would lose leases of). */
   get attemptsInFlight(): number {
-    return this.dispatcher.inFlightCount;
+    return this.runner.inFlightCount;
   }
 
-  /** A job is due at `runAt` (dispatch, reschedule, retry). */
+  /** A job is due at `runAt` (enqueued, rescheduled, retried). */
   notifyDue(runAt: number): void {
     this.claimLoop.notifyDue(runAt);
   }
@@ -162,7 +167,7 @@ export class DeliveryEngine {
     if (this.releaseTimer) clearInterval(this.releaseTimer);
     void this.claimLoop.stop();
     this.rescuer.stop();
-    this.dispatcher.halt();
+    this.runner.halt();
     void this.health.stop().catch(() => {});
     void this.events.stop().catch(() => {});
   }
@@ -173,7 +178,7 @@ export class DeliveryEngine {
     if (this.releaseTimer) clearInterval(this.releaseTimer);
     await this.claimLoop.stop();
     this.rescuer.stop();
-    const drained = await this.dispatcher.drain(deadlineMs);
+    const drained = await this.runner.drain(deadlineMs);
     const released = await this.options.store.jobReleaseDispatched({ workerId: this.workerId, now: this.options.clock.now() });
     await this.health.stop();
     await this.events.stop();

@@ -9,8 +9,8 @@ import { nextAfterAttempt } from '../delivery/retry-policy.js';
 import { AttemptNotPendingError, InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptOutcome, AttemptReport, AttemptWithJob, Store } from '../store/store.js';
-import { jobStatusView } from './job-views.js';
-import { isPlainObject } from './validate-job-input.js';
+import { jobStatusView } from './views/job-views.js';
+import { isPlainObject } from './input/validate-job-input.js';
 
 export const REPORT_OUTCOMES = ['success', 'failure', 'running'] as const;
 type ReportOutcome = (typeof REPORT_OUTCOMES)[number];

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { randomBase62 } from '../crypto/random-ids.js';
 import { InvalidRequestError } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { sha256 } from './auth-service.js';
+import { sha256 } from './auth/auth-service.js';
 import type { ManageService } from './manage-service.js';
-import type { UserService } from './user-service.js';
+import type { UserService } from './auth/user-service.js';
 
 const ADMIN_TOKEN_SETTING = 'admin_token_sha256';
 const BOOTSTRAP_SETTING = 'bootstrapped_at';

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { newJobId } from '../crypto/random-ids.js';
 import {
@@ -17,10 +16,12 @@ import { effectiveMaxRetries, type Plan } from '../plans.js';
 import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type StartedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { startedJobs } from '../store/job-rules.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { attemptView, jobStatusView } from './job-views.js';
-import { isPlainObject, readSchedule, validateDispatchInput, type DispatchInput } from './validate-job-input.js';
+import { attemptView, jobStatusView } from './views/job-views.js';
+import { requestHash } from './input/request-hash.js';
+import type { ImmediateDelivery } from './immediate-delivery.js';
+import { isPlainObject, readSchedule, validateEnqueueInput, type EnqueueInput } from './input/validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
-import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './list-query.js';
+import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './input/list-query.js';
 import { traceIdOf, type TraceContext } from '../tracing/trace-context.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -41,43 +42,16 @@ export interface RenderedAnswer {
 
 const BATCH_MAX_JOBS = 100;
 
-/** Sorted keys at every depth: two JSON-equal bodies hash the same whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-const requestHash = (body: unknown): string => createHash('sha256').update(canonicalJson(body)).digest('hex');
-
 interface JobsServiceDeps {
   store: Store;
   clock: Clock;
   metrics: Metrics;
   /** Span export, when on: jobs created already claimed get their claim span here. */
   tracer: Tracer | null;
-  /** Tells the scheduler a job is due at this instant (after dispatch, reschedule or retry). */
+  /** Tells the claim loop a job is due at this instant (after enqueue, reschedule or retry). */
   onJobDue: (runAt: number) => void;
-  /** This instance's dispatcher, when it delivers: jobs due at once go to it without a claim. */
+  /** This instance's attempt runner, when it delivers: jobs due at once go to it without a claim. */
   immediateDelivery: () => ImmediateDelivery | null;
-}
-
-/** Room to start jobs due at once as they are created, and where to hand them once they are. */
-export interface ImmediateDelivery {
-  /** Room to start up to `limit` of the project's jobs, held until `submit` is given the reservation. */
-  reserve(project: ProjectRow, wanted: number): ImmediateReservation | null;
-  /** The jobs created with their attempt STARTED under the reservation (none if the creation failed); frees the rest of its room. */
-  submit(reservation: ImmediateReservation, jobs: StartedJob[]): void;
-}
-
-export interface ImmediateReservation {
-  projectId: string;
-  workerId: string;
-  leaseExpiresAt: number;
-  limit: number;
 }
 
 export class JobsService {
@@ -97,7 +71,7 @@ export class JobsService {
     if (Number.isFinite(earliest)) this.deps.onJobDue(earliest);
   }
 
-  private newJob(input: DispatchInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
+  private newJob(input: EnqueueInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
     return {
       id: newJobId(now),
       payload: input.payload,
@@ -116,7 +90,7 @@ export class JobsService {
     return { limit: ctx.plan.jobsPerMonth, monthStartDay: utcDay(month.start), monthEndDay: utcDay(month.end) };
   }
 
-  /** The quota's refusal (SPEC section 6), as a dispatch or a schedule's trigger gets it. */
+  /** The quota's refusal (SPEC section 6), as an enqueue or a schedule's trigger gets it. */
   quotaError(ctx: JobRequestContext, used: number, now: number): QuotaExceededError {
     const resetsAt = utcMonth(now).end;
     return new QuotaExceededError(
@@ -167,7 +141,7 @@ export class JobsService {
       });
     }
     if (result.kind === 'created') {
-      if (claimSpans && started.length > 0) claimSpans.end(started.map(({ job }) => job), { workerId: startDueNow!.workerId, atDispatch: true });
+      if (claimSpans && started.length > 0) claimSpans.end(started.map(({ job }) => job), { workerId: startDueNow!.workerId, atEnqueue: true });
       this.created(jobs, result.created, started);
     }
     return result;
@@ -177,8 +151,8 @@ export class JobsService {
    * `trace`: the W3C trace the job's deliveries continue (SPEC section 4), or null. It is not part
    * of the request's identity: an Idempotency-Key replay answers as before, whatever it carries.
    */
-  async dispatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
-    const input = validateDispatchInput(body, ctx.receivedAt);
+  async enqueue(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
+    const input = validateEnqueueInput(body, ctx.receivedAt);
     if (!ctx.project.webhookUrl) throw webhookNotConfigured();
     const now = this.deps.clock.now();
     const job = this.newJob(input, ctx, now, trace);
@@ -197,8 +171,8 @@ export class JobsService {
     return { statusCode: 201, body: answer, replayed: false };
   }
 
-  /** Every job of the batch continues the one `trace`, as `dispatch`. */
-  async dispatchBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
+  /** Every job of the batch continues the one `trace`, as `enqueue`. */
+  async enqueueBatch(ctx: JobRequestContext, body: unknown, idempotencyKey: string | null, trace: TraceContext | null): Promise<RenderedAnswer> {
     if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"jobs": [...]}');
     const items = body.jobs;
     if (!Array.isArray(items) || items.length < 1 || items.length > BATCH_MAX_JOBS) {
@@ -208,7 +182,7 @@ export class JobsService {
     const now = this.deps.clock.now();
     const checked = items.map((item): { job: NewJob } | { error: PunctualError } => {
       try {
-        return { job: this.newJob(validateDispatchInput(item, ctx.receivedAt), ctx, now, trace) };
+        return { job: this.newJob(validateEnqueueInput(item, ctx.receivedAt), ctx, now, trace) };
       } catch (error) {
         if (error instanceof PunctualError) return { error };
         throw error;
@@ -236,7 +210,7 @@ export class JobsService {
 
   /**
    * A schedule's jobs (SPEC section 9): fires of its cron (`fireAt` set; a fire's job exists once
-   * however often it is tried) or a trigger (`fireAt` null), created as a dispatch of the
+   * however often it is tried) or a trigger (`fireAt` null), created as an enqueue of the
    * schedule's payload would be and counted in the quota. Which were created (false: refused by
    * the quota), in order.
    */

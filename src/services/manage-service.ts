@@ -1,62 +1,38 @@
 import type { Clock } from '../clock.js';
 import { generateApiKey } from '../crypto/api-keys.js';
-import { newAttemptId, newKeyId, newProjectId, newSecretId, newTeamId, newTestJobId } from '../crypto/random-ids.js';
+import { newKeyId, newProjectId, newSecretId, newTeamId } from '../crypto/random-ids.js';
 import { generateWebhookSecret, type SecretBox } from '../crypto/secret-box.js';
 import { checkWebhookUrl } from '../delivery/address-guard.js';
-import { toAttemptResult, webhookBody } from '../delivery/deliver-attempt.js';
-import type { WebhookSender } from '../delivery/webhook-client.js';
-import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError, WebhookNotConfiguredError } from '../errors.js';
-import { DEFAULT_PLAN_NAME, type Plan, type Plans } from '../plans.js';
+import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError } from '../errors.js';
+import { DEFAULT_PLAN_NAME } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, eventView, overviewView, projectView, teamView } from './manage-views.js';
-import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
-import { holdProjectJobs, releaseProjectJobs } from '../scheduler/project-holds.js';
+import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
+import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
+import { followPause } from '../maintenance/project-holds.js';
+import type { PlansService } from './plans-service.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
-import { readName, readProjectPatch, requireObject } from './validate-manage-input.js';
-
-/** The code of the process warning about a team whose plan is not configured (see planOf). */
-export const UNKNOWN_PLAN_WARNING = 'PUNCTUAL_UNKNOWN_PLAN';
+import { readName, readProjectPatch, requireObject } from './input/validate-manage-input.js';
 
 export class ManageService {
   constructor(
     private readonly deps: {
       store: Store;
       clock: Clock;
-      plans: Plans;
+      plans: PlansService;
       secretBox: SecretBox;
       allowPrivateWebhooks: boolean;
-      webhookClient: WebhookSender;
-      /** Jobs became due at this instant (a project resumed); the server's scheduler wakes. */
+      /** Jobs became due at this instant (a project resumed); the server's claim loop wakes. */
       onJobDue: (runAt: number) => void;
     },
   ) {}
 
-  /** Teams already warned about a plan that is not configured: the plan is read on every request. */
-  private readonly warnedOfUnknownPlan = new Set<string>();
-
-  planOf(team: TeamRow): Plan {
-    if (Object.hasOwn(this.deps.plans, team.plan)) return this.deps.plans[team.plan]!;
-    // A plan removed from PUNCTUAL_PLANS after teams were put on it. Refusing the team's every
-    // request would be an outage for a configuration slip, so it is served on the default plan;
-    // but that may lift its limits, so the operator is told, once per team and process.
-    if (!this.warnedOfUnknownPlan.has(team.id)) {
-      this.warnedOfUnknownPlan.add(team.id);
-      process.emitWarning(
-        `team ${team.id} is on plan "${team.plan}", which is not among the configured plans (${Object.keys(this.deps.plans).join(', ')}): ` +
-          `it gets the limits of plan "${DEFAULT_PLAN_NAME}" until PUNCTUAL_PLANS defines "${team.plan}" again or the team is moved to another plan`,
-        { code: UNKNOWN_PLAN_WARNING },
-      );
-    }
-    return this.deps.plans[DEFAULT_PLAN_NAME]!;
-  }
-
   private readPlan(body: Record<string, unknown>): string | undefined {
     if (!('plan' in body)) return undefined;
     const plan = body.plan;
-    if (typeof plan !== 'string' || !Object.hasOwn(this.deps.plans, plan)) {
-      throw new InvalidRequestError(`plan must be one of ${Object.keys(this.deps.plans).join(', ')}`, { field: 'plan' });
+    if (typeof plan !== 'string' || !this.deps.plans.has(plan)) {
+      throw new InvalidRequestError(`plan must be one of ${this.deps.plans.names.join(', ')}`, { field: 'plan' });
     }
     return plan;
   }
@@ -131,17 +107,11 @@ export class ManageService {
   async updateProject(projectId: string, input: unknown) {
     const body = requireObject(input);
     const project = await this.requireProject(projectId);
-    const plan = this.planOf(await this.requireTeam(project.teamId));
+    const plan = this.deps.plans.planOf(await this.requireTeam(project.teamId));
     const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value, field) => this.readWebhookUrl(value, field) });
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
-    // Paused: its waiting jobs leave the scheduler's index. Resumed: they come back, earliest due
-    // first, and are due now. Either is done before the answer, batch by batch.
-    if (!project.paused && updated.paused) await holdProjectJobs(this.deps.store, projectId);
-    if (project.paused && !updated.paused) {
-      await releaseProjectJobs(this.deps.store, projectId, () => this.deps.onJobDue(this.deps.clock.now()));
-      this.deps.onJobDue(this.deps.clock.now());
-    }
+    await followPause(this.deps.store, projectId, { wasPaused: project.paused, paused: updated.paused }, () => this.deps.onJobDue(this.deps.clock.now()));
     return projectView(updated);
   }
 
@@ -189,46 +159,6 @@ export class ManageService {
     };
   }
 
-  /** Decrypted secrets by ciphertext: a ciphertext never changes meaning, so this never goes stale. */
-  private readonly opened = new Map<string, string>();
-
-  /** The secrets that sign a delivery now, in clear, newest first (the newest goes in Authorization). */
-  async signingSecrets(projectId: string): Promise<string[]> {
-    const rows = await this.deps.store.webhookSecretListActive({ projectId, now: this.deps.clock.now() });
-    return rows.map((row) => {
-      let secret = this.opened.get(row.ciphertext);
-      if (secret === undefined) {
-        secret = this.deps.secretBox.open(row.ciphertext);
-        // Bounded: a rotation adds one entry per project; start over rather than grow without end.
-        if (this.opened.size >= 10_000) this.opened.clear();
-        this.opened.set(row.ciphertext, secret);
-      }
-      return secret;
-    });
-  }
-
-  /** A real, signed delivery of a sample payload to the project's webhook; no job is created. */
-  async testDelivery(projectId: string) {
-    const project = await this.requireProject(projectId);
-    if (!project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL to test', { field: 'webhookUrl' });
-    const secrets = await this.signingSecrets(projectId);
-    const jobId = newTestJobId();
-    const body = webhookBody(jobId, newAttemptId(), 1, '{"test":true}');
-    const sent = await this.deps.webhookClient.deliver({
-      url: project.webhookUrl,
-      webhookId: jobId,
-      secrets,
-      bearer: true,
-      timestampMs: this.deps.clock.now(),
-      body,
-      timeoutMs: project.deliveryTimeoutMs,
-    });
-    // With async completion a 202 is the answer a receiver should give ("accepted, working on it").
-    const accepted = project.asyncCompletion && sent.kind === 'answered' && sent.statusCode === 202;
-    const { outcome, statusCode, durationMs, responseBody, error } = toAttemptResult(sent, project.acceptAny2xx || accepted);
-    return { outcome, statusCode, durationMs, responseBody, error };
-  }
-
   async rotateWebhookSecret(projectId: string) {
     await this.requireProject(projectId);
     const now = this.deps.clock.now();
@@ -256,7 +186,7 @@ export class ManageService {
 
   async usage(teamId: string) {
     const team = await this.requireTeam(teamId);
-    const plan = this.planOf(team);
+    const plan = this.deps.plans.planOf(team);
     const now = this.deps.clock.now();
     const month = utcMonth(now);
     const rows = await this.deps.store.usageDaily({ teamId, fromDay: utcDay(month.start), toDay: utcDay(month.end) });

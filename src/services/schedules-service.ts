@@ -14,8 +14,8 @@ import type { NewEvent } from '../store/event-store.js';
 import { FINAL_JOB_STATUSES, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../timestamp.js';
 import type { JobRequestContext, JobsService } from './jobs-service.js';
-import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './schedule-input.js';
-import { pageOf, readListLimit, readSeqCursor, singleValues } from './list-query.js';
+import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './input/schedule-input.js';
+import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 
 export const MAX_SCHEDULES_PER_PROJECT = 1_000;
 const PREVIEW_DEFAULT_COUNT = 5;
@@ -32,7 +32,7 @@ export const CATCH_UP_MAX = 100;
 export const MISSED_AFTER_MS = 5_000;
 /**
  * A pause answers once the requests of the schedule's jobs started ahead of their instant (a few
- * milliseconds: START_AHEAD_MS of src/delivery/dispatcher.ts) have left, waiting no longer than
+ * milliseconds: START_AHEAD_MS of src/delivery/attempt-runner.ts) have left, waiting no longer than
  * this whatever another instance's clock says.
  */
 const PAUSE_WAIT_MAX_MS = 1_000;
@@ -181,7 +181,7 @@ export class SchedulesService {
     return scheduleView(deleted);
   }
 
-  /** One extra job now, outside the cron rhythm: a dispatch's answer. */
+  /** One extra job now, outside the cron rhythm: answered as an enqueue is. */
   async trigger(ctx: JobRequestContext, scheduleId: string): Promise<Record<string, unknown>> {
     const schedule = await this.mustGet(ctx, scheduleId);
     if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL');

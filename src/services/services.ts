@@ -5,18 +5,22 @@ import type { Plans } from '../plans.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
-import { AuthService } from './auth-service.js';
-import { JobsService, type ImmediateDelivery } from './jobs-service.js';
+import { AuthService } from './auth/auth-service.js';
+import type { ImmediateDelivery } from './immediate-delivery.js';
+import { JobsService } from './jobs-service.js';
 import { AttemptReports } from './attempt-reports.js';
 import { ManageService } from './manage-service.js';
+import { PlansService } from './plans-service.js';
 import { RateLimitService } from './rate-limit-service.js';
-import { AccessService } from './access-service.js';
-import { LoginThrottle } from './login-throttle.js';
-import { SessionService } from './session-service.js';
-import { UserService } from './user-service.js';
-import { RetentionService } from './retention-service.js';
-import { ScheduleFiring } from './schedule-firing.js';
+import { AccessService } from './auth/access-service.js';
+import { LoginThrottle } from './auth/login-throttle.js';
+import { SessionService } from './auth/session-service.js';
+import { UserService } from './auth/user-service.js';
+import { RetentionPruner } from '../maintenance/retention-pruner.js';
+import { ScheduleFiring } from '../maintenance/schedule-firing.js';
 import { SchedulesService } from './schedules-service.js';
+import { SigningSecrets } from './signing-secrets.js';
+import { TestDeliveries } from './test-deliveries.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -27,12 +31,17 @@ export interface Services {
   reports: AttemptReports;
   rateLimits: RateLimitService;
   manage: ManageService;
+  /** A team's plan (PUNCTUAL_PLANS), as every request, the dashboard and the delivery engine look it up. */
+  plans: PlansService;
+  /** The secrets that sign deliveries now, in clear: given to the delivery engine. */
+  signingSecrets: SigningSecrets;
+  testDeliveries: TestDeliveries;
   auth: AuthService;
   access: AccessService;
   users: UserService;
   sessions: SessionService;
   /** Started by the server (`punctual serve`); the CLI's `prune` runs a pass of its own. */
-  retention: RetentionService;
+  retention: RetentionPruner;
   schedules: SchedulesService;
   /** Started by the server (`punctual serve`). */
   scheduleFiring: ScheduleFiring;
@@ -59,13 +68,15 @@ interface ServiceDeps {
 }
 
 export function createServices(deps: ServiceDeps): Services {
+  const plans = new PlansService(deps.plans);
+  const secretBox = new SecretBox(deps.secretKey);
+  const signingSecrets = new SigningSecrets({ store: deps.store, clock: deps.clock, secretBox });
   const manage = new ManageService({
     store: deps.store,
     clock: deps.clock,
-    plans: deps.plans,
-    secretBox: new SecretBox(deps.secretKey),
+    plans,
+    secretBox,
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
-    webhookClient: deps.webhookClient,
     onJobDue: (runAt) => deps.onJobDue(runAt),
   });
   const jobs = new JobsService({
@@ -81,15 +92,18 @@ export function createServices(deps: ServiceDeps): Services {
     store: deps.store,
     clock: deps.clock,
     jobs,
-    planOf: (team) => manage.planOf(team),
+    planOf: (team) => plans.planOf(team),
     onScheduleChanged: () => firing?.wake(),
   });
   firing = new ScheduleFiring({ store: deps.store, clock: deps.clock, schedules, onError: deps.onBackgroundError });
   return {
     manage,
+    plans,
+    signingSecrets,
+    testDeliveries: new TestDeliveries({ store: deps.store, clock: deps.clock, webhookClient: deps.webhookClient, signingSecrets }),
     schedules,
     scheduleFiring: firing,
-    access: new AccessService({ store: deps.store, planOf: (team) => manage.planOf(team) }),
+    access: new AccessService({ store: deps.store, planOf: (team) => plans.planOf(team) }),
     users: new UserService({ store: deps.store, clock: deps.clock, throttle: new LoginThrottle(deps.clock) }),
     sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
@@ -101,7 +115,7 @@ export function createServices(deps: ServiceDeps): Services {
       tokens: deps.callbackTokens,
       onJobDue: (runAt) => deps.onJobDue(runAt),
     }),
-    retention: new RetentionService({
+    retention: new RetentionPruner({
       store: deps.store,
       clock: deps.clock,
       metrics: deps.metrics,
@@ -111,7 +125,7 @@ export function createServices(deps: ServiceDeps): Services {
     auth: new AuthService({
       store: deps.store,
       clock: deps.clock,
-      planOf: (team) => manage.planOf(team),
+      planOf: (team) => plans.planOf(team),
       adminTokenHash: deps.adminTokenHash,
       onBackgroundError: deps.onBackgroundError,
     }),

@@ -29,7 +29,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type { OtlpProtocol } from '../config.js';
 import { traceIdOf, type TraceContext } from './trace-context.js';
-import type { AttemptSpan, AttemptSpanResult, ClaimSpans, DispatchSpan, TracedJob, Tracer } from './tracer.js';
+import type { AttemptSpan, AttemptSpanResult, ClaimSpans, EnqueueSpan, TracedJob, Tracer } from './tracer.js';
 
 /** Punctual's own span attributes. */
 export const ATTR = {
@@ -40,7 +40,8 @@ export const ATTR = {
   outcome: 'punctual.attempt.outcome',
   workerId: 'punctual.worker.id',
   claimBatchSize: 'punctual.claim.batch_size',
-  claimAtDispatch: 'punctual.claim.at_dispatch',
+  // The attribute's exported name predates the word "enqueue" in the code; kept for the dashboards that read it.
+  claimAtEnqueue: 'punctual.claim.at_dispatch',
 } as const;
 
 /** Sub-millisecond wall-clock time, as OpenTelemetry takes it (epoch ms). */
@@ -97,7 +98,7 @@ export function createOtelTracer(options: { serviceVersion: string; protocol: Ot
   const tracer = provider.getTracer('punctual', options.serviceVersion);
 
   return {
-    startDispatch(incoming: TraceContext | null, route: string): DispatchSpan {
+    startEnqueue(incoming: TraceContext | null, route: string): EnqueueSpan {
       const span = tracer.startSpan(
         'dispatch',
         { kind: SpanKind.SERVER, attributes: { [ATTR_HTTP_REQUEST_METHOD]: 'POST', [ATTR_HTTP_ROUTE]: route } },
@@ -118,11 +119,11 @@ export function createOtelTracer(options: { serviceVersion: string; protocol: Ot
     startClaim(): ClaimSpans {
       const startTime = wallNow();
       return {
-        end(jobs, { workerId, atDispatch }) {
+        end(jobs, { workerId, atEnqueue }) {
           const endTime = wallNow();
           for (const job of jobs) {
             if (job.traceparent === null) continue;
-            const attributes = { [ATTR.jobId]: job.id, [ATTR.workerId]: workerId, [ATTR.claimBatchSize]: jobs.length, [ATTR.claimAtDispatch]: atDispatch };
+            const attributes = { [ATTR.jobId]: job.id, [ATTR.workerId]: workerId, [ATTR.claimBatchSize]: jobs.length, [ATTR.claimAtEnqueue]: atEnqueue };
             tracer.startSpan('claim', { kind: SpanKind.INTERNAL, startTime, attributes }, parentContext(job.traceparent, job.tracestate)).end(endTime);
           }
         },

@@ -1,5 +1,5 @@
 /**
- * W3C Trace Context (https://www.w3.org/TR/trace-context/): reading a dispatch's `traceparent` and
+ * W3C Trace Context (https://www.w3.org/TR/trace-context/): reading an enqueue request's `traceparent` and
  * `tracestate`, and continuing that trace on a delivery with a span id of its own. No OpenTelemetry
  * here: this is what runs when export is off.
  */
@@ -58,7 +58,7 @@ export function parseTracestate(header: string | string[] | undefined): string |
 }
 
 /**
- * The trace context of a dispatch request, or null when it carried no valid traceparent (the
+ * The trace context of an enqueue request, or null when it carried no valid traceparent (the
  * common case costs one property read). tracestate is read only beside a valid traceparent.
  */
 export function readTraceContext(headers: IncomingHttpHeaders): TraceContext | null {

@@ -13,8 +13,8 @@ export interface TracedJob {
   tracestate: string | null;
 }
 
-/** The server side of a dispatch request. */
-export interface DispatchSpan {
+/** The server side of an enqueue request (POST /api/jobs/dispatch and its batch). */
+export interface EnqueueSpan {
   /** What the jobs it creates store: this span's context, so that their attempts are its children. */
   readonly context: TraceContext;
   end(result: { statusCode: number; projectId: string | null }): void;
@@ -23,7 +23,7 @@ export interface DispatchSpan {
 /** One claim of due jobs, begun before its statement; ended with the jobs it took. */
 export interface ClaimSpans {
   /** One `claim` span per job that has a trace, as its child; a job without one gets none. */
-  end(jobs: readonly TracedJob[], info: { workerId: string; atDispatch: boolean }): void;
+  end(jobs: readonly TracedJob[], info: { workerId: string; atEnqueue: boolean }): void;
 }
 
 /** An attempt's outcome, as the span records it. */
@@ -43,10 +43,10 @@ export interface AttemptSpan {
 
 export interface Tracer {
   /** Child of the client's context when the request carried one, else the root of a new trace. */
-  startDispatch(incoming: TraceContext | null, route: string): DispatchSpan;
+  startEnqueue(incoming: TraceContext | null, route: string): EnqueueSpan;
   startClaim(): ClaimSpans;
   /**
-   * Child of the job's stored context (the dispatch span), or a root for a job without one (a
+   * Child of the job's stored context (the enqueue span), or a root for a job without one (a
    * schedule's). `startTime` is the wall-clock instant (ms) the request leaves, when later than now.
    */
   startAttempt(job: TracedJob, attempt: { attemptId: string; attemptNumber: number; url: string | null; startTime: number }): AttemptSpan;

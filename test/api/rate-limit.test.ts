@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/plans.js';
-import { UNKNOWN_PLAN_WARNING } from '../../src/services/manage-service.js';
+import { UNKNOWN_PLAN_WARNING } from '../../src/services/plans-service.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 
 /** SPEC section 6 with an injected clock: a bucket of 5, refilled at 2 per second. */

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FIRE_LEAD_MS, LEASE_MS } from '../../src/services/schedule-firing.js';
+import { FIRE_LEAD_MS, LEASE_MS } from '../../src/maintenance/schedule-firing.js';
 import { makeTestApp, TEST_STORE, type TestApp, type TestProject } from '../support/make-app.js';
 import { claimRule } from '../../src/delivery/capacity.js';
 

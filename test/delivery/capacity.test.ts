@@ -70,23 +70,23 @@ describe('the capacity model', () => {
     const capacity = new Capacity(4);
     const p = project('p', { deliveryConcurrency: 1 });
     // One slot: the second job waits in the store, and the project is marked as having jobs there.
-    expect(capacity.reserveStartAtDispatch(p, 2, NOW)).toBe(1);
+    expect(capacity.reserveStartAtEnqueue(p, 2, NOW)).toBe(1);
     capacity.start(p.id);
     capacity.finish(p.id, NOW);
-    expect(capacity.reserveStartAtDispatch(p, 1, NOW)).toBe(0);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
     // Until a claim takes every due job it could.
     capacity.noteClaim(true, []);
-    expect(capacity.reserveStartAtDispatch(p, 1, NOW)).toBe(1);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(1);
     capacity.release(p.id, 1, NOW);
     // A job claimed here and not yet started goes first.
     capacity.hold(p.id, 1);
-    expect(capacity.reserveStartAtDispatch(p, 1, NOW)).toBe(0);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
     capacity.release(p.id, 1, NOW);
     capacity.noteClaim(true, []);
     // A rated project's starts wait for their tokens: never started at creation.
-    expect(capacity.reserveStartAtDispatch(project('rated', { deliveryRatePerSecond: 5 }), 1, NOW)).toBe(0);
+    expect(capacity.reserveStartAtEnqueue(project('rated', { deliveryRatePerSecond: 5 }), 1, NOW)).toBe(0);
     // A claim that came back full: jobs of any project may wait.
     capacity.noteClaim(false, []);
-    expect(capacity.reserveStartAtDispatch(project('other'), 1, NOW)).toBe(0);
+    expect(capacity.reserveStartAtEnqueue(project('other'), 1, NOW)).toBe(0);
   });
 });

@@ -32,7 +32,7 @@ describe('lease renewal (injected clock)', () => {
 
     // Past the lease (60 s + 30 s), renewed first: nothing to rescue.
     t.clock.advance(100 * SECOND);
-    await engine.dispatcher.renewLeases();
+    await engine.runner.renewLeases();
     expect(await engine.rescuer.tick()).toBe(0);
     expect((await t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('STARTED');
 

@@ -1,21 +1,16 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { Services } from '../../services/services.js';
 import { readTraceContext, type TraceContext } from '../../tracing/trace-context.js';
-import type { DispatchSpan, Tracer } from '../../tracing/tracer.js';
-import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type JobRequestContext, type RenderedAnswer } from '../../services/jobs-service.js';
-import { validateIdempotencyKey } from '../../services/validate-job-input.js';
-import { REPORT_ERROR_MAX, REPORT_OUTCOMES, type ReportAuth } from '../../services/attempt-reports.js';
-import { principalOf } from '../authentication.js';
+import type { EnqueueSpan, Tracer } from '../../tracing/tracer.js';
+import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type RenderedAnswer } from '../../services/jobs-service.js';
+import { validateIdempotencyKey } from '../../services/input/validate-job-input.js';
+import { REPORT_ERROR_MAX, REPORT_OUTCOMES } from '../../services/attempt-reports.js';
+import { jobContextOf, reportAuthOf } from '../authentication.js';
 import { BATCH_BODY_LIMIT } from '../body-limits.js';
 import * as s from '../schemas.js';
 
 const security = [{ apiKey: [] }];
 const tags = ['jobs'];
-
-export function context(request: FastifyRequest): JobRequestContext {
-  const principal = principalOf(request);
-  return { project: principal.project, team: principal.team, plan: principal.plan, receivedAt: request.receivedAt };
-}
 
 function sendRendered(reply: FastifyReply, answer: RenderedAnswer): FastifyReply {
   if (answer.replayed) reply.header('idempotent-replayed', 'true');
@@ -24,41 +19,41 @@ function sendRendered(reply: FastifyReply, answer: RenderedAnswer): FastifyReply
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** A dispatch request's span, when span export is on. */
-    dispatchSpan: DispatchSpan | null;
+    /** An enqueue request's span, when span export is on. */
+    enqueueSpan: EnqueueSpan | null;
   }
 }
 
 /**
- * With span export on, a dispatch route's span: begun once the request is authenticated (this
+ * With span export on, an enqueue route's span: begun once the request is authenticated (this
  * route hook runs after the global ones, so an unauthenticated request makes none) and ended with
  * whatever answer it gets. With export off, no hook at all.
  */
-function dispatchTracing(tracer: Tracer | null): Pick<RouteShorthandOptions, 'onRequest' | 'onResponse'> {
+function enqueueTracing(tracer: Tracer | null): Pick<RouteShorthandOptions, 'onRequest' | 'onResponse'> {
   if (!tracer) return {};
   return {
     onRequest: async (request) => {
-      request.dispatchSpan = tracer.startDispatch(readTraceContext(request.headers), request.routeOptions.url ?? request.url);
+      request.enqueueSpan = tracer.startEnqueue(readTraceContext(request.headers), request.routeOptions.url ?? request.url);
     },
     onResponse: async (request, reply) => {
-      request.dispatchSpan?.end({ statusCode: reply.statusCode, projectId: request.principal?.project.id ?? null });
+      request.enqueueSpan?.end({ statusCode: reply.statusCode, projectId: request.principal?.project.id ?? null });
     },
   };
 }
 
 /**
- * The trace the dispatched jobs continue (SPEC section 4): the dispatch span's when export is on,
+ * The trace the enqueued jobs continue (SPEC section 4): the enqueue span's when export is on,
  * else the request's own traceparent, if it sent a valid one.
  */
-const dispatchTrace = (request: FastifyRequest): TraceContext | null => request.dispatchSpan?.context ?? readTraceContext(request.headers);
+const enqueueTrace = (request: FastifyRequest): TraceContext | null => request.enqueueSpan?.context ?? readTraceContext(request.headers);
 
 type JobParams = { Params: { jobId: string } };
 type AttemptParams = { Params: { jobId: string; attemptId: string } };
 
 export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services: Services }> => async (app, { services }) => {
   const jobs = services.jobs;
-  app.decorateRequest('dispatchSpan', null);
-  const traced = dispatchTracing(tracer);
+  app.decorateRequest('enqueueSpan', null);
+  const traced = enqueueTracing(tracer);
   const traceDescription =
     'A W3C `traceparent` header (and its `tracestate`) is continued onto every delivery of the job, each attempt with a span id of its own; an invalid one is ignored.';
 
@@ -78,7 +73,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     async (request, reply) =>
       sendRendered(
         reply,
-        await jobs.dispatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), dispatchTrace(request)),
+        await jobs.enqueue(jobContextOf(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), enqueueTrace(request)),
       ),
   );
 
@@ -99,7 +94,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     async (request, reply) =>
       sendRendered(
         reply,
-        await jobs.dispatchBatch(context(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), dispatchTrace(request)),
+        await jobs.enqueueBatch(jobContextOf(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), enqueueTrace(request)),
       ),
   );
 
@@ -124,7 +119,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         response: { 200: { type: 'object', properties: { jobs: { type: 'array', items: s.jobStatus }, nextCursor: { type: ['string', 'null'] } } }, ...s.errors(400, 401) },
       },
     },
-    async (request) => jobs.list(context(request), request.query as Record<string, unknown>),
+    async (request) => jobs.list(jobContextOf(request), request.query as Record<string, unknown>),
   );
 
   app.post(
@@ -146,13 +141,13 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         response: { 200: { type: 'object', properties: { retried: { type: 'integer' }, hasMore: { type: 'boolean' } } }, ...s.errors(400, 401) },
       },
     },
-    async (request) => jobs.retryFailed(context(request), request.body),
+    async (request) => jobs.retryFailed(jobContextOf(request), request.body),
   );
 
   app.get<JobParams>(
     '/jobs/:jobId',
     { schema: { summary: "A job's status", tags, security, params: s.jobIdParams, response: { 200: s.jobStatus, ...s.errors(401, 404) } } },
-    async (request) => jobs.get(context(request), request.params.jobId),
+    async (request) => jobs.get(jobContextOf(request), request.params.jobId),
   );
 
   app.delete<JobParams>(
@@ -166,7 +161,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         response: { 200: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' } } }, ...s.errors(401, 404, 409) },
       },
     },
-    async (request) => jobs.cancel(context(request), request.params.jobId),
+    async (request) => jobs.cancel(jobContextOf(request), request.params.jobId),
   );
 
   app.patch<JobParams>(
@@ -184,7 +179,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         },
       },
     },
-    async (request) => jobs.reschedule(context(request), request.params.jobId, request.body),
+    async (request) => jobs.reschedule(jobContextOf(request), request.params.jobId, request.body),
   );
 
   app.get<JobParams>(
@@ -198,7 +193,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         response: { 200: { type: 'object', properties: { attempts: { type: 'array', items: s.attempt } } }, ...s.errors(401, 404) },
       },
     },
-    async (request) => jobs.attempts(context(request), request.params.jobId),
+    async (request) => jobs.attempts(jobContextOf(request), request.params.jobId),
   );
 
   app.post<AttemptParams>(
@@ -228,9 +223,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
       },
     },
     async (request) => {
-      // The scope's hook checked either an API key or a callback token against this job and attempt.
-      const auth: ReportAuth = request.callbackGrant ?? { kind: 'apiKey', projectId: principalOf(request).project.id };
-      return services.reports.report(auth, request.params.jobId, request.params.attemptId, request.body);
+      return services.reports.report(reportAuthOf(request), request.params.jobId, request.params.attemptId, request.body);
     },
   );
 
@@ -245,6 +238,6 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         response: { 200: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' } } }, ...s.errors(401, 404, 409) },
       },
     },
-    async (request) => jobs.retry(context(request), request.params.jobId),
+    async (request) => jobs.retry(jobContextOf(request), request.params.jobId),
   );
 };

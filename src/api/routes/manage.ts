@@ -238,7 +238,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
         ...s.errors(401, 404, 422),
       },
     }),
-    async (request) => manage.testDelivery(request.params.projectId),
+    async (request) => services.testDeliveries.send(request.params.projectId),
   );
   app.get<ProjectParams>(
     '/v1/projects/:projectId/events',

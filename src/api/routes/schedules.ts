@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services/services.js';
 import * as s from '../schemas.js';
-import { context } from './jobs.js';
+import { jobContextOf } from '../authentication.js';
 
 const security = [{ apiKey: [] }];
 const tags = ['schedules'];
@@ -23,7 +23,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         response: { 201: s.schedule, ...s.errors(400, 401, 413, 415, 422, 429) },
       },
     },
-    async (request, reply) => reply.code(201).send(await schedules.create(context(request), request.body)),
+    async (request, reply) => reply.code(201).send(await schedules.create(jobContextOf(request), request.body)),
   );
 
   app.get(
@@ -40,7 +40,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         },
       },
     },
-    async (request) => schedules.list(context(request), request.query as Record<string, unknown>),
+    async (request) => schedules.list(jobContextOf(request), request.query as Record<string, unknown>),
   );
 
   app.get(
@@ -64,7 +64,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
   app.get<ScheduleParams>(
     '/schedules/:scheduleId',
     { schema: { summary: 'A schedule', tags, security, params: s.scheduleIdParams, response: { 200: s.schedule, ...s.errors(401, 404) } } },
-    async (request) => schedules.get(context(request), request.params.scheduleId),
+    async (request) => schedules.get(jobContextOf(request), request.params.scheduleId),
   );
 
   app.patch<ScheduleParams>(
@@ -79,7 +79,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         response: { 200: s.schedule, ...s.errors(400, 401, 404, 413, 415) },
       },
     },
-    async (request) => schedules.update(context(request), request.params.scheduleId, request.body),
+    async (request) => schedules.update(jobContextOf(request), request.params.scheduleId, request.body),
   );
 
   app.delete<ScheduleParams>(
@@ -93,7 +93,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         response: { 200: s.schedule, ...s.errors(401, 404) },
       },
     },
-    async (request) => schedules.delete(context(request), request.params.scheduleId),
+    async (request) => schedules.delete(jobContextOf(request), request.params.scheduleId),
   );
 
   app.post<ScheduleParams>(
@@ -107,6 +107,6 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         response: { 201: s.dispatchAnswer, ...s.errors(401, 404, 422, 429) },
       },
     },
-    async (request, reply) => reply.code(201).send(await schedules.trigger(context(request), request.params.scheduleId)),
+    async (request, reply) => reply.code(201).send(await schedules.trigger(jobContextOf(request), request.params.scheduleId)),
   );
 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimitedError, UnauthorizedError } from '../../errors.js';
-import { SESSION_COOKIE, SESSION_TTL_MS } from '../../services/session-service.js';
+import { SESSION_COOKIE, SESSION_TTL_MS } from '../../services/auth/session-service.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, safeNextPath, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields } from '../form-body.js';
 import { accountPage, loginPage } from '../views/auth-pages.js';

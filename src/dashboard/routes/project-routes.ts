@@ -64,7 +64,7 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
 
 /** A project's overview, its API keys, its webhook (URL, secrets, test delivery) and its delivery settings. */
 export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { access, manage, jobs } = deps.services;
+  const { access, manage, jobs, plans, testDeliveries } = deps.services;
   const project = (request: FastifyRequest<ProjectParams>) => access.requireProject(signedIn(request).viewer, request.params.projectId);
 
   // The overview is the project's page (/projects/:projectId, as it always was); its keys, which
@@ -157,7 +157,7 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     const row = await project(request);
     const at = deps.clock.now();
     try {
-      const result = await manage.testDelivery(row.id);
+      const result = await testDeliveries.send(row.id);
       return sendPage(reply, await webhook(request, { testResult: { ...result, at } }));
     } catch (error) {
       const refused = formError(error);
@@ -168,7 +168,7 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
   async function settings(request: FastifyRequest<ProjectParams>, extra: { values?: SettingsValues; error?: FormError; notice?: string | null }) {
     const row = await project(request);
     const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
-    const cap = manage.planOf(team).maxRetriesCap;
+    const cap = plans.planOf(team).maxRetriesCap;
     return settingsPage(await pageContext(deps, request, team), { project: row, values: extra.values ?? settingsValues(row), maxRetriesCap: cap, defaultRetentionDays: deps.services.retention.defaultRetentionDays, ...extra });
   }
 

@@ -9,7 +9,7 @@ type TeamParams = { Params: { teamId: string } };
 
 /** The team's projects (and creating one) and its usage. */
 export const teamRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { access, manage, rateLimits } = deps.services;
+  const { access, manage, plans, rateLimits } = deps.services;
 
   app.get('/', async (request, reply) => {
     const ctx = await pageContext(deps, request);
@@ -62,7 +62,7 @@ export const teamRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
   app.get<TeamParams>('/teams/:teamId/usage', async (request, reply) => {
     const team = await access.requireTeam(signedIn(request).viewer, request.params.teamId);
     const usage = await manage.usage(team.id);
-    const rateNow = await rateLimits.current(team.id, manage.planOf(team), deps.clock.now());
+    const rateNow = await rateLimits.current(team.id, plans.planOf(team), deps.clock.now());
     return sendPage(reply, usagePage(await pageContext(deps, request, team), { team, usage, rateNow }));
   });
 };

@@ -1,4 +1,4 @@
-import type { apiKeyView } from '../../services/manage-views.js';
+import type { apiKeyView } from '../../services/views/manage-views.js';
 import {
   DELIVERY_WINDOW_MINUTES,
   JOB_COUNT_LIMIT,

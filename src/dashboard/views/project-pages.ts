@@ -1,4 +1,4 @@
-import type { apiKeyView } from '../../services/manage-views.js';
+import type { apiKeyView } from '../../services/views/manage-views.js';
 import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_RATE_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectRow } from '../../store/store.js';
 import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';

@@ -1,4 +1,4 @@
-import type { projectView } from '../../services/manage-views.js';
+import type { projectView } from '../../services/views/manage-views.js';
 import type { TeamRow } from '../../store/store.js';
 import { errorSummary, field, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { TestClock } from '../../src/clock.js';
-import { addressBucket } from '../../src/services/address-bucket.js';
-import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS, LoginThrottle, MAX_DELAY_MS } from '../../src/services/login-throttle.js';
+import { TestClock } from '../../../src/clock.js';
+import { addressBucket } from '../../../src/services/auth/address-bucket.js';
+import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS, LoginThrottle, MAX_DELAY_MS } from '../../../src/services/auth/login-throttle.js';
 
 const PER_PAIR = FAILURES_BEFORE_DELAY.accountAtAddress;
 

@@ -6,11 +6,10 @@
  * Any number of instances run it: the lease of scheduleClaimDue keeps them apart, the unique key
  * of a fire keeps a fire's job single if a lease runs out mid-fire.
  */
-import { BackgroundLoop } from '../background-loop.js';
+import { BackgroundLoop } from './background-loop.js';
 import type { Clock } from '../clock.js';
 import type { ClaimedSchedule } from '../store/schedule-store.js';
 import type { Store } from '../store/store.js';
-import type { SchedulesService } from './schedules-service.js';
 
 /** Fires are created this far ahead of their instant, due at it. */
 export const FIRE_LEAD_MS = 2_000;
@@ -27,10 +26,18 @@ const MAX_SLEEP_MS = 1_000;
 /** Between two looks when the next fire is already due but held by another instance. */
 const MIN_SLEEP_MS = 20;
 
+/**
+ * What creates a claimed schedule's jobs: SchedulesService (services/schedules-service.ts), given
+ * by the wiring, so that this loop needs nothing above the store.
+ */
+export interface ScheduleFirer {
+  fireClaimed(schedule: ClaimedSchedule, now: number, dueBy: number, reachedAt: number): Promise<void>;
+}
+
 interface ScheduleFiringDeps {
   store: Store;
   clock: Clock;
-  schedules: SchedulesService;
+  schedules: ScheduleFirer;
   onError: (error: unknown) => void;
 }
 

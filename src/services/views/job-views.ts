@@ -1,5 +1,5 @@
-import type { AttemptRow, JobRow } from '../store/store.js';
-import { formatNullableTimestamp, formatTimestamp } from '../timestamp.js';
+import type { AttemptRow, JobRow } from '../../store/store.js';
+import { formatNullableTimestamp, formatTimestamp } from '../../timestamp.js';
 
 /** The contract's job status body (SPEC section 2, GET /api/jobs/:jobId). */
 export function jobStatusView(job: JobRow): Record<string, unknown> {

@@ -2,11 +2,11 @@
  * Reading a schedule from a request (SPEC section 9): each field checked with the contract's
  * error code, the cron expression parsed in its zone and refused when it never fires.
  */
-import { parseCron, type CronExpression } from '../cron/cron-expression.js';
-import { nextFireAfter } from '../cron/fire-times.js';
-import { TimeZone } from '../cron/time-zone.js';
-import { InvalidCronError, InvalidRequestError } from '../errors.js';
-import { CATCH_UP_MODES, OVERLAP_MODES, type ScheduleSettings } from '../store/schedule-store.js';
+import { parseCron, type CronExpression } from '../../cron/cron-expression.js';
+import { nextFireAfter } from '../../cron/fire-times.js';
+import { TimeZone } from '../../cron/time-zone.js';
+import { InvalidCronError, InvalidRequestError } from '../../errors.js';
+import { CATCH_UP_MODES, OVERLAP_MODES, type ScheduleSettings } from '../../store/schedule-store.js';
 import { isPlainObject, readMaxRetries, readPayload } from './validate-job-input.js';
 
 export const SCHEDULE_NAME_MAX = 200;
@@ -63,7 +63,7 @@ function readPaused(body: Record<string, unknown>): boolean | undefined {
   return body.paused;
 }
 
-/** maxRetries: an integer >= 0, or null (as a dispatch without it). */
+/** maxRetries: an integer >= 0, or null (as an enqueue without it). */
 function readScheduleMaxRetries(body: Record<string, unknown>): number | null | undefined {
   if (!('maxRetries' in body)) return undefined;
   return body.maxRetries === null ? null : readMaxRetries(body);

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../clock.js';
 import { addressBucket } from './address-bucket.js';
 
 /**

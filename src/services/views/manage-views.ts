@@ -1,6 +1,6 @@
 /** What the management API (and the dashboard) shows of teams, projects and keys. */
-import type { ApiKeyRow, ProjectRow, TeamRow } from '../store/store.js';
-import type { EventRow } from '../store/event-store.js';
+import type { ApiKeyRow, ProjectRow, TeamRow } from '../../store/store.js';
+import type { EventRow } from '../../store/event-store.js';
 import {
   DELIVERY_WINDOW_MINUTES,
   JOB_COUNT_LIMIT,
@@ -9,8 +9,8 @@ import {
   minuteOf,
   windowStart,
   type ProjectOverview,
-} from '../store/overview-store.js';
-import { formatNullableTimestamp, formatTimestamp } from '../timestamp.js';
+} from '../../store/overview-store.js';
+import { formatNullableTimestamp, formatTimestamp } from '../../timestamp.js';
 
 export function teamView(team: TeamRow) {
   return { teamId: team.id, name: team.name, plan: team.plan, createdAt: formatTimestamp(team.createdAt) };

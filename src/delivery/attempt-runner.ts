@@ -11,7 +11,7 @@ import { StartQueue, type Waiting } from './start-queue.js';
 /**
  * A job claimed ahead of its time starts this long before it: its STARTED commit (about 1 ms on
  * SQLite, a few on a busy PostgreSQL) then happens before the due time instead of delaying the
- * request, which deliverAttempt still sends no earlier than the due time. Below the scheduler's
+ * request, which deliverAttempt still sends no earlier than the due time. Below the claim loop's
  * claim lookahead (25 ms), so jobs are claimed early enough for it.
  */
 export const START_AHEAD_MS = 10;
@@ -29,7 +29,7 @@ const ABORT_RECORD_TIMEOUT_MS = 3_000;
  * while the project has a free slot and nothing holds it back (a receiver's Retry-After, the rate's
  * next token). It does not decide what to claim; it tells the claim loop when room frees.
  */
-export class Dispatcher {
+export class AttemptRunner {
   readonly capacity: Capacity;
   private readonly queue = new StartQueue();
   private readonly leases: LeaseKeeper;
@@ -43,7 +43,7 @@ export class Dispatcher {
   private readonly holdTimers = new Map<string, NodeJS.Timeout>();
   /** Projects with a take of rate tokens under way (one at a time per project). */
   private readonly takingTokens = new Set<string>();
-  /** Called when room frees, so a scheduler starved of it claims again. */
+  /** Called when room frees, so a claim loop starved of it claims again. */
   onCapacity: () => void = () => {};
 
   constructor(
@@ -90,11 +90,11 @@ export class Dispatcher {
 
   /**
    * Room to start up to `wanted` of the project's jobs as they are created
-   * (Capacity.reserveStartAtDispatch); returns how many. The room is held until `submitStarted`
+   * (Capacity.reserveStartAtEnqueue); returns how many. The room is held until `submitStarted`
    * (given the reservation) or `unreserve` gives it back.
    */
   reserveStart(project: ProjectRow, wanted: number): number {
-    return this.capacity.reserveStartAtDispatch(project, wanted, this.deps.clock.now());
+    return this.capacity.reserveStartAtEnqueue(project, wanted, this.deps.clock.now());
   }
 
   /** Gives back room reserved for jobs that were not created after all. */
@@ -102,7 +102,7 @@ export class Dispatcher {
     this.capacity.release(projectId, count, this.deps.clock.now());
   }
 
-  /** The scheduler's claim is done (Capacity.noteClaim). */
+  /** The claim loop's claim is done (Capacity.noteClaim). */
   noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
     this.capacity.noteClaim(complete, leftBehind);
   }
@@ -117,7 +117,7 @@ export class Dispatcher {
 
   /**
    * Takes a claimed batch: counts it held at once (before anything is awaited, so that no claim or
-   * dispatch takes the same room meanwhile), loads each project and its secrets once, then starts
+   * enqueue takes the same room meanwhile), loads each project and its secrets once, then starts
    * what the capacity model allows.
    */
   async submit(jobs: ClaimedJob[]): Promise<void> {

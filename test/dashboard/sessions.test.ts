@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS } from '../../src/services/login-throttle.js';
-import { SESSION_TTL_MS } from '../../src/services/session-service.js';
+import { FAILURES_BEFORE_DELAY, LOGIN_WINDOW_MS } from '../../src/services/auth/login-throttle.js';
+import { SESSION_TTL_MS } from '../../src/services/auth/session-service.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
 
 /**
@@ -173,7 +173,7 @@ describe('dashboard sessions', () => {
     expect((await login('member@example.com', PASSWORD, '10.2.0.2')).statusCode).toBe(303);
   });
 
-  // IPv6 clients counted by their /64: test/api/dashboard-behind-proxy.test.ts.
+  // IPv6 clients counted by their /64: test/dashboard/behind-proxy.test.ts.
   // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d: each is its IPv4 address, not one shared /64.
   it('counts an IPv4 client whose socket address is written as IPv6 as the IPv4 address', async () => {
     for (let i = 0; i < PER_PAIR; i += 1) expect((await login('member@example.com', 'guess', '::ffff:10.2.1.1')).statusCode).toBe(401);

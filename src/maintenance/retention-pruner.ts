@@ -43,7 +43,7 @@ interface RetentionDeps {
 
 const NOTHING: PruneCounts = { jobs: 0, attempts: 0, idempotencyKeys: 0, usageRows: 0, events: 0 };
 
-export class RetentionService {
+export class RetentionPruner {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<PruneCounts> | null = null;
   private stopping = false;

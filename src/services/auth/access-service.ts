@@ -1,7 +1,7 @@
-import { NotFoundError, UnauthorizedError } from '../errors.js';
-import type { ApiKeyRow, ProjectRow, Store, TeamRow, UserRow } from '../store/store.js';
-import type { Plan } from '../plans.js';
-import type { JobRequestContext } from './jobs-service.js';
+import { NotFoundError, UnauthorizedError } from '../../errors.js';
+import type { ApiKeyRow, ProjectRow, Store, TeamRow, UserRow } from '../../store/store.js';
+import type { Plan } from '../../plans.js';
+import type { JobRequestContext } from '../jobs-service.js';
 
 /**
  * Who is managing: the operator (admin token), or a dashboard user with their teams. An operator

@@ -1,8 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import { backoffMs } from '../delivery/retry-policy.js';
 import type { Metrics } from '../metrics.js';
-import type { Store } from '../store/store.js';
+import type { ProjectRow, Store } from '../store/store.js';
 
 /** How often every instance looks for leases that ran out (a worker that died). */
 export const RESCUE_INTERVAL_MS = 5_000;
@@ -22,9 +21,13 @@ export class LeaseRescuer {
       clock: Clock;
       metrics: Metrics;
       log: FastifyBaseLogger;
-      /** Rescued jobs are due: wake the scheduler. */
+      /** Rescued jobs are due: wake the claim loop. */
       onRequeued: (runAt: number) => void;
-      random?: () => number;
+      /**
+       * The wait before a rescued STARTED job's next attempt (the delivery layer's retry policy,
+       * given by the engine so that maintenance needs nothing above the store).
+       */
+      retryDelayMs: (project: ProjectRow, attemptNumber: number) => number;
     },
   ) {}
 
@@ -49,7 +52,7 @@ export class LeaseRescuer {
         limit: RESCUE_BATCH,
         retryAt: (lease, project) =>
           lease.attemptNumber !== null && lease.attemptNumber <= lease.job.maxRetries
-            ? now + backoffMs(project, lease.attemptNumber, this.deps.random)
+            ? now + this.deps.retryDelayMs(project, lease.attemptNumber)
             : null,
       });
       total += rescued.length;

@@ -4,8 +4,8 @@ import {
   InvalidRequestError,
   InvalidScheduleError,
   PayloadTooLargeError,
-} from '../errors.js';
-import { parseTimestamp } from '../timestamp.js';
+} from '../../errors.js';
+import { parseTimestamp } from '../../timestamp.js';
 
 const PAYLOAD_LIMIT_BYTES = 10_240;
 /** 366 × 86,400,000 ms after the moment the request was received, inclusive. */
@@ -44,15 +44,15 @@ export function readSchedule(body: Record<string, unknown>, receivedAt: number):
   return { value, field };
 }
 
-export interface DispatchInput {
+export interface EnqueueInput {
   payload: string;
   scheduledFor: number | null;
   /** As asked; null when the request did not say. */
   maxRetries: number | null;
 }
 
-/** Validates one dispatch body (SPEC section 2); the batch endpoint calls it per item. */
-export function validateDispatchInput(body: unknown, receivedAt: number): DispatchInput {
+/** Validates one body of POST /api/jobs/dispatch (SPEC section 2); the batch endpoint calls it per item. */
+export function validateEnqueueInput(body: unknown, receivedAt: number): EnqueueInput {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
   // Alias conflicts are an envelope error, reported before any field.
   const schedule = readSchedule(body, receivedAt);

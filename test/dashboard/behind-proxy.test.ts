@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { FAILURES_BEFORE_DELAY } from '../../src/services/login-throttle.js';
+import { FAILURES_BEFORE_DELAY } from '../../src/services/auth/login-throttle.js';
 import { makeTestApp, type TestApp } from '../support/make-app.js';
 
 /**

@@ -1,9 +1,9 @@
-import type { Clock } from '../clock.js';
-import { decoyPasswordHash, generatePassword, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from '../crypto/passwords.js';
-import { newUserId } from '../crypto/random-ids.js';
-import { InvalidRequestError, NotFoundError, RateLimitedError, UnauthorizedError } from '../errors.js';
-import type { Store, UserRow, UserWithPassword } from '../store/store.js';
-import { formatTimestamp } from '../timestamp.js';
+import type { Clock } from '../../clock.js';
+import { decoyPasswordHash, generatePassword, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from '../../crypto/passwords.js';
+import { newUserId } from '../../crypto/random-ids.js';
+import { InvalidRequestError, NotFoundError, RateLimitedError, UnauthorizedError } from '../../errors.js';
+import type { Store, UserRow, UserWithPassword } from '../../store/store.js';
+import { formatTimestamp } from '../../timestamp.js';
 import type { LoginThrottle } from './login-throttle.js';
 
 const EMAIL_MAX = 254;

@@ -1,10 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { hashApiKey, looksLikeApiKey, sameHash } from '../crypto/api-keys.js';
-import { looksLikeCallbackToken } from '../crypto/callback-tokens.js';
-import { UnauthorizedError } from '../errors.js';
-import type { Plan } from '../plans.js';
-import type { ApiKeyPrincipal, Store, TeamRow } from '../store/store.js';
+import type { Clock } from '../../clock.js';
+import { hashApiKey, looksLikeApiKey, sameHash } from '../../crypto/api-keys.js';
+import { looksLikeCallbackToken } from '../../crypto/callback-tokens.js';
+import { UnauthorizedError } from '../../errors.js';
+import type { Plan } from '../../plans.js';
+import type { ApiKeyPrincipal, Store, TeamRow } from '../../store/store.js';
 
 /** lastUsedAt is written at most this often per key, so authentication stays a read. */
 const KEY_TOUCH_INTERVAL_MS = 60_000;

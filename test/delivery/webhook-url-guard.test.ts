@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkWebhookUrl, isBlockedAddress } from '../src/delivery/address-guard.js';
-import { makeTestApp, type TestApp } from './support/make-app.js';
+import { checkWebhookUrl, isBlockedAddress } from '../../src/delivery/address-guard.js';
+import { makeTestApp, type TestApp } from '../support/make-app.js';
 
 describe('webhook URL guard when private webhooks are not allowed', () => {
   it.each([

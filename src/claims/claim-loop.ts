@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { LEASE_MARGIN_MS } from '../delivery/capacity.js';
-import type { Dispatcher } from '../delivery/dispatcher.js';
+import type { AttemptRunner } from '../delivery/attempt-runner.js';
 import { UnavailableError } from '../errors.js';
 import type { ClaimedJob, Store } from '../store/store.js';
 import { attemptIdPrefix } from '../crypto/random-ids.js';
@@ -17,7 +17,7 @@ const CLAIM_BATCH_SIZE = 100;
 export const MAX_SLEEP_MS = 30_000;
 /**
  * Jobs are claimed this long before they are due, many per transaction, and held on a timer by
- * the dispatcher until their exact time: the claim's write leaves the critical path. The cost: in
+ * the attempt runner until their exact time: the claim's write leaves the critical path. The cost: in
  * the last 25 ms before its time a job is DISPATCHED, so a cancel then answers JOB_NOT_QUEUED.
  */
 export const CLAIM_LOOKAHEAD_MS = 25;
@@ -25,16 +25,16 @@ export const CLAIM_LOOKAHEAD_MS = 25;
  * The loop claims at most this often when it wakes for jobs already in the store: jobs due close
  * together (one every 2 ms) are then claimed several per transaction instead of one each. A job
  * is still claimed at least CLAIM_LOOKAHEAD_MS - CLAIM_MIN_INTERVAL_MS before its time, which is
- * more than the dispatcher's START_AHEAD_MS. A dispatch due sooner wakes the loop at once.
+ * more than the attempt runner's START_AHEAD_MS. A job enqueued due sooner wakes the loop at once.
  */
 const CLAIM_MIN_INTERVAL_MS = 10;
 /** After a storage error, wait this long before claiming again, instead of spinning. */
 const ERROR_BACKOFF_MS = 1_000;
 
 /**
- * The scheduler: sleeps until the earliest QUEUED job is due (read from the partial index, so jobs
+ * The claim loop: sleeps until the earliest QUEUED job is due (read from the partial index, so jobs
  * waiting far ahead cost nothing), claims due jobs in batches, earliest first, and hands them to
- * the dispatcher. A dispatch or reschedule earlier than the current wake-up calls notifyDue.
+ * the attempt runner. A job enqueued or rescheduled earlier than the current wake-up calls notifyDue.
  */
 export class ClaimLoop {
   private timer: NodeJS.Timeout | null = null;
@@ -59,14 +59,14 @@ export class ClaimLoop {
     private readonly deps: {
       store: Store;
       clock: Clock;
-      dispatcher: Dispatcher;
+      runner: AttemptRunner;
       workerId: string;
       log: FastifyBaseLogger;
       /** Span export, when on: a claim span per claimed job that has a trace. */
       tracer?: Tracer | null;
     },
   ) {
-    deps.dispatcher.onCapacity = () => {
+    deps.runner.onCapacity = () => {
       // During a pass too, when room cut its claim short: it may have counted the freed slot as
       // taken. Not otherwise: with room to spare, every delivery's end would start another claim.
       if (this.starved || this.skippedProjects || (this.ticking && this.limitedByRoom)) this.notifyDue(this.deps.clock.now());
@@ -123,14 +123,14 @@ export class ClaimLoop {
   }
 
   private async claimAll(): Promise<void> {
-    const { store, clock, dispatcher } = this.deps;
+    const { store, clock, runner } = this.deps;
     try {
       if (this.claimUncertain) {
-        const orphans = (await store.jobListDispatchedTo({ workerId: this.deps.workerId })).filter((job) => !dispatcher.holds(job.id));
+        const orphans = (await store.jobListDispatchedTo({ workerId: this.deps.workerId })).filter((job) => !runner.holds(job.id));
         this.claimUncertain = false;
         if (orphans.length > 0) {
           this.deps.log.warn({ count: orphans.length }, 'taking jobs claimed by a claim whose answer was lost');
-          await dispatcher.submit(orphans);
+          await runner.submit(orphans);
         }
       }
       for (;;) {
@@ -138,22 +138,22 @@ export class ClaimLoop {
         let claimedUpTo = 0;
         do {
           this.again = false;
-          const limit = Math.min(CLAIM_BATCH_SIZE, dispatcher.freeSlots());
+          const limit = Math.min(CLAIM_BATCH_SIZE, runner.freeSlots());
           this.starved = limit <= 0;
           if (this.starved) {
-            // Due jobs may be waiting in the store: none is overtaken by a new dispatch meanwhile.
-            dispatcher.noteClaim(false, []);
+            // Due jobs may be waiting in the store: none is overtaken by a newly enqueued job meanwhile.
+            runner.noteClaim(false, []);
             return; // onCapacity wakes us
           }
           const now = clock.now();
-          const excludeProjectIds = dispatcher.saturatedProjects();
+          const excludeProjectIds = runner.saturatedProjects();
           this.skippedProjects = excludeProjectIds.length > 0;
           this.limitedByRoom = this.skippedProjects || limit < CLAIM_BATCH_SIZE;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
           const claimSpans = this.deps.tracer?.startClaim();
-          const heldByProject = dispatcher.heldByProject();
+          const heldByProject = runner.heldByProject();
           // Of the jobs due now, those the worker has free slots for are claimed STARTED at once.
-          const startable = dispatcher.capacity.reserveClaimStarts(now);
+          const startable = runner.capacity.reserveClaimStarts(now);
           let claimed: ClaimedJob[] = [];
           try {
             claimed = await store.jobClaimDue({
@@ -164,20 +164,20 @@ export class ClaimLoop {
               limit,
               workerId: this.deps.workerId,
               leaseExtraMs: LEASE_MARGIN_MS,
-              claimRule: dispatcher.claimRule,
+              claimRule: runner.claimRule,
               startable: { byProject: startable, attemptPrefix: attemptIdPrefix(now) },
             });
           } finally {
             const started = new Map<string, number>();
             for (const job of claimed) if (job.started) started.set(job.projectId, (started.get(job.projectId) ?? 0) + 1);
-            dispatcher.capacity.settleClaimStarts(startable, started, clock.now());
+            runner.capacity.settleClaimStarts(startable, started, clock.now());
           }
-          if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atDispatch: false });
-          if (claimed.length > 0) await dispatcher.submit(claimed);
+          if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atEnqueue: false });
+          if (claimed.length > 0) await runner.submit(claimed);
           const byProject = new Map<string, number>();
           for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);
-          const cutShort = dispatcher.capacity.cutShortBy(byProject, heldByProject);
-          dispatcher.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort]);
+          const cutShort = runner.capacity.cutShortBy(byProject, heldByProject);
+          runner.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort]);
           // A project's room may have cut its share of the batch short, its other due jobs left in
           // the store: claim again, which leaves it out while it has no room (and a freed slot
           // then wakes the loop) or takes its next ones if room freed meanwhile.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLAIM_LOOKAHEAD_MS, MAX_SLEEP_MS } from '../../src/scheduler/claim-loop.js';
+import { CLAIM_LOOKAHEAD_MS, MAX_SLEEP_MS } from '../../src/claims/claim-loop.js';
 import { makeTestApp, SECOND, type TestApp } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
 import { eventually } from '../support/eventually.js';

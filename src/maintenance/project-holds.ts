@@ -16,7 +16,7 @@ export async function holdProjectJobs(store: Store, projectId: string): Promise<
   }
 }
 
-/** Releases a resumed project's held jobs, earliest due first; `onReleased` wakes the scheduler after each batch. */
+/** Releases a resumed project's held jobs, earliest due first; `onReleased` wakes the claim loop after each batch. */
 export async function releaseProjectJobs(store: Store, projectId: string, onReleased: () => void): Promise<number> {
   let total = 0;
   for (;;) {
@@ -24,6 +24,19 @@ export async function releaseProjectJobs(store: Store, projectId: string, onRele
     total += released;
     if (released > 0) onReleased();
     if (released < BATCH) return total;
+  }
+}
+
+/**
+ * A project's paused flag changed: paused, its waiting jobs leave the claims' index; resumed, they
+ * come back, earliest due first, and are due now (`onDue` after each batch and once at the end).
+ * Either is done before the change is answered, batch by batch.
+ */
+export async function followPause(store: Store, projectId: string, change: { wasPaused: boolean; paused: boolean }, onDue: () => void): Promise<void> {
+  if (!change.wasPaused && change.paused) await holdProjectJobs(store, projectId);
+  if (change.wasPaused && !change.paused) {
+    await releaseProjectJobs(store, projectId, onDue);
+    onDue();
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import type { SessionRow, Store, UserRow } from '../store/store.js';
+import type { Clock } from '../../clock.js';
+import type { SessionRow, Store, UserRow } from '../../store/store.js';
 import { sha256 } from './auth-service.js';
 
 /**

@@ -3,8 +3,8 @@
  * given at most once, `limit` 1..max, and an opaque cursor, base64url of the last row's insertion
  * sequence (for jobs by creation window or schedule, of its creation time and insertion sequence).
  */
-import { InvalidRequestError } from '../errors.js';
-import { parseTimestamp } from '../timestamp.js';
+import { InvalidRequestError } from '../../errors.js';
+import { parseTimestamp } from '../../timestamp.js';
 
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;

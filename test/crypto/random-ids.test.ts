@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newJobId, randomBase62 } from '../src/crypto/random-ids.js';
+import { newJobId, randomBase62 } from '../../src/crypto/random-ids.js';
 
 describe('job ids', () => {
   it('carry 22 random base62 characters after a time prefix, and sort by creation time', () => {

@@ -2,8 +2,8 @@
  * Readers of management request bodies: each returns the value or throws INVALID_REQUEST naming the
  * field. Route schemas check types first; these check what a schema cannot say.
  */
-import { InvalidRequestError } from '../errors.js';
-import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../store/store.js';
+import { InvalidRequestError } from '../../errors.js';
+import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../../store/store.js';
 import {
   ASYNC_COMPLETION_TIMEOUT_RANGE,
   DELIVERY_CONCURRENCY_RANGE,
@@ -13,9 +13,9 @@ import {
   RETRY_FACTOR_RANGE,
   RETRY_INITIAL_DELAY_RANGE,
   RETRY_MAX_DELAY_RANGE,
-} from './project-settings.js';
+} from '../project-settings.js';
 import { isPlainObject } from './validate-job-input.js';
-import { RETENTION_DAYS_RANGE } from '../retention.js';
+import { RETENTION_DAYS_RANGE } from '../../retention.js';
 
 export function requireObject(body: unknown): Record<string, unknown> {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
