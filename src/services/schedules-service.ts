@@ -1,6 +1,6 @@
 /**
  * Recurring schedules (SPEC section 9): the API's operations, and firing a schedule the firing
- * loop (schedule-firing.ts) claimed.
+ * loop (maintenance/schedule-firing.ts) claimed.
  */
 import type { Clock } from '../clock.js';
 import { parseCron } from '../cron/cron-expression.js';

@@ -68,7 +68,7 @@ export interface ScheduleJob {
   status: string;
 }
 
-/** Fires are created this long ahead of their instant (schedule-firing.ts, FIRE_LEAD_MS). */
+/** Fires are created this long ahead of their instant (src/maintenance/schedule-firing.ts, FIRE_LEAD_MS). */
 const FIRE_LEAD_MS = 2_000;
 /** An instant reached later than this is missed (SPEC section 9). */
 const missedAfter = (intervalMs: number) => Math.min(5_000, intervalMs / 2);
