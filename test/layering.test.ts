@@ -35,6 +35,9 @@ const LAYERS: { layer: string; holds: string[] }[] = [
 /** Only the SQLite and PostgreSQL folders know their driver; everything else sees store.ts. */
 const DRIVER_FOLDERS = ['store/sqlite/', 'store/postgres/'];
 
+/** Fastify's lib/ keeps most files under 450 lines; a longer one holds more than one concern. */
+const MAX_LINES = 400;
+
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
 
 function sourceFiles(dir: string): string[] {
@@ -130,5 +133,13 @@ describe('the layering of src/', () => {
     };
     for (const file of files) if (!index.has(file)) visit(file);
     expect(loops).toEqual([]);
+  });
+
+  it('keeps every file of src/ to at most 400 lines, one concern each', () => {
+    const long = files
+      .map((file) => ({ file, lines: readFileSync(join(SRC, file), 'utf8').split('\n').length }))
+      .filter(({ lines }) => lines > MAX_LINES)
+      .map(({ file, lines }) => `${file}: ${lines} lines`);
+    expect(long).toEqual([]);
   });
 });
