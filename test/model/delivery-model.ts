@@ -171,25 +171,28 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         break;
       }
     }
-    // Due order: a first attempt never overtakes a job of its project that was due earlier (or as
-    // early and created first) and known well before it started.
+    // Due order: a first attempt never starts before a job of its project that was due earlier (or
+    // as early and created first) and known well before it started. Starts are the store's
+    // STARTED instants: a request may reach the receiver a while after (a cold webhook thread).
+    const startOf = (d: Delivery) => (attempts.get(d.jobId) ?? []).find((a) => a.id === d.attemptId)?.startedAt ?? d.arrivedAt;
     const firsts = own.filter((d) => d.attemptNumber === 1 && !interrupted(d.jobId));
     for (const later of firsts) {
       const laterJob = model.jobs.get(later.jobId);
       if (!laterJob) continue;
-      const laterDue = model.dueAt(laterJob, later.arrivedAt);
+      const laterStart = startOf(later);
+      const laterDue = model.dueAt(laterJob, laterStart);
       for (const earlier of model.jobs.values()) {
         if (earlier.project !== project.name || earlier.id === later.jobId || interrupted(earlier.id)) continue;
         const known = Math.max(earlier.createdAt, ...earlier.dues.map((c) => c.since));
-        if (known > later.arrivedAt - ORDER_SLACK_MS) continue;
-        if (earlier.cancelledAt !== null && earlier.cancelledAt <= later.arrivedAt) continue;
-        const earlierDue = model.dueAt(earlier, later.arrivedAt);
+        if (known > laterStart - ORDER_SLACK_MS) continue;
+        if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
+        const earlierDue = model.dueAt(earlier, laterStart);
         if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq > laterJob.seq)) continue;
         const its = (byJob.get(earlier.id) ?? []).find((d) => d.attemptNumber === 1);
-        if (!its || its.arrivedAt > later.arrivedAt) {
+        if (!its || startOf(its) > laterStart) {
           found.push(
-            `${project.name}: ${later.jobId} (due ${laterDue}) first delivered at ${later.arrivedAt}, before ${earlier.id} (due ${earlierDue}, ` +
-              `${its ? `delivered at ${its.arrivedAt}` : 'never delivered'})`,
+            `${project.name}: ${later.jobId} (due ${laterDue}) first started at ${laterStart}, before ${earlier.id} (due ${earlierDue}, ` +
+              `${its ? `started at ${startOf(its)}` : 'never delivered'})`,
           );
         }
       }
