@@ -288,6 +288,10 @@ class KillAndRestart implements Command {
     const inFlight = new Set(run.receiver.deliveries.filter((d) => d.endedAt === null || d.status === 202).map((d) => d.jobId));
     // A job the dying instance had started but not yet sent may go out afterwards too.
     for (const d of run.receiver.deliveries) inFlight.add(d.jobId);
+    // A job due by now (or within the claim's lookahead) may be claimed by the dying instance, not
+    // yet started: it waits for that claim's lease, and jobs due after it may go first meanwhile.
+    const now = run.clock.now();
+    for (const job of model.jobs.values()) if (model.dueAt(job, now) <= now + 1_000) inFlight.add(job.id);
     model.kills.push({ at: run.clock.now(), inFlight });
     await run.service.kill();
     run.receiver.generation += 1;
