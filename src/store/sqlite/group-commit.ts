@@ -1,6 +1,11 @@
 import type Database from 'better-sqlite3';
 import { isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
 
+interface Outcome {
+  ok: boolean;
+  value: unknown;
+}
+
 interface PendingWrite {
   fn: () => unknown;
   resolve: (value: unknown) => void;
@@ -9,11 +14,14 @@ interface PendingWrite {
 
 /**
  * What the writer adds to each group: `afterWrite` learns whether a write's savepoint was kept;
- * `beforeCommit` writes inside the group's transaction, before its COMMIT (a failure there fails
- * the group, as a failed COMMIT does).
+ * `rolledBack` that what the writes of a group did so far is undone; `beforeCommit` writes inside
+ * the group's transaction, before its COMMIT (a failure there fails the group, as a failed COMMIT
+ * does).
  */
 export interface GroupHooks {
   afterWrite?: (kept: boolean) => void;
+  /** The group's writes were rolled back together, to be run again one savepoint each. */
+  rolledBack?: () => void;
   beforeCommit?: () => void;
 }
 
@@ -32,7 +40,9 @@ export type WalSync = (done: (error: Error | null) => void) => void;
  * SQLite, every commit waited for its fsync on the main thread: 0.5 ms typically, several under
  * load, during which no webhook left on time.
  *
- * Each write runs in its own savepoint: one that throws is rolled back alone and rejects alone.
+ * A write that throws is rolled back alone and rejects alone: the group's writes run together, and
+ * when one throws the transaction is rolled back and the group runs again with each write in its
+ * own savepoint.
  * A commit that fails rejects every write of the group. A full disk or a read-only file rejects
  * as UNAVAILABLE, and the connection stays usable: the next group tries again.
  */
@@ -83,32 +93,20 @@ export class GroupCommit {
     const group = this.pending;
     this.pending = [];
     if (group.length === 0) return;
-    const outcomes: { ok: boolean; value: unknown }[] = [];
+    let outcomes: Outcome[] | null;
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (error) {
       this.fail(group, error);
       return;
     }
-    for (const write of group) {
-      try {
-        outcomes.push({ ok: true, value: this.inSavepoint(write.fn) });
-      } catch (error) {
-        if (isSqliteUnavailable(error)) this.refusedByDisk = true;
-        outcomes.push({ ok: false, value: translateSqliteError(error) });
-      }
-      this.hooks.afterWrite?.(outcomes[outcomes.length - 1]!.ok);
-    }
     try {
+      outcomes = this.runTogether(group) ?? this.runApart(group);
       this.hooks.beforeCommit?.();
       this.db.exec('COMMIT');
     } catch (error) {
       // On a full or read-only disk the rollback can fail too; SQLite then has rolled back already.
-      try {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      } catch {
-        // nothing more to undo
-      }
+      this.rollback();
       this.fail(group, error);
       return;
     }
@@ -131,6 +129,50 @@ export class GroupCommit {
     }
     this.unsynced.push(settle);
     if (!this.syncing) this.startSync();
+  }
+
+  /**
+   * The group's writes one after the other, with nothing between them: their outcomes, or null
+   * when one threw, after rolling the whole transaction back and opening a new one (the writes
+   * are functions of the database and their parameters, so running them again is running them
+   * once). A savepoint around each write cost 13 µs a write, a third of the SQL of a job's
+   * creation and outcome, for the rare write that fails.
+   */
+  private runTogether(group: PendingWrite[]): Outcome[] | null {
+    const outcomes: Outcome[] = [];
+    try {
+      for (const write of group) outcomes.push({ ok: true, value: write.fn() });
+    } catch {
+      this.hooks.rolledBack?.();
+      this.rollback();
+      this.db.exec('BEGIN IMMEDIATE');
+      return null;
+    }
+    for (let i = 0; i < group.length; i++) this.hooks.afterWrite?.(true);
+    return outcomes;
+  }
+
+  /** Each write in its own savepoint: one that throws is rolled back alone and rejects alone. */
+  private runApart(group: PendingWrite[]): Outcome[] {
+    return group.map((write) => {
+      let outcome: Outcome;
+      try {
+        outcome = { ok: true, value: this.inSavepoint(write.fn) };
+      } catch (error) {
+        if (isSqliteUnavailable(error)) this.refusedByDisk = true;
+        outcome = { ok: false, value: translateSqliteError(error) };
+      }
+      this.hooks.afterWrite?.(outcome.ok);
+      return outcome;
+    });
+  }
+
+  private rollback(): void {
+    try {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    } catch {
+      // nothing more to undo
+    }
   }
 
   private startSync(): void {

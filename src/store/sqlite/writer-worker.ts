@@ -54,7 +54,7 @@ const writer = new GroupCommit(
         }
       }
     : null,
-  { afterWrite: (kept) => tally.endWrite(kept), beforeCommit: () => tally.write(sql) },
+  { afterWrite: (kept) => tally.endWrite(kept), rolledBack: () => tally.endWrite(false), beforeCommit: () => tally.write(sql) },
 );
 
 /**

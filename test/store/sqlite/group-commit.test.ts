@@ -78,9 +78,11 @@ describe('group commit with the WAL sync off the event loop', () => {
 
   it("tells its hooks which writes were kept, and commits what beforeCommit writes with the group, or fails the group with it", async () => {
     const kept: boolean[] = [];
+    let rolledBack = 0;
     let extra: number | null = 700;
     const hooked = new GroupCommit(db, null, {
       afterWrite: (ok) => kept.push(ok),
+      rolledBack: () => rolledBack++,
       beforeCommit: () => {
         if (extra === null) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
         db.prepare('INSERT INTO t (n) VALUES (?)').run(extra);
@@ -95,8 +97,17 @@ describe('group commit with the WAL sync off the event loop', () => {
     ];
     const outcomes = await Promise.allSettled(writes);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected']);
+    // Run together first; the throw undid the group, which ran again one savepoint a write.
+    expect(rolledBack).toBe(1);
     expect(kept).toEqual([true, false]);
     expect((reader.prepare('SELECT n FROM t ORDER BY n').all() as { n: number }[]).map((r) => r.n)).toEqual([1, 700]);
+    // A group whose writes all succeed runs once, together.
+    kept.length = 0;
+    extra = 800;
+    expect(await Promise.all([4, 5].map((n) => hooked.run(() => db.prepare('INSERT INTO t (n) VALUES (?)').run(n).changes)))).toEqual([1, 1]);
+    expect(rolledBack).toBe(1);
+    expect(kept).toEqual([true, true]);
+    db.prepare('DELETE FROM t WHERE n IN (4, 5, 800)').run();
     extra = null;
     await expect(hooked.run(() => db.prepare('INSERT INTO t (n) VALUES (3)').run().changes)).rejects.toBeInstanceOf(UnavailableError);
     expect(count()).toBe(2);
