@@ -99,7 +99,7 @@ export class AttemptRunner {
 
   /** Gives back room reserved for jobs that were not created after all. */
   unreserve(projectId: string, count: number): void {
-    this.capacity.release(projectId, count, this.deps.clock.now());
+    this.capacity.unreserve(projectId, count, this.deps.clock.now());
   }
 
   /** The claim loop's claim is done (Capacity.noteClaim). */
@@ -142,20 +142,22 @@ export class AttemptRunner {
    * their requests go out at once, in the order they were created.
    */
   async submitStarted(started: StartedJob[], reserved: { projectId: string; count: number }): Promise<void> {
-    if (reserved.count > started.length) this.capacity.release(reserved.projectId, reserved.count - started.length, this.deps.clock.now());
+    if (reserved.count > started.length) this.capacity.unreserve(reserved.projectId, reserved.count - started.length, this.deps.clock.now());
     const attempts = new Map(started.map(({ job, attempt }) => [job.id, attempt]));
-    for (const entry of await this.targets(started.map(({ job }) => job))) {
+    const reservedRoom = (job: ClaimedJob, now: number) => this.capacity.unreserve(job.projectId, 1, now);
+    for (const entry of await this.targets(started.map(({ job }) => job), reservedRoom)) {
       this.leases.hold(entry.job.id, leaseMs(entry.project));
-      this.capacity.start(entry.project.id);
+      this.capacity.startReserved(entry.project.id);
       this.run(entry, attempts.get(entry.job.id));
     }
   }
 
   /**
    * The jobs with their projects and signing secrets, each loaded once. If that fails, the jobs are
-   * still leased in the store (the lease rescue returns them) and their room here is free again.
+   * still leased in the store (the lease rescue returns them) and their room here is free again
+   * (`giveBack`: a claimed job's hold by default).
    */
-  private async targets(jobs: ClaimedJob[]): Promise<Waiting[]> {
+  private async targets(jobs: ClaimedJob[], giveBack = (job: ClaimedJob, now: number) => this.capacity.release(job.projectId, 1, now)): Promise<Waiting[]> {
     const projectIds = [...new Set(jobs.map((job) => job.projectId))];
     let projects: ProjectRow[];
     let secrets: string[][];
@@ -166,7 +168,7 @@ export class AttemptRunner {
       ]);
     } catch (error) {
       const now = this.deps.clock.now();
-      for (const job of jobs) this.capacity.release(job.projectId, 1, now);
+      for (const job of jobs) giveBack(job, now);
       throw error;
     }
     const byId = new Map(projects.map((project) => [project.id, project]));

@@ -67,8 +67,14 @@ export const claimRule = (globalSlots: number): ClaimRule => ({
 });
 
 interface ProjectCount {
-  /** Claimed (or about to be created claimed) and not yet started. */
+  /** Claimed (or about to be claimed started) and not yet started. */
   held: number;
+  /**
+   * Room taken for jobs being created started (reserveStartAtEnqueue), not yet handed over: it
+   * counts against the slots as a running attempt does, but no job waits behind it, so it does not
+   * stop another enqueue from starting its jobs beside it.
+   */
+  reserved: number;
   /** Started and not yet answered. */
   running: number;
   /** The project's settings as last loaded; null until then (its room is then only the global one). */
@@ -81,6 +87,7 @@ interface ProjectCount {
 export class Capacity {
   private readonly projects = new Map<string, ProjectCount>();
   private heldTotal = 0;
+  private reservedTotal = 0;
   private runningTotal = 0;
   /**
    * What the claim loop's last claims may have left due in the store: jobs of the projects they left
@@ -100,14 +107,14 @@ export class Capacity {
 
   private countOf(projectId: string): ProjectCount {
     let count = this.projects.get(projectId);
-    if (!count) this.projects.set(projectId, (count = { held: 0, running: 0, settings: null, holdUntil: 0 }));
+    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null, holdUntil: 0 }));
     return count;
   }
 
   /** Forgets a project with nothing held, running or holding it back. */
   private tidy(projectId: string, now: number): void {
     const count = this.projects.get(projectId);
-    if (count && count.held === 0 && count.running === 0 && count.holdUntil <= now) this.projects.delete(projectId);
+    if (count && count.held === 0 && count.reserved === 0 && count.running === 0 && count.holdUntil <= now) this.projects.delete(projectId);
   }
 
   /** The project's settings changed or were loaded (each batch of claimed jobs brings them). */
@@ -130,7 +137,7 @@ export class Capacity {
       if (settings.deliveryRatePerSecond !== null) continue;
       const count = this.projects.get(projectId);
       if (count && count.holdUntil > now) continue;
-      const room = Math.min(projectSlots(settings, this.globalSlots) - (count?.running ?? 0) - (count?.held ?? 0), this.freeSlots());
+      const room = Math.min(projectSlots(settings, this.globalSlots) - (count ? count.running + count.reserved + count.held : 0), this.freeSlots());
       if (room <= 0) continue;
       reserved[projectId] = room;
       this.hold(projectId, room);
@@ -148,7 +155,7 @@ export class Capacity {
 
   /** Jobs the worker may still take on, all projects together. */
   freeSlots(): number {
-    return this.globalSlots - this.heldTotal - this.runningTotal;
+    return this.globalSlots - this.heldTotal - this.reservedTotal - this.runningTotal;
   }
 
   get running(): number {
@@ -157,24 +164,47 @@ export class Capacity {
 
   /**
    * Room to start up to `wanted` of the project's jobs as they are enqueued (their
-   * first attempt STARTED in the creating transaction); how many, now held. None while the project
-   * holds jobs not yet started, or due jobs of it may wait in the store (a new job overtakes
-   * neither: the order rule), while it is held back, or when it has a rate (its starts wait for
-   * tokens). A shortfall marks the project (or, for want of global slots, every project) as having
-   * jobs waiting in the store, until a claim has taken them.
+   * first attempt STARTED in the creating transaction); how many, now reserved until
+   * startReserved or unreserve. None while the project holds claimed jobs not yet started, or due
+   * jobs of it may wait in the store (a new job overtakes neither: the order rule), while it is
+   * held back, or when it has a rate (its starts wait for tokens). Other enqueues' reservations
+   * only take room: jobs created started beside each other start in creation order. A shortfall
+   * marks the project (or, for want of global slots, every project) as having jobs waiting in the
+   * store, until a claim has taken them.
    */
   reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
     if (this.backlogEverywhere || this.backlogged.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
-    const count = this.projects.get(project.id);
-    if (count && (count.held > 0 || count.holdUntil > now)) return 0;
-    const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - (count?.running ?? 0), this.freeSlots()));
+    const count = this.countOf(project.id);
+    if (count.held > 0 || count.holdUntil > now) return 0;
+    const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - count.running - count.reserved, this.freeSlots()));
     if (room < wanted) {
       if (this.freeSlots() <= room) this.backlogEverywhere = true;
       else this.backlogged.add(project.id);
     }
-    if (room <= 0) return 0;
-    this.hold(project.id, room);
+    if (room <= 0) {
+      this.tidy(project.id, now);
+      return 0;
+    }
+    count.reserved += room;
+    this.reservedTotal += room;
     return room;
+  }
+
+  /** A job created started under a reservation is handed over: its attempt runs. */
+  startReserved(projectId: string): void {
+    const count = this.countOf(projectId);
+    count.reserved -= 1;
+    count.running += 1;
+    this.reservedTotal -= 1;
+    this.runningTotal += 1;
+  }
+
+  /** `n` of the room reserved at enqueue was not used (fewer jobs created started, or none). */
+  unreserve(projectId: string, n: number, now: number): void {
+    const count = this.countOf(projectId);
+    count.reserved -= n;
+    this.reservedTotal -= n;
+    this.tidy(projectId, now);
   }
 
   /**
@@ -204,7 +234,10 @@ export class Capacity {
   /** Jobs held per project (claimed or running), for the claim's per-project room. */
   heldByProject(): Record<string, number> {
     const held: Record<string, number> = {};
-    for (const [projectId, count] of this.projects) if (count.held + count.running > 0) held[projectId] = count.held + count.running;
+    for (const [projectId, count] of this.projects) {
+      const holding = count.held + count.reserved + count.running;
+      if (holding > 0) held[projectId] = holding;
+    }
     return held;
   }
 
@@ -213,7 +246,7 @@ export class Capacity {
     const full: string[] = [];
     for (const [projectId, count] of this.projects) {
       if (count.holdUntil > now) full.push(projectId);
-      else if (count.settings && count.held + count.running >= claimLimit(count.settings, this.globalSlots)) full.push(projectId);
+      else if (count.settings && count.held + count.reserved + count.running >= claimLimit(count.settings, this.globalSlots)) full.push(projectId);
     }
     return full;
   }
@@ -235,7 +268,7 @@ export class Capacity {
   /** Whether one more attempt of the project may start now: a free slot of its own, and no hold. */
   mayStart(project: ProjectRow, now: number): boolean {
     const count = this.countOf(project.id);
-    return count.holdUntil <= now && count.running < projectSlots(project, this.globalSlots);
+    return count.holdUntil <= now && count.running + count.reserved < projectSlots(project, this.globalSlots);
   }
 
   /** Until when the project is held back (0: not held). */

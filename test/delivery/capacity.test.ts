@@ -71,13 +71,13 @@ describe('the capacity model', () => {
     const p = project('p', { deliveryConcurrency: 1 });
     // One slot: the second job waits in the store, and the project is marked as having jobs there.
     expect(capacity.reserveStartAtEnqueue(p, 2, NOW)).toBe(1);
-    capacity.start(p.id);
+    capacity.startReserved(p.id);
     capacity.finish(p.id, NOW);
     expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
     // Until a claim takes every due job it could.
     capacity.noteClaim(true, []);
     expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(1);
-    capacity.release(p.id, 1, NOW);
+    capacity.unreserve(p.id, 1, NOW);
     // A job claimed here and not yet started goes first.
     capacity.hold(p.id, 1);
     expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
@@ -85,6 +85,18 @@ describe('the capacity model', () => {
     capacity.noteClaim(true, []);
     // A rated project's starts wait for their tokens: never started at creation.
     expect(capacity.reserveStartAtEnqueue(project('rated', { deliveryRatePerSecond: 5 }), 1, NOW)).toBe(0);
+    // Another enqueue's reservation only takes room: a second enqueue beside it starts its jobs too.
+    const wide = project('wide', { deliveryConcurrency: 2 });
+    expect(capacity.reserveStartAtEnqueue(wide, 1, NOW)).toBe(1);
+    expect(capacity.reserveStartAtEnqueue(wide, 1, NOW)).toBe(1);
+    expect(capacity.heldByProject()).toMatchObject({ wide: 2 });
+    // Reserved room is taken room: the project's two slots are full.
+    capacity.startReserved(wide.id);
+    expect(capacity.mayStart(wide, NOW)).toBe(false);
+    expect(capacity.reserveStartAtEnqueue(wide, 1, NOW)).toBe(0);
+    capacity.unreserve(wide.id, 1, NOW);
+    capacity.finish(wide.id, NOW);
+    capacity.noteClaim(true, []);
     // A claim that came back full: jobs of any project may wait.
     capacity.noteClaim(false, []);
     expect(capacity.reserveStartAtEnqueue(project('other'), 1, NOW)).toBe(0);
