@@ -1,4 +1,4 @@
-import { BatchedThread, HELPER_THREAD_LIMITS, siblingModule } from '../threads/batched-thread.js';
+import { BatchedThread, siblingModule, WEBHOOK_THREAD_LIMITS } from '../threads/batched-thread.js';
 import type { Sent, WebhookRequest, WebhookSender } from './webhook-client.js';
 import type { ThreadAbort, ThreadSend, ThreadSettings } from './webhook-thread.js';
 
@@ -23,7 +23,7 @@ export class ThreadedWebhookSender implements WebhookSender {
     this.thread = new BatchedThread({
       moduleUrl: siblingModule('webhook-thread', import.meta.url),
       workerData: settings,
-      resourceLimits: HELPER_THREAD_LIMITS,
+      resourceLimits: WEBHOOK_THREAD_LIMITS,
       send: 'microtask',
     });
   }

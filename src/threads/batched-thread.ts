@@ -59,6 +59,15 @@ function startThread(moduleUrl: URL, workerData: unknown, resourceLimits?: Resou
  */
 export const HELPER_THREAD_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 8 };
 
+/**
+ * The webhook thread is the exception: every request it sends makes garbage (headers, body
+ * buffers, the parsed answer), and with a hundred in flight a small young generation is collected
+ * so often that its survivors are copied again and again. 32 MB took a quarter off its CPU per
+ * request (117-124 → 87-99 µs in a microbenchmark of signed deliveries, 100 in flight) for up to
+ * 24 MB more resident memory.
+ */
+export const WEBHOOK_THREAD_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 32 };
+
 /** `./name.js` beside `base` when running built code, `./name.ts` when running the TypeScript sources. */
 export function siblingModule(name: string, base: string): URL {
   return new URL(`./${name}.${base.endsWith('.ts') ? 'ts' : 'js'}`, base);
