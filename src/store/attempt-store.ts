@@ -5,6 +5,7 @@
  */
 import type { JobRow } from './job-store.js';
 import type { ProjectRow } from './tenancy-store.js';
+import { methodList } from './forward-methods.js';
 
 export type AttemptOutcome = 'success' | 'http_error' | 'timeout' | 'network_error' | 'lease_expired';
 
@@ -114,3 +115,6 @@ export interface AttemptStore {
    */
   attemptReport(params: { jobId: string; attemptId: string; now: number; report: AttemptReport }): Promise<boolean>;
 }
+
+/** AttemptStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const ATTEMPT_STORE_METHODS = methodList<AttemptStore>()(['attemptListByJob', 'attemptStart', 'attemptFinish', 'attemptAccept', 'attemptGetWithJob', 'attemptReport'] as const);

@@ -3,6 +3,7 @@
  * sessions (SPEC section 7), and API keys with the principal a key authenticates as.
  */
 import type { ProjectRow, TeamRow } from './tenancy-store.js';
+import { methodList } from './forward-methods.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -71,3 +72,6 @@ export interface AuthStore {
   apiKeyRevoke(params: { keyId: string; now: number }): Promise<ApiKeyRow | null>;
   apiKeyTouch(params: { keyId: string; now: number }): Promise<void>;
 }
+
+/** AuthStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const AUTH_STORE_METHODS = methodList<AuthStore>()(['userInsert', 'userGet', 'userGetByEmail', 'userGetPasswordHash', 'userList', 'userCount', 'userUpdatePassword', 'sessionInsert', 'sessionGet', 'sessionDelete', 'sessionDeleteByUser', 'sessionDeleteExpired', 'apiKeyInsert', 'apiKeyFindByHash', 'apiKeyGet', 'apiKeyListByProject', 'apiKeyRevoke', 'apiKeyTouch'] as const);

@@ -5,6 +5,7 @@
  * whichever instance claims it (a lease in the row, as jobs have).
  */
 import { formatTimestamp } from '../timestamp.js';
+import { methodList } from './forward-methods.js';
 
 export const EVENT_TYPES = ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -85,6 +86,9 @@ export interface EventStore {
   /** Deletes up to `limit` events that occurred at or before `occurredBy`. */
   eventPrune(params: { occurredBy: number; limit: number }): Promise<number>;
 }
+
+/** EventStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const EVENT_STORE_METHODS = methodList<EventStore>()(['eventInsert', 'eventList', 'eventClaimDue', 'eventReleaseClaims', 'eventFinish', 'webhookHealthRecord', 'webhookHealthListFailing', 'eventPrune'] as const);
 
 /** SPEC section 10: webhook.failing after this many failed attempts in a row, at most once an hour while it lasts. */
 export const FAILING_AFTER = 10;

@@ -5,6 +5,7 @@
  * (`jobCancelIfQueued`), so a late or duplicate write changes nothing.
  */
 import type { ProjectRow } from './tenancy-store.js';
+import { methodList } from './forward-methods.js';
 
 export const JOB_STATUSES = ['QUEUED', 'DISPATCHED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -288,3 +289,6 @@ export interface JobStore {
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number>;
   jobCountByStatus(): Promise<Record<JobStatus, number>>;
 }
+
+/** JobStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobRetryFailedMany', 'jobCountFailed', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus'] as const);

@@ -11,6 +11,7 @@
 import { countsByStatus } from './job-rules.js';
 import type { AttemptOutcome } from './attempt-store.js';
 import type { JobStatus } from './job-store.js';
+import { methodList } from './forward-methods.js';
 
 export const MINUTE_MS = 60_000;
 /** Deliveries, failures, the success rate and the last failures cover this many minutes, the current one included (24 hours). */
@@ -161,6 +162,9 @@ export interface OverviewStore {
   /** Deletes up to `limit` of the overview's rows (every project's) of minutes before `before`; how many. */
   overviewPrune(params: { before: number; limit: number }): Promise<number>;
 }
+
+/** OverviewStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const OVERVIEW_STORE_METHODS = methodList<OverviewStore>()(['projectOverview', 'overviewCompact', 'overviewPrune'] as const);
 
 /** What both stores read for an overview at `params.now`: the project, the count limit and each window's bounds. */
 export function overviewWindows(params: ProjectOverviewParams): {

@@ -3,6 +3,7 @@
  * long, pruning in small batches, and what pruning would delete.
  */
 import type { PruneCutoffs } from '../retention.js';
+import { methodList } from './forward-methods.js';
 
 export interface PrunedJobs {
   jobs: number;
@@ -34,3 +35,6 @@ export interface RetentionStore {
   /** Bytes the store occupies: the database, and its write-ahead log where it has one of its own (SQLite). */
   storeSize(): Promise<{ databaseBytes: number; walBytes: number | null }>;
 }
+
+/** RetentionStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const RETENTION_STORE_METHODS = methodList<RetentionStore>()(['projectListRetention', 'jobPruneFinal', 'idempotencyKeyPrune', 'usagePrune', 'pruneCount', 'storeSize'] as const);

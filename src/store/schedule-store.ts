@@ -5,6 +5,7 @@
  * the firing lease (scheduleClaimDue) keeps them from trying at once.
  */
 import type { NewEvent } from './event-store.js';
+import { methodList } from './forward-methods.js';
 
 export const CATCH_UP_MODES = ['latest', 'none', 'all'] as const;
 export type CatchUp = (typeof CATCH_UP_MODES)[number];
@@ -103,3 +104,6 @@ export interface ScheduleStore {
   /** Moves a claimed schedule on to its next fire and lets go of it; false if it had moved on already, or was paused since. */
   scheduleAdvance(params: ScheduleAdvanceParams): Promise<boolean>;
 }
+
+/** ScheduleStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const SCHEDULE_STORE_METHODS = methodList<ScheduleStore>()(['scheduleInsert', 'scheduleGet', 'scheduleList', 'scheduleUpdate', 'scheduleStartedAheadUntil', 'scheduleDelete', 'scheduleClaimDue', 'scheduleNextWakeAt', 'scheduleAdvance'] as const);

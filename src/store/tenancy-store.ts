@@ -3,6 +3,7 @@
  * projects with their settings and signing secrets, and each team's daily usage. A project's
  * webhook secrets live here, not with authentication, because a project is created with its first.
  */
+import { methodList } from './forward-methods.js';
 
 export interface TeamRow {
   id: string;
@@ -91,3 +92,6 @@ export interface TenancyStore {
   /** Jobs created per UTC day in [fromDay, toDay), days as YYYY-MM-DD. */
   usageDaily(params: { teamId: string; fromDay: string; toDay: string }): Promise<{ day: string; jobsCreated: number }[]>;
 }
+
+/** TenancyStore's methods, each driver's noun object forwards them (forward-methods.ts). */
+export const TENANCY_STORE_METHODS = methodList<TenancyStore>()(['settingGet', 'settingInsertIfAbsent', 'teamInsert', 'teamGet', 'teamUpdate', 'teamCount', 'teamList', 'teamListByUser', 'teamMembershipInsert', 'projectInsert', 'projectGet', 'projectGetMany', 'projectListByTeam', 'projectUpdate', 'projectBackoff', 'projectListWithHeldJobs', 'webhookSecretListActive', 'webhookSecretRotate', 'usageDaily'] as const);

@@ -1,9 +1,25 @@
 /** Contract cases of migrations, settings, teams, projects, API keys and webhook secrets: see store-contract.ts. */
 import { expect, it } from 'vitest';
+import { ATTEMPT_STORE_METHODS } from '../../src/store/attempt-store.js';
+import { AUTH_STORE_METHODS } from '../../src/store/auth-store.js';
+import { EVENT_STORE_METHODS } from '../../src/store/event-store.js';
+import { JOB_STORE_METHODS } from '../../src/store/job-store.js';
+import { OVERVIEW_STORE_METHODS } from '../../src/store/overview-store.js';
+import { RETENTION_STORE_METHODS } from '../../src/store/retention-store.js';
+import { SCHEDULE_STORE_METHODS } from '../../src/store/schedule-store.js';
+import { TENANCY_STORE_METHODS } from '../../src/store/tenancy-store.js';
 import type { ContractContext } from './contract-context.js';
 
 export function tenancyCases(contract: ContractContext): void {
   const { T0, makeProject } = contract;
+  it("presents every method of every noun's interface as its own (forward-methods.ts)", () => {
+    const lists = [TENANCY_STORE_METHODS, AUTH_STORE_METHODS, JOB_STORE_METHODS, ATTEMPT_STORE_METHODS, RETENTION_STORE_METHODS, OVERVIEW_STORE_METHODS, EVENT_STORE_METHODS, SCHEDULE_STORE_METHODS];
+    const names: string[] = lists.flat();
+    const store = contract.store as unknown as Record<string, unknown>;
+    expect(names.filter((name) => typeof store[name] !== 'function')).toEqual([]);
+    expect(new Set(names).size).toBe(names.length);
+  });
+
   it('migrates twice without harm', async () => {
     await contract.store.migrate();
     await contract.store.ping();

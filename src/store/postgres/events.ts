@@ -1,4 +1,5 @@
 /** Events (SPEC section 10) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
+import type { EventStore } from '../event-store.js';
 import {
   healthAfter,
   type ClaimedEvent,
@@ -11,25 +12,25 @@ import {
 import type { ConnectionPool, Queryable } from './connection-pool.js';
 import { EventClaimDue, EventFinish, EventInsert, EventList, EventPrune, EventReleaseClaims, WebhookHealthDelete, WebhookHealthGetForUpdate, WebhookHealthListFailing, WebhookHealthLockProject, WebhookHealthUpsert } from './queries/events.js';
 
-export class PostgresEvents {
+export class PostgresEvents implements EventStore {
   constructor(private readonly db: ConnectionPool) {}
 
-  async insert(event: NewEvent, client?: Queryable): Promise<boolean> {
+  async eventInsert(event: NewEvent, client?: Queryable): Promise<boolean> {
     const args = [event.id, event.projectId, event.type, event.occurredAt, event.data];
     return ((await this.db.query(EventInsert, args, client)).rowCount ?? 0) > 0;
   }
 
-  list(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<EventRow[]> {
+  eventList(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<EventRow[]> {
     return this.db.rows<EventRow>(EventList, [params.projectId, params.beforeSeq ?? Number.MAX_SAFE_INTEGER, params.limit]);
   }
 
-  async claimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedEvent[]> {
+  async eventClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedEvent[]> {
     const rows = await this.db.rows<ClaimedEvent>(EventClaimDue, [params.now, params.limit, params.workerId, params.leaseExtraMs]);
     // RETURNING gives no order.
     return rows.sort((a, b) => a.occurredAt - b.occurredAt || a.seq - b.seq);
   }
 
-  async finish(p: { eventId: string; workerId: string; leaseUntil: number; now: number; outcome: EventAttemptOutcome }): Promise<boolean> {
+  async eventFinish(p: { eventId: string; workerId: string; leaseUntil: number; now: number; outcome: EventAttemptOutcome }): Promise<boolean> {
     const { outcome } = p;
     const args = [
       p.eventId,
@@ -44,12 +45,12 @@ export class PostgresEvents {
     return ((await this.db.query(EventFinish, args)).rowCount ?? 0) > 0;
   }
 
-  async releaseClaims(params: { now: number }): Promise<number> {
+  async eventReleaseClaims(params: { now: number }): Promise<number> {
     return (await this.db.query(EventReleaseClaims, [params.now])).rowCount ?? 0;
   }
 
   /** Under the project row's lock, so that instances recording outcomes of one project take turns. */
-  async healthRecord(p: { projectId: string; outcomes: HealthOutcome[] }): Promise<void> {
+  async webhookHealthRecord(p: { projectId: string; outcomes: HealthOutcome[] }): Promise<void> {
     await this.db.transaction(async (client) => {
       await this.db.query(WebhookHealthLockProject, [p.projectId], client);
       const before = (await this.db.rows<WebhookHealthRow>(WebhookHealthGetForUpdate, [p.projectId], client))[0] ?? null;
@@ -59,7 +60,7 @@ export class PostgresEvents {
         row = after.row;
         if (after.event) {
           const event = { id: outcome.eventId, projectId: p.projectId, type: after.event.type, occurredAt: outcome.at, data: JSON.stringify(after.event.data) };
-          await this.insert(event, client);
+          await this.eventInsert(event, client);
         }
       }
       if (row) await this.db.query(WebhookHealthUpsert, [p.projectId, row.consecutiveFailures, row.failingSince, row.failingEventAt, row.lastError], client);
@@ -67,11 +68,11 @@ export class PostgresEvents {
     });
   }
 
-  async listFailing(): Promise<string[]> {
+  async webhookHealthListFailing(): Promise<string[]> {
     return (await this.db.rows<{ projectId: string }>(WebhookHealthListFailing)).map((row) => row.projectId);
   }
 
-  async prune(params: { occurredBy: number; limit: number }): Promise<number> {
+  async eventPrune(params: { occurredBy: number; limit: number }): Promise<number> {
     return (await this.db.query(EventPrune, [params.occurredBy, params.limit])).rowCount ?? 0;
   }
 }

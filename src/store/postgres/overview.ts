@@ -5,6 +5,7 @@ import {
   overviewWindows,
   type DeliveryMinute,
   type FailedAttempt,
+  type OverviewStore,
   type ProjectOverview,
   type ProjectOverviewParams,
 } from '../overview-store.js';
@@ -12,11 +13,11 @@ import type { JobStatus } from '../store.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { DeliveryMinuteCompact, DeliveryMinuteList, DeliveryMinutePrune, FailedAttemptListRecent, FailedAttemptPrune, JobCountByStatusOfProject, LatenessHistogram, LatenessMinuteCompact, LatenessMinutePrune } from './queries/overview.js';
 
-export class PostgresOverview {
+export class PostgresOverview implements OverviewStore {
   constructor(private readonly db: ConnectionPool) {}
 
   /** Four short reads side by side, on the pool; no transaction: each figure stands on its own. */
-  async read(params: ProjectOverviewParams): Promise<ProjectOverview> {
+  async projectOverview(params: ProjectOverviewParams): Promise<ProjectOverview> {
     const { projectId, countLimit, deliveriesFrom, latenessFrom, until } = overviewWindows(params);
     const [counts, deliveryMinutes, histogram, recentFailures] = await Promise.all([
       this.db.rows<{ status: JobStatus; n: number }>(JobCountByStatusOfProject, [projectId, countLimit + 1]),
@@ -28,7 +29,7 @@ export class PostgresOverview {
   }
 
   /** Up to `limit` rows in all, table after table. */
-  async compact(params: { before: number; limit: number }): Promise<number> {
+  async overviewCompact(params: { before: number; limit: number }): Promise<number> {
     let folded = 0;
     for (const statement of [DeliveryMinuteCompact, LatenessMinuteCompact]) {
       if (folded >= params.limit) break;
@@ -38,7 +39,7 @@ export class PostgresOverview {
   }
 
   /** Up to `limit` rows in all, table after table. */
-  async prune(params: { before: number; limit: number }): Promise<number> {
+  async overviewPrune(params: { before: number; limit: number }): Promise<number> {
     let deleted = 0;
     for (const statement of [DeliveryMinutePrune, LatenessMinutePrune, FailedAttemptPrune]) {
       if (deleted >= params.limit) break;

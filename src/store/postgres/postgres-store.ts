@@ -17,18 +17,20 @@
  *
  * This class opens the connections and hands each noun to a module of its own: tenancy.ts, auth.ts,
  * jobs.ts (creation in job-creator.ts), attempts.ts (batched in attempt-recorder.ts), retention.ts,
- * overview.ts, events.ts and schedules.ts.
+ * overview.ts, events.ts and schedules.ts, whose methods it presents as its own
+ * (../forward-methods.ts).
  */
 import { UnavailableError } from '../../errors.js';
-import type { PruneCutoffs } from '../../retention.js';
-import type { AttemptStore } from '../attempt-store.js';
-import type { AuthStore } from '../auth-store.js';
-import type { EventStore } from '../event-store.js';
-import type { JobStore } from '../job-store.js';
-import type { OverviewStore } from '../overview-store.js';
-import type { ScheduleStore } from '../schedule-store.js';
+import { ATTEMPT_STORE_METHODS, type AttemptStore } from '../attempt-store.js';
+import { AUTH_STORE_METHODS, type AuthStore } from '../auth-store.js';
+import { EVENT_STORE_METHODS, type EventStore } from '../event-store.js';
+import { forwardMethods } from '../forward-methods.js';
+import { JOB_STORE_METHODS, type JobStore } from '../job-store.js';
+import { OVERVIEW_STORE_METHODS, type OverviewStore } from '../overview-store.js';
+import { RETENTION_STORE_METHODS, type RetentionStore } from '../retention-store.js';
+import { SCHEDULE_STORE_METHODS, type ScheduleStore } from '../schedule-store.js';
 import type { Store } from '../store.js';
-import type { TenancyStore } from '../tenancy-store.js';
+import { TENANCY_STORE_METHODS, type TenancyStore } from '../tenancy-store.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { PostgresAttempts } from './attempts.js';
 import { PostgresAuth } from './auth.js';
@@ -56,6 +58,14 @@ interface PostgresStoreOptions extends ConnectionOptions {
 const NOTIFY_CHANNEL = 'punctual_job_due';
 const CONFIG_CHANNEL = 'punctual_config_changed';
 
+/**
+ * The nouns' methods, which the constructor copies onto the store from its noun objects
+ * (forwardMethods, with lists checked exhaustive against these interfaces).
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the constructor defines every member of these interfaces (forwardMethods)
+export interface PostgresStore extends TenancyStore, AuthStore, JobStore, AttemptStore, RetentionStore, OverviewStore, EventStore, ScheduleStore {}
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   /** Other instances may hold live leases: only expired ones are rescued, at start too. */
@@ -68,28 +78,21 @@ export class PostgresStore implements Store {
   private listener: PostgresListener | null = null;
   private onJobDue: ((runAt: number) => void) | null = null;
   private readonly cached: CachedReads;
-  private readonly retention: PostgresRetention;
-  private readonly schedules: PostgresSchedules;
-  private readonly events: PostgresEvents;
-  private readonly overview: PostgresOverview;
-  private readonly tenancy: PostgresTenancy;
-  private readonly auth: PostgresAuth;
-  private readonly jobs: PostgresJobs;
-  private readonly attempts: PostgresAttempts;
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.db = new ConnectionPool(options);
-    this.retention = new PostgresRetention(this.db);
-    this.events = new PostgresEvents(this.db);
-    this.overview = new PostgresOverview(this.db);
-    this.schedules = new PostgresSchedules(this.db, this.events);
     this.creator = new JobCreator(this.db);
     this.recorder = new AttemptRecorder(this.db);
     this.cached = new CachedReads(this.db);
-    this.tenancy = new PostgresTenancy(this.db, this.cached);
-    this.auth = new PostgresAuth(this.db, this.cached);
-    this.jobs = new PostgresJobs(this.db, this.creator, this.recorder);
-    this.attempts = new PostgresAttempts(this.db, this.recorder, this.cached);
+    const events = new PostgresEvents(this.db);
+    forwardMethods(this, new PostgresTenancy(this.db, this.cached), TENANCY_STORE_METHODS);
+    forwardMethods(this, new PostgresAuth(this.db, this.cached), AUTH_STORE_METHODS);
+    forwardMethods(this, new PostgresJobs(this.db, this.creator, this.recorder), JOB_STORE_METHODS);
+    forwardMethods(this, new PostgresAttempts(this.db, this.recorder, this.cached), ATTEMPT_STORE_METHODS);
+    forwardMethods(this, new PostgresRetention(this.db), RETENTION_STORE_METHODS);
+    forwardMethods(this, new PostgresOverview(this.db), OVERVIEW_STORE_METHODS);
+    forwardMethods(this, events, EVENT_STORE_METHODS);
+    forwardMethods(this, new PostgresSchedules(this.db, events), SCHEDULE_STORE_METHODS);
   }
 
   /** On a connection of its own, without the pool's timeouts: see migrate.ts. */
@@ -138,106 +141,4 @@ export class PostgresStore implements Store {
     await this.listener?.close();
     await this.db.end();
   }
-
-  // Tenancy (../tenancy-store.ts), in tenancy.ts.
-  readonly settingGet: TenancyStore['settingGet'] = (key) => this.tenancy.settingGet(key);
-  readonly settingInsertIfAbsent: TenancyStore['settingInsertIfAbsent'] = (key, value) => this.tenancy.settingInsertIfAbsent(key, value);
-  readonly teamInsert: TenancyStore['teamInsert'] = (team) => this.tenancy.teamInsert(team);
-  readonly teamGet: TenancyStore['teamGet'] = (teamId) => this.tenancy.teamGet(teamId);
-  readonly teamUpdate: TenancyStore['teamUpdate'] = (params) => this.tenancy.teamUpdate(params);
-  readonly teamCount: TenancyStore['teamCount'] = () => this.tenancy.teamCount();
-  readonly teamList: TenancyStore['teamList'] = () => this.tenancy.teamList();
-  readonly teamListByUser: TenancyStore['teamListByUser'] = (userId) => this.tenancy.teamListByUser(userId);
-  readonly teamMembershipInsert: TenancyStore['teamMembershipInsert'] = (params) => this.tenancy.teamMembershipInsert(params);
-  readonly projectInsert: TenancyStore['projectInsert'] = (params) => this.tenancy.projectInsert(params);
-  readonly projectGet: TenancyStore['projectGet'] = (projectId) => this.tenancy.projectGet(projectId);
-  readonly projectGetMany: TenancyStore['projectGetMany'] = (projectIds) => this.tenancy.projectGetMany(projectIds);
-  readonly projectListByTeam: TenancyStore['projectListByTeam'] = (teamId) => this.tenancy.projectListByTeam(teamId);
-  readonly projectUpdate: TenancyStore['projectUpdate'] = (params) => this.tenancy.projectUpdate(params);
-  readonly projectBackoff: TenancyStore['projectBackoff'] = (params) => this.tenancy.projectBackoff(params);
-  readonly projectListWithHeldJobs: TenancyStore['projectListWithHeldJobs'] = () => this.tenancy.projectListWithHeldJobs();
-  readonly webhookSecretListActive: TenancyStore['webhookSecretListActive'] = (params) => this.tenancy.webhookSecretListActive(params);
-  readonly webhookSecretRotate: TenancyStore['webhookSecretRotate'] = (params) => this.tenancy.webhookSecretRotate(params);
-  readonly usageDaily: TenancyStore['usageDaily'] = (params) => this.tenancy.usageDaily(params);
-
-  // Users, sessions and API keys (../auth-store.ts), in auth.ts.
-  readonly userInsert: AuthStore['userInsert'] = (user) => this.auth.userInsert(user);
-  readonly userGet: AuthStore['userGet'] = (userId) => this.auth.userGet(userId);
-  readonly userGetByEmail: AuthStore['userGetByEmail'] = (email) => this.auth.userGetByEmail(email);
-  readonly userGetPasswordHash: AuthStore['userGetPasswordHash'] = (userId) => this.auth.userGetPasswordHash(userId);
-  readonly userList: AuthStore['userList'] = () => this.auth.userList();
-  readonly userCount: AuthStore['userCount'] = () => this.auth.userCount();
-  readonly userUpdatePassword: AuthStore['userUpdatePassword'] = (params) => this.auth.userUpdatePassword(params);
-  readonly sessionInsert: AuthStore['sessionInsert'] = (session) => this.auth.sessionInsert(session);
-  readonly sessionGet: AuthStore['sessionGet'] = (params) => this.auth.sessionGet(params);
-  readonly sessionDelete: AuthStore['sessionDelete'] = (tokenHash) => this.auth.sessionDelete(tokenHash);
-  readonly sessionDeleteByUser: AuthStore['sessionDeleteByUser'] = (params) => this.auth.sessionDeleteByUser(params);
-  readonly sessionDeleteExpired: AuthStore['sessionDeleteExpired'] = (now) => this.auth.sessionDeleteExpired(now);
-  readonly apiKeyInsert: AuthStore['apiKeyInsert'] = (key) => this.auth.apiKeyInsert(key);
-  readonly apiKeyFindByHash: AuthStore['apiKeyFindByHash'] = (hash) => this.auth.apiKeyFindByHash(hash);
-  readonly apiKeyGet: AuthStore['apiKeyGet'] = (keyId) => this.auth.apiKeyGet(keyId);
-  readonly apiKeyListByProject: AuthStore['apiKeyListByProject'] = (projectId) => this.auth.apiKeyListByProject(projectId);
-  readonly apiKeyRevoke: AuthStore['apiKeyRevoke'] = (params) => this.auth.apiKeyRevoke(params);
-  readonly apiKeyTouch: AuthStore['apiKeyTouch'] = (params) => this.auth.apiKeyTouch(params);
-
-  // Jobs (../job-store.ts), in jobs.ts.
-  readonly jobCreate: JobStore['jobCreate'] = (params) => this.jobs.jobCreate(params);
-  readonly jobGet: JobStore['jobGet'] = (params) => this.jobs.jobGet(params);
-  readonly jobList: JobStore['jobList'] = (params) => this.jobs.jobList(params);
-  readonly jobCancelIfQueued: JobStore['jobCancelIfQueued'] = (params) => this.jobs.jobCancelIfQueued(params);
-  readonly jobRescheduleIfQueued: JobStore['jobRescheduleIfQueued'] = (params) => this.jobs.jobRescheduleIfQueued(params);
-  readonly jobRetryIfFailed: JobStore['jobRetryIfFailed'] = (params) => this.jobs.jobRetryIfFailed(params);
-  readonly jobRetryFailedMany: JobStore['jobRetryFailedMany'] = (params) => this.jobs.jobRetryFailedMany(params);
-  readonly jobCountFailed: JobStore['jobCountFailed'] = (params) => this.jobs.jobCountFailed(params);
-  readonly jobHoldBatch: JobStore['jobHoldBatch'] = (params) => this.jobs.jobHoldBatch(params);
-  readonly jobReleaseHeldBatch: JobStore['jobReleaseHeldBatch'] = (params) => this.jobs.jobReleaseHeldBatch(params);
-  readonly jobClaimDue: JobStore['jobClaimDue'] = (params) => this.jobs.jobClaimDue(params);
-  readonly jobNextDueAt: JobStore['jobNextDueAt'] = (params) => this.jobs.jobNextDueAt(params);
-  readonly jobLeaseRenew: JobStore['jobLeaseRenew'] = (params) => this.jobs.jobLeaseRenew(params);
-  readonly jobRescueExpiredLeases: JobStore['jobRescueExpiredLeases'] = (params) => this.jobs.jobRescueExpiredLeases(params);
-  readonly jobListDispatchedTo: JobStore['jobListDispatchedTo'] = (params) => this.jobs.jobListDispatchedTo(params);
-  readonly jobReleaseDispatched: JobStore['jobReleaseDispatched'] = (params) => this.jobs.jobReleaseDispatched(params);
-  readonly jobCountByStatus: JobStore['jobCountByStatus'] = () => this.jobs.jobCountByStatus();
-
-  // Attempts (../attempt-store.ts), in attempts.ts.
-  readonly attemptListByJob: AttemptStore['attemptListByJob'] = (jobId) => this.attempts.attemptListByJob(jobId);
-  readonly attemptStart: AttemptStore['attemptStart'] = (params) => this.attempts.attemptStart(params);
-  readonly attemptFinish: AttemptStore['attemptFinish'] = (params) => this.attempts.attemptFinish(params);
-  readonly attemptAccept: AttemptStore['attemptAccept'] = (params) => this.attempts.attemptAccept(params);
-  readonly attemptGetWithJob: AttemptStore['attemptGetWithJob'] = (params) => this.attempts.attemptGetWithJob(params);
-  readonly attemptReport: AttemptStore['attemptReport'] = (params) => this.attempts.attemptReport(params);
-
-  // Retention (SPEC section 12), in retention.ts.
-  readonly projectListRetention = () => this.retention.projectList();
-  readonly jobPruneFinal = (params: { projectId: string; finalBy: number; limit: number }) => this.retention.jobPruneFinal(params);
-  readonly idempotencyKeyPrune = (params: { createdBy: number; limit: number }) => this.retention.idempotencyKeyPrune(params);
-  readonly usagePrune = (params: { beforeDay: string; limit: number }) => this.retention.usagePrune(params);
-  readonly pruneCount = (cutoffs: PruneCutoffs) => this.retention.count(cutoffs);
-  readonly storeSize = () => this.retention.size();
-
-  // The project overview (../overview-store.ts), in overview.ts; its figures are written with the attempts (attempt-recorder.ts).
-  readonly projectOverview: OverviewStore['projectOverview'] = (params) => this.overview.read(params);
-  readonly overviewCompact: OverviewStore['overviewCompact'] = (params) => this.overview.compact(params);
-  readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.overview.prune(params);
-
-  // Events (SPEC section 10), in events.ts.
-  readonly eventInsert: EventStore['eventInsert'] = (event) => this.events.insert(event);
-  readonly eventList: EventStore['eventList'] = (params) => this.events.list(params);
-  readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.events.claimDue(params);
-  readonly eventFinish: EventStore['eventFinish'] = (params) => this.events.finish(params);
-  readonly eventReleaseClaims: EventStore['eventReleaseClaims'] = (params) => this.events.releaseClaims(params);
-  readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.events.healthRecord(params);
-  readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = () => this.events.listFailing();
-  readonly eventPrune: EventStore['eventPrune'] = (params) => this.events.prune(params);
-
-  // Recurring schedules (SPEC section 9), in schedules.ts.
-  readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.schedules.insert(params);
-  readonly scheduleGet: ScheduleStore['scheduleGet'] = (params) => this.schedules.get(params);
-  readonly scheduleList: ScheduleStore['scheduleList'] = (params) => this.schedules.list(params);
-  readonly scheduleUpdate: ScheduleStore['scheduleUpdate'] = (params) => this.schedules.update(params);
-  readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.schedules.delete(params);
-  readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.schedules.claimDue(params);
-  readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.schedules.advance(params);
-  readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = (params) => this.schedules.nextWakeAt(params);
-  readonly scheduleStartedAheadUntil: ScheduleStore['scheduleStartedAheadUntil'] = (params) => this.schedules.startedAheadUntil(params);
 }

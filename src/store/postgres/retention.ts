@@ -1,14 +1,14 @@
 /** Retention on PostgreSQL (SPEC section 12): small batches that instances share without waiting on each other. */
 import type { PruneCutoffs } from '../../retention.js';
-import type { PruneCounts, PrunedJobs } from '../store.js';
+import type { PruneCounts, PrunedJobs, RetentionStore } from '../retention-store.js';
 import { countPrunable } from '../job-rules.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { EventCountPrunable, IdempotencyKeyCountPrunable, IdempotencyKeyPrune, JobCountPrunable, JobPruneFinal, ProjectListRetention, StoreSize, UsageCountPrunable, UsagePrune } from './queries/retention.js';
 
-export class PostgresRetention {
+export class PostgresRetention implements RetentionStore {
   constructor(private readonly db: ConnectionPool) {}
 
-  projectList(): Promise<{ projectId: string; retentionDays: number | null }[]> {
+  projectListRetention(): Promise<{ projectId: string; retentionDays: number | null }[]> {
     return this.db.rows(ProjectListRetention);
   }
 
@@ -24,7 +24,7 @@ export class PostgresRetention {
     return (await this.db.query(UsagePrune, [params.beforeDay, params.limit])).rowCount ?? 0;
   }
 
-  count(cutoffs: PruneCutoffs): Promise<PruneCounts> {
+  pruneCount(cutoffs: PruneCutoffs): Promise<PruneCounts> {
     const n = async (sql: string, param: unknown) => (await this.db.rows<{ n: number }>(sql, [param]))[0]!.n;
     return countPrunable(cutoffs, {
       jobs: async (project) => (await this.db.rows<PrunedJobs>(JobCountPrunable, [project.projectId, project.finalBy]))[0]!,
@@ -34,7 +34,7 @@ export class PostgresRetention {
     });
   }
 
-  async size(): Promise<{ databaseBytes: number; walBytes: null }> {
+  async storeSize(): Promise<{ databaseBytes: number; walBytes: null }> {
     const bytes = (await this.db.rows<{ bytes: string }>(StoreSize))[0]!.bytes;
     return { databaseBytes: Number(bytes), walBytes: null };
   }

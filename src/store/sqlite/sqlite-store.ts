@@ -12,41 +12,35 @@
  * is acknowledged, so an acknowledged job survives power loss; the fsync waits on the writer
  * thread, not on the event loop. NORMAL survives a process crash (kill -9) but not an OS crash.
  *
- * This class opens the connections and hands each noun to a module of its own: tenancy.ts,
- * auth.ts, jobs.ts and attempts.ts; retention, the overview, events and schedules are short enough
- * to stay below.
+ * This class opens the connections and hands each noun to a module of its own (tenancy.ts, auth.ts,
+ * jobs.ts, attempts.ts, retention.ts, overview.ts, events.ts, schedules.ts), whose methods it
+ * presents as its own (../forward-methods.ts).
  */
 import { statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
-import type { AttemptStore } from '../attempt-store.js';
-import type { AuthStore } from '../auth-store.js';
-import type { EventRow, EventStore } from '../event-store.js';
-import type { JobStore } from '../job-store.js';
-import type { OverviewStore } from '../overview-store.js';
-import type { PruneCounts, PrunedJobs } from '../retention-store.js';
-import type { ScheduleStore } from '../schedule-store.js';
+import { ATTEMPT_STORE_METHODS, type AttemptStore } from '../attempt-store.js';
+import { AUTH_STORE_METHODS, type AuthStore } from '../auth-store.js';
+import { EVENT_STORE_METHODS, type EventStore } from '../event-store.js';
+import { forwardMethods } from '../forward-methods.js';
+import { JOB_STORE_METHODS, type JobStore } from '../job-store.js';
+import { OVERVIEW_STORE_METHODS, type OverviewStore } from '../overview-store.js';
+import { RETENTION_STORE_METHODS, type RetentionStore } from '../retention-store.js';
+import { SCHEDULE_STORE_METHODS, type ScheduleStore } from '../schedule-store.js';
 import type { Store } from '../store.js';
-import type { TenancyStore } from '../tenancy-store.js';
-import type { PruneCutoffs } from '../../retention.js';
+import { TENANCY_STORE_METHODS, type TenancyStore } from '../tenancy-store.js';
 import { SqliteAttempts } from './attempts.js';
 import { SqliteAuth } from './auth.js';
 import { BackgroundConnection } from './background-connection.js';
 import { CachedReads } from './cached-reads.js';
-import * as eventWrites from './event-writes.js';
+import { SqliteEvents } from './events.js';
 import { SqliteJobs } from './jobs.js';
 import { migrateSqlite } from './migrate.js';
-import { readProjectOverview } from './overview-reads.js';
-import * as overviewWrites from './overview-writes.js';
-import { EventList, WebhookHealthListFailing } from './queries/events.js';
-import { ProjectListRetention } from './queries/retention.js';
-import { JobStartedAheadOfSchedule, ScheduleGet, ScheduleList, ScheduleNextWakeAt } from './queries/schedules.js';
+import { SqliteOverview } from './overview.js';
 import { openReaderConnection } from './reader-connection.js';
-import * as retentionWrites from './retention-writes.js';
-import { countPrunableSqlite, storeFileSizes } from './retention-reads.js';
-import * as scheduleWrites from './schedule-writes.js';
+import { SqliteRetention } from './retention.js';
+import { SqliteSchedules } from './schedules.js';
 import { acquireServeLock } from './serve-lock.js';
-import { toSchedule } from './sqlite-rows.js';
 import { SqliteTenancy } from './tenancy.js';
 import { SqliteWriter } from './writer.js';
 
@@ -74,6 +68,14 @@ const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 /** After a write refused for lack of space, not ready again until the volume has this much free. */
 const READY_FREE_BYTES = 1024 * 1024;
 
+/**
+ * The nouns' methods, which the constructor copies onto the store from its noun objects
+ * (forwardMethods, with lists checked exhaustive against these interfaces).
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the constructor defines every member of these interfaces (forwardMethods)
+export interface SqliteStore extends TenancyStore, AuthStore, JobStore, AttemptStore, RetentionStore, OverviewStore, EventStore, ScheduleStore {}
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   /**
@@ -91,10 +93,6 @@ export class SqliteStore implements Store {
   private readonly writer: SqliteWriter;
   private readonly statements = new Map<string, Statement>();
   private readonly cached = new CachedReads((text) => this.sql(text));
-  private readonly tenancy: SqliteTenancy;
-  private readonly auth: SqliteAuth;
-  private readonly jobs: SqliteJobs;
-  private readonly attempts: SqliteAttempts;
   /** WAL checkpoints and counts over every job, off the main thread. */
   private readonly background: BackgroundConnection;
   private releaseServeLock: (() => void) | null;
@@ -116,10 +114,14 @@ export class SqliteStore implements Store {
       synchronous: 'NORMAL',
     });
     const sql = (text: string) => this.sql(text);
-    this.tenancy = new SqliteTenancy(sql, this.writer, this.cached);
-    this.auth = new SqliteAuth(sql, this.writer, this.cached);
-    this.jobs = new SqliteJobs(sql, this.writer, this.cached, this.background);
-    this.attempts = new SqliteAttempts(sql, this.writer, this.cached);
+    forwardMethods(this, new SqliteTenancy(sql, this.writer, this.cached), TENANCY_STORE_METHODS);
+    forwardMethods(this, new SqliteAuth(sql, this.writer, this.cached), AUTH_STORE_METHODS);
+    forwardMethods(this, new SqliteJobs(sql, this.writer, this.cached, this.background), JOB_STORE_METHODS);
+    forwardMethods(this, new SqliteAttempts(sql, this.writer, this.cached), ATTEMPT_STORE_METHODS);
+    forwardMethods(this, new SqliteRetention(sql, this.writer, this.background, options.path), RETENTION_STORE_METHODS);
+    forwardMethods(this, new SqliteOverview(this.writer, this.background), OVERVIEW_STORE_METHODS);
+    forwardMethods(this, new SqliteEvents(sql, this.writer), EVENT_STORE_METHODS);
+    forwardMethods(this, new SqliteSchedules(sql, this.writer), SCHEDULE_STORE_METHODS);
   }
 
   /** Prepared once, on first use, and reused. */
@@ -165,117 +167,4 @@ export class SqliteStore implements Store {
       this.releaseServeLock = null;
     }
   }
-
-  // Tenancy (../tenancy-store.ts), in tenancy.ts.
-  readonly settingGet: TenancyStore['settingGet'] = (key) => this.tenancy.settingGet(key);
-  readonly settingInsertIfAbsent: TenancyStore['settingInsertIfAbsent'] = (key, value) => this.tenancy.settingInsertIfAbsent(key, value);
-  readonly teamInsert: TenancyStore['teamInsert'] = (team) => this.tenancy.teamInsert(team);
-  readonly teamGet: TenancyStore['teamGet'] = (teamId) => this.tenancy.teamGet(teamId);
-  readonly teamUpdate: TenancyStore['teamUpdate'] = (params) => this.tenancy.teamUpdate(params);
-  readonly teamCount: TenancyStore['teamCount'] = () => this.tenancy.teamCount();
-  readonly teamList: TenancyStore['teamList'] = () => this.tenancy.teamList();
-  readonly teamListByUser: TenancyStore['teamListByUser'] = (userId) => this.tenancy.teamListByUser(userId);
-  readonly teamMembershipInsert: TenancyStore['teamMembershipInsert'] = (params) => this.tenancy.teamMembershipInsert(params);
-  readonly projectInsert: TenancyStore['projectInsert'] = (params) => this.tenancy.projectInsert(params);
-  readonly projectGet: TenancyStore['projectGet'] = (projectId) => this.tenancy.projectGet(projectId);
-  readonly projectGetMany: TenancyStore['projectGetMany'] = (projectIds) => this.tenancy.projectGetMany(projectIds);
-  readonly projectListByTeam: TenancyStore['projectListByTeam'] = (teamId) => this.tenancy.projectListByTeam(teamId);
-  readonly projectUpdate: TenancyStore['projectUpdate'] = (params) => this.tenancy.projectUpdate(params);
-  readonly projectBackoff: TenancyStore['projectBackoff'] = (params) => this.tenancy.projectBackoff(params);
-  readonly projectListWithHeldJobs: TenancyStore['projectListWithHeldJobs'] = () => this.tenancy.projectListWithHeldJobs();
-  readonly webhookSecretListActive: TenancyStore['webhookSecretListActive'] = (params) => this.tenancy.webhookSecretListActive(params);
-  readonly webhookSecretRotate: TenancyStore['webhookSecretRotate'] = (params) => this.tenancy.webhookSecretRotate(params);
-  readonly usageDaily: TenancyStore['usageDaily'] = (params) => this.tenancy.usageDaily(params);
-
-  // Users, sessions and API keys (../auth-store.ts), in auth.ts.
-  readonly userInsert: AuthStore['userInsert'] = (user) => this.auth.userInsert(user);
-  readonly userGet: AuthStore['userGet'] = (userId) => this.auth.userGet(userId);
-  readonly userGetByEmail: AuthStore['userGetByEmail'] = (email) => this.auth.userGetByEmail(email);
-  readonly userGetPasswordHash: AuthStore['userGetPasswordHash'] = (userId) => this.auth.userGetPasswordHash(userId);
-  readonly userList: AuthStore['userList'] = () => this.auth.userList();
-  readonly userCount: AuthStore['userCount'] = () => this.auth.userCount();
-  readonly userUpdatePassword: AuthStore['userUpdatePassword'] = (params) => this.auth.userUpdatePassword(params);
-  readonly sessionInsert: AuthStore['sessionInsert'] = (session) => this.auth.sessionInsert(session);
-  readonly sessionGet: AuthStore['sessionGet'] = (params) => this.auth.sessionGet(params);
-  readonly sessionDelete: AuthStore['sessionDelete'] = (tokenHash) => this.auth.sessionDelete(tokenHash);
-  readonly sessionDeleteByUser: AuthStore['sessionDeleteByUser'] = (params) => this.auth.sessionDeleteByUser(params);
-  readonly sessionDeleteExpired: AuthStore['sessionDeleteExpired'] = (now) => this.auth.sessionDeleteExpired(now);
-  readonly apiKeyInsert: AuthStore['apiKeyInsert'] = (key) => this.auth.apiKeyInsert(key);
-  readonly apiKeyFindByHash: AuthStore['apiKeyFindByHash'] = (hash) => this.auth.apiKeyFindByHash(hash);
-  readonly apiKeyGet: AuthStore['apiKeyGet'] = (keyId) => this.auth.apiKeyGet(keyId);
-  readonly apiKeyListByProject: AuthStore['apiKeyListByProject'] = (projectId) => this.auth.apiKeyListByProject(projectId);
-  readonly apiKeyRevoke: AuthStore['apiKeyRevoke'] = (params) => this.auth.apiKeyRevoke(params);
-  readonly apiKeyTouch: AuthStore['apiKeyTouch'] = (params) => this.auth.apiKeyTouch(params);
-
-  // Jobs (../job-store.ts), in jobs.ts.
-  readonly jobCreate: JobStore['jobCreate'] = (params) => this.jobs.jobCreate(params);
-  readonly jobGet: JobStore['jobGet'] = (params) => this.jobs.jobGet(params);
-  readonly jobList: JobStore['jobList'] = (params) => this.jobs.jobList(params);
-  readonly jobCancelIfQueued: JobStore['jobCancelIfQueued'] = (params) => this.jobs.jobCancelIfQueued(params);
-  readonly jobRescheduleIfQueued: JobStore['jobRescheduleIfQueued'] = (params) => this.jobs.jobRescheduleIfQueued(params);
-  readonly jobRetryIfFailed: JobStore['jobRetryIfFailed'] = (params) => this.jobs.jobRetryIfFailed(params);
-  readonly jobRetryFailedMany: JobStore['jobRetryFailedMany'] = (params) => this.jobs.jobRetryFailedMany(params);
-  readonly jobCountFailed: JobStore['jobCountFailed'] = (params) => this.jobs.jobCountFailed(params);
-  readonly jobHoldBatch: JobStore['jobHoldBatch'] = (params) => this.jobs.jobHoldBatch(params);
-  readonly jobReleaseHeldBatch: JobStore['jobReleaseHeldBatch'] = (params) => this.jobs.jobReleaseHeldBatch(params);
-  readonly jobClaimDue: JobStore['jobClaimDue'] = (params) => this.jobs.jobClaimDue(params);
-  readonly jobNextDueAt: JobStore['jobNextDueAt'] = (params) => this.jobs.jobNextDueAt(params);
-  readonly jobLeaseRenew: JobStore['jobLeaseRenew'] = (params) => this.jobs.jobLeaseRenew(params);
-  readonly jobRescueExpiredLeases: JobStore['jobRescueExpiredLeases'] = (params) => this.jobs.jobRescueExpiredLeases(params);
-  readonly jobListDispatchedTo: JobStore['jobListDispatchedTo'] = (params) => this.jobs.jobListDispatchedTo(params);
-  readonly jobReleaseDispatched: JobStore['jobReleaseDispatched'] = (params) => this.jobs.jobReleaseDispatched(params);
-  readonly jobCountByStatus: JobStore['jobCountByStatus'] = () => this.jobs.jobCountByStatus();
-
-  // Attempts (../attempt-store.ts), in attempts.ts.
-  readonly attemptListByJob: AttemptStore['attemptListByJob'] = (jobId) => this.attempts.attemptListByJob(jobId);
-  readonly attemptStart: AttemptStore['attemptStart'] = (params) => this.attempts.attemptStart(params);
-  readonly attemptFinish: AttemptStore['attemptFinish'] = (params) => this.attempts.attemptFinish(params);
-  readonly attemptAccept: AttemptStore['attemptAccept'] = (params) => this.attempts.attemptAccept(params);
-  readonly attemptGetWithJob: AttemptStore['attemptGetWithJob'] = (params) => this.attempts.attemptGetWithJob(params);
-  readonly attemptReport: AttemptStore['attemptReport'] = (params) => this.attempts.attemptReport(params);
-
-  // Retention (SPEC section 12): each prune is a small batch the writer commits between the group
-  // commits of the API and the deliveries; the counts run on the background connection.
-  readonly projectListRetention = async () => this.sql(ProjectListRetention).all() as { projectId: string; retentionDays: number | null }[];
-  readonly jobPruneFinal = (params: { projectId: string; finalBy: number; limit: number }): Promise<PrunedJobs> => this.writer.run(retentionWrites.jobPruneFinal, params);
-  readonly idempotencyKeyPrune = (params: { createdBy: number; limit: number }): Promise<number> => this.writer.run(retentionWrites.idempotencyKeyPrune, params);
-  readonly usagePrune = (params: { beforeDay: string; limit: number }): Promise<number> => this.writer.run(retentionWrites.usagePrune, params);
-  readonly pruneCount = (cutoffs: PruneCutoffs): Promise<PruneCounts> => countPrunableSqlite(this.background, cutoffs);
-  readonly storeSize = async () => storeFileSizes(this.path);
-
-  // The project overview (../overview-store.ts): read on the background connection, as the counts
-  // walk up to JOB_COUNT_LIMIT index entries per status; its figures are written with the attempts.
-  readonly projectOverview: OverviewStore['projectOverview'] = (params) => readProjectOverview(this.background, params);
-  /** One row per minute already (a single writer needs no shards): nothing to fold. */
-  readonly overviewCompact: OverviewStore['overviewCompact'] = async () => 0;
-  readonly overviewPrune: OverviewStore['overviewPrune'] = (params) => this.writer.run(overviewWrites.overviewPrune, params);
-
-  // Events (SPEC section 10): reads on this connection, writes on the writer.
-  readonly eventInsert: EventStore['eventInsert'] = (event) => this.writer.run(eventWrites.eventInsert, event);
-  readonly eventList: EventStore['eventList'] = async (params) =>
-    this.sql(EventList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }) as EventRow[];
-  readonly eventClaimDue: EventStore['eventClaimDue'] = (params) => this.writer.run(eventWrites.eventClaimDue, params);
-  readonly eventFinish: EventStore['eventFinish'] = (params) => this.writer.run(eventWrites.eventFinish, params);
-  readonly eventReleaseClaims: EventStore['eventReleaseClaims'] = (params) => this.writer.run(eventWrites.eventReleaseClaims, params);
-  readonly webhookHealthRecord: EventStore['webhookHealthRecord'] = (params) => this.writer.run(eventWrites.webhookHealthRecord, params);
-  readonly webhookHealthListFailing: EventStore['webhookHealthListFailing'] = async () =>
-    (this.sql(WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
-  readonly eventPrune: EventStore['eventPrune'] = (params) => this.writer.run(eventWrites.eventPrune, params);
-
-  // Recurring schedules (SPEC section 9): reads on this connection, writes on the writer.
-  readonly scheduleInsert: ScheduleStore['scheduleInsert'] = (params) => this.writer.run(scheduleWrites.scheduleInsert, params);
-  readonly scheduleGet: ScheduleStore['scheduleGet'] = async (params) => {
-    const row = this.sql(ScheduleGet).get(params.scheduleId, params.projectId);
-    return row ? toSchedule(row) : null;
-  };
-  readonly scheduleList: ScheduleStore['scheduleList'] = async (params) =>
-    this.sql(ScheduleList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }).map(toSchedule);
-  readonly scheduleUpdate: ScheduleStore['scheduleUpdate'] = (params) => this.writer.run(scheduleWrites.scheduleUpdate, params);
-  readonly scheduleDelete: ScheduleStore['scheduleDelete'] = (params) => this.writer.run(scheduleWrites.scheduleDelete, params);
-  readonly scheduleClaimDue: ScheduleStore['scheduleClaimDue'] = (params) => this.writer.run(scheduleWrites.scheduleClaimDue, params);
-  readonly scheduleAdvance: ScheduleStore['scheduleAdvance'] = (params) => this.writer.run(scheduleWrites.scheduleAdvance, params);
-  readonly scheduleNextWakeAt: ScheduleStore['scheduleNextWakeAt'] = async (params) =>
-    (this.sql(ScheduleNextWakeAt).get(params) as { wakeAt: number | null }).wakeAt;
-  readonly scheduleStartedAheadUntil: ScheduleStore['scheduleStartedAheadUntil'] = async (params) =>
-    (this.sql(JobStartedAheadOfSchedule).get(params) as { runAt: number | null }).runAt;
 }

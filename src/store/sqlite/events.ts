@@ -1,0 +1,48 @@
+/**
+ * Events in the embedded store (../event-store.ts, SPEC section 10): reads on the reader
+ * connection, writes on the writer thread (event-writes.ts).
+ */
+import type { ClaimedEvent, EventAttemptOutcome, EventRow, EventStore, HealthOutcome, NewEvent } from '../event-store.js';
+import * as eventWrites from './event-writes.js';
+import { EventList, WebhookHealthListFailing } from './queries/events.js';
+import type { Sql } from './sql.js';
+import type { SqliteWriter } from './writer.js';
+
+export class SqliteEvents implements EventStore {
+  constructor(
+    private readonly sql: Sql,
+    private readonly writer: SqliteWriter,
+  ) {}
+
+  eventInsert(event: NewEvent): Promise<boolean> {
+    return this.writer.run(eventWrites.eventInsert, event);
+  }
+
+  async eventList(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<EventRow[]> {
+    return this.sql(EventList).all({ ...params, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER }) as EventRow[];
+  }
+
+  eventClaimDue(params: { now: number; limit: number; workerId: string; leaseExtraMs: number }): Promise<ClaimedEvent[]> {
+    return this.writer.run(eventWrites.eventClaimDue, params);
+  }
+
+  eventReleaseClaims(params: { now: number }): Promise<number> {
+    return this.writer.run(eventWrites.eventReleaseClaims, params);
+  }
+
+  eventFinish(params: { eventId: string; workerId: string; leaseUntil: number; now: number; outcome: EventAttemptOutcome }): Promise<boolean> {
+    return this.writer.run(eventWrites.eventFinish, params);
+  }
+
+  webhookHealthRecord(params: { projectId: string; outcomes: HealthOutcome[] }): Promise<void> {
+    return this.writer.run(eventWrites.webhookHealthRecord, params);
+  }
+
+  async webhookHealthListFailing(): Promise<string[]> {
+    return (this.sql(WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
+  }
+
+  eventPrune(params: { occurredBy: number; limit: number }): Promise<number> {
+    return this.writer.run(eventWrites.eventPrune, params);
+  }
+}
