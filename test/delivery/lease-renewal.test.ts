@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTestApp, SECOND, type TestApp } from '../support/make-app.js';
-import { TestReceiver } from '../support/receiver.js';
+import { describe, expect, it } from 'vitest';
+import { useDeliveringApp } from '../support/delivering-app.js';
+import { SECOND } from '../support/make-app.js';
 
 /**
  * SPEC section 3: a claimed job's lease is renewed while its request runs, so a slow delivery is
@@ -8,22 +8,11 @@ import { TestReceiver } from '../support/receiver.js';
  * lease and drives the renewal and the rescuer itself.
  */
 describe('lease renewal (injected clock)', () => {
-  let t: TestApp;
-  let receiver: TestReceiver;
-  let release: () => void = () => {};
-  beforeAll(async () => {
-    receiver = await new TestReceiver().start();
-    t = await makeTestApp({ delivery: true });
-  });
-  afterAll(async () => {
-    release();
-    await t.close();
-    await receiver.close();
-  });
+  const app = useDeliveringApp();
 
   it('keeps a job whose request is still running, and rescues it once renewals stop', async () => {
-    const held = new Promise<void>((resolve) => (release = resolve));
-    receiver.answer({ status: 200, held });
+    const { t, receiver } = app;
+    app.holdAnswers();
     // A 60 s timeout: the request stays open however far the test moves the clock.
     const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryTimeoutMs: 60 * SECOND } });
     const jobId = (await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {} } })).json().jobId as string;

@@ -45,9 +45,13 @@ const project = fc.constantFrom<ProjectName>(...PROJECTS);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** A job's status body, as its project's key reads it (GET /api/jobs/:jobId). */
+async function readJob(service: ModelService, p: ModelProject, jobId: string): Promise<Record<string, unknown>> {
+  return (await service.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}` })).json();
+}
+
 async function readCreatedAt(run: Run, p: ModelProject, jobId: string): Promise<number> {
-  const res = await run.service.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}` });
-  return Date.parse(res.json().createdAt as string);
+  return Date.parse((await readJob(run.service, p, jobId)).createdAt as string);
 }
 
 /** When a job becomes due, in the three kinds a user asks for: now, soon (real time), much later. */
@@ -133,7 +137,7 @@ class ReadStatus implements Command {
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const job = model.jobs.get(run.jobIds[this.pick % run.jobIds.length]!)!;
     const p = model.projects.get(job.project)!;
-    const body = (await run.service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json();
+    const body = await readJob(run.service, p, job.id);
     if (body.status !== 'QUEUED' || body.attemptCount !== 0) return;
     const due = model.dueAt(job, run.clock.now());
     if (Date.parse(body.nextAttemptAt as string) !== due) {
@@ -208,8 +212,8 @@ async function overdueJobs(run: Run): Promise<string[]> {
   for (const job of run.model.jobs.values()) {
     const p = run.model.projects.get(job.project)!;
     if (p.paused.at(-1)?.until === null || p.rate.at(-1)?.value != null || !['ok', 'fail'].includes(run.receiver.modeOf(p.name))) continue;
-    const body = (await run.service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json();
-    if (body.status === 'QUEUED' && Date.parse(body.nextAttemptAt) <= now) left.push(`${job.id} QUEUED, due ${body.nextAttemptAt}`);
+    const body = await readJob(run.service, p, job.id);
+    if (body.status === 'QUEUED' && Date.parse(body.nextAttemptAt as string) <= now) left.push(`${job.id} QUEUED, due ${body.nextAttemptAt as string}`);
   }
   return left;
 }
@@ -367,7 +371,7 @@ async function settle(run: Run): Promise<string[]> {
     const left: string[] = [];
     for (const job of model.jobs.values()) {
       const p = model.projects.get(job.project)!;
-      const status = (await service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json().status as string;
+      const status = (await readJob(service, p, job.id)).status as string;
       if (!['COMPLETED', 'FAILED', 'CANCELLED'].includes(status)) left.push(`${job.id}:${status}`);
     }
     return left;
@@ -385,8 +389,8 @@ async function settle(run: Run): Promise<string[]> {
   const problems: string[] = [];
   for (const job of model.jobs.values()) {
     const p = model.projects.get(job.project)!;
-    const body = (await service.api(p.key, { method: 'GET', url: `/api/jobs/${job.id}` })).json();
-    if (job.cancelledAt !== null && body.status !== 'CANCELLED') problems.push(`${job.id} was cancelled (200) but ended ${body.status}`);
+    const body = await readJob(service, p, job.id);
+    if (job.cancelledAt !== null && body.status !== 'CANCELLED') problems.push(`${job.id} was cancelled (200) but ended ${body.status as string}`);
     if (body.status === 'CANCELLED' && job.cancelledAt === null) problems.push(`${job.id} ended CANCELLED, but no cancel of it was answered 200`);
     const own = receiver.deliveries.filter((d) => d.jobId === job.id);
     if (body.status === 'COMPLETED' && !own.some((d) => d.status === 200 || d.status === 202)) problems.push(`${job.id} COMPLETED with no successful delivery`);
