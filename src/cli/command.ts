@@ -30,7 +30,9 @@ export const OPTIONS = {
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
-export type OptionValues = { [K in OptionName]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+type OptionValue<Option> = Option extends { type: 'boolean' } ? boolean : Option extends { multiple: true } ? string[] : string;
+/** An option given more than once (`multiple: true` in OPTIONS, e.g. a repeated filter) is a list. */
+export type OptionValues = { [K in OptionName]?: OptionValue<(typeof OPTIONS)[K]> };
 
 export interface Args {
   /** The positionals after the command's own words. */
