@@ -63,7 +63,7 @@ const BOTH_STORES = [
   'test/maintenance/**/*.test.ts',
   'test/first-start.test.ts',
   'test/durability.test.ts',
-  'test/cli.test.ts',
+  'test/cli/**/*.test.ts',
   'test/dashboard/behind-proxy.test.ts',
   'test/dashboard/browser.test.ts',
   'test/dashboard/overview.test.ts',

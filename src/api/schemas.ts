@@ -3,21 +3,17 @@
  * integer), serialise answers and produce /openapi.json. Rules a schema cannot say (timestamps,
  * payload bytes, alias conflicts) live in services/input/validate-job-input.ts.
  */
-import { JOB_STATUSES } from '../store/store.js';
+import { ERROR_CLASSES } from '../errors.js';
+import { JOB_STATUSES, type AttemptOutcome } from '../store/store.js';
+
+/** An attempt's outcomes (SPEC section 4), for the schema's enum. */
+const ATTEMPT_OUTCOMES = ['success', 'http_error', 'timeout', 'network_error', 'lease_expired'] as const satisfies readonly AttemptOutcome[];
 
 const timestamp = { type: 'string', format: 'date-time' } as const;
 const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
 const scheduleField = {
   type: ['string', 'null'],
   description: 'RFC 3339 date-time with a zone; null or absent: at once; at most 366 days ahead',
-} as const;
-
-const errorSchema = {
-  type: 'object',
-  properties: {
-    error: { type: 'string' },
-    data: { type: 'object', properties: { message: { type: 'string' }, field: { type: 'string' } }, additionalProperties: true },
-  },
 } as const;
 
 export const dispatchBody = {
@@ -33,9 +29,10 @@ export const dispatchBody = {
 
 export const dispatchAnswer = {
   type: 'object',
+  required: ['jobId', 'status', 'scheduledFor', 'maxRetries'],
   properties: {
     jobId: { type: 'string' },
-    status: { type: 'string' },
+    status: { type: 'string', enum: ['QUEUED'] },
     scheduledFor: nullableTimestamp,
     maxRetries: { type: 'integer' },
   },
@@ -43,6 +40,8 @@ export const dispatchAnswer = {
 
 export const jobStatus = {
   type: 'object',
+  // completedAt, failedAt, cancelledAt appear once reached; scheduleId only on a schedule's job.
+  required: ['jobId', 'status', 'scheduledFor', 'maxRetries', 'attemptCount', 'nextAttemptAt', 'createdAt', 'updatedAt', 'lastError', 'payload'],
   properties: {
     jobId: { type: 'string' },
     status: { type: 'string', enum: JOB_STATUSES },
@@ -63,12 +62,13 @@ export const jobStatus = {
 
 export const attempt = {
   type: 'object',
+  required: ['attemptId', 'attemptNumber', 'startedAt', 'finishedAt', 'outcome', 'statusCode', 'durationMs', 'error', 'responseBody', 'acceptedAt', 'reportedAt'],
   properties: {
     attemptId: { type: 'string' },
     attemptNumber: { type: 'integer' },
     startedAt: timestamp,
     finishedAt: nullableTimestamp,
-    outcome: { type: ['string', 'null'] },
+    outcome: { type: ['string', 'null'], enum: [...ATTEMPT_OUTCOMES, null], description: 'null while the attempt is under way (or accepted with 202 and waiting for its report)' },
     statusCode: { type: ['integer', 'null'] },
     durationMs: { type: ['integer', 'null'] },
     error: { type: ['string', 'null'] },
@@ -76,6 +76,37 @@ export const attempt = {
     acceptedAt: nullableTimestamp,
     reportedAt: nullableTimestamp,
   },
+} as const;
+
+/** A list's cursor for the next page; null on the last. */
+export const nextCursor = { type: ['string', 'null'], description: 'Pass it back as `cursor` for the next page; null on the last' } as const;
+
+export const jobList = { type: 'object', required: ['jobs', 'nextCursor'], properties: { jobs: { type: 'array', items: jobStatus }, nextCursor } } as const;
+
+export const attemptList = { type: 'object', required: ['attempts'], properties: { attempts: { type: 'array', items: attempt } } } as const;
+
+/** The answer of a cancel (CANCELLED) or a retry (QUEUED). */
+export const jobStatusChange = (status: 'CANCELLED' | 'QUEUED') =>
+  ({ type: 'object', required: ['jobId', 'status'], properties: { jobId: { type: 'string' }, status: { type: 'string', enum: [status] } } }) as const;
+
+export const rescheduleAnswer = {
+  type: 'object',
+  required: ['jobId', 'scheduledFor', 'status'],
+  properties: { jobId: { type: 'string' }, scheduledFor: nullableTimestamp, status: { type: 'string', enum: ['QUEUED'] } },
+} as const;
+
+/** An error body as a batch item carries it (SPEC section 5's shape). */
+const itemError = {
+  type: 'object',
+  required: ['error', 'data'],
+  properties: { error: { type: 'string' }, data: { type: 'object', required: ['message'], properties: { message: { type: 'string' }, field: { type: 'string' } }, additionalProperties: true } },
+} as const;
+
+/** Sent as rendered by the jobs service (never serialised by this schema): each item a dispatch answer or an error. */
+export const batchAnswer = {
+  type: 'object',
+  required: ['jobs'],
+  properties: { jobs: { type: 'array', description: 'In request order: each job as dispatch answers it, or its error', items: { anyOf: [dispatchAnswer, itemError] } } },
 } as const;
 
 export const jobIdParams = { type: 'object', properties: { jobId: { type: 'string' } }, required: ['jobId'] } as const;
@@ -92,62 +123,120 @@ export const retryPolicy = {
 
 export const team = {
   type: 'object',
+  required: ['teamId', 'name', 'plan', 'createdAt'],
   properties: { teamId: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' }, createdAt: timestamp },
 } as const;
 
-export const project = {
-  type: 'object',
-  properties: {
-    projectId: { type: 'string' },
-    teamId: { type: 'string' },
-    name: { type: 'string' },
-    webhookUrl: { type: ['string', 'null'] },
-    retryPolicy,
-    deliveryTimeoutMs: { type: 'integer' },
-    deliveryConcurrency: { type: 'integer' },
-    acceptAny2xx: { type: 'boolean' },
-    paused: { type: 'boolean' },
-    deliveryRatePerSecond: { type: ['number', 'null'] },
-    asyncCompletion: { type: 'boolean' },
-    asyncCompletionTimeoutMs: { type: 'integer' },
-    eventsUrl: { type: ['string', 'null'] },
-    eventsFormat: { type: 'string', enum: ['json', 'slack'] },
-    retentionDays: { type: ['integer', 'null'] },
-    createdAt: timestamp,
-  },
+const projectProperties = {
+  projectId: { type: 'string' },
+  teamId: { type: 'string' },
+  name: { type: 'string' },
+  webhookUrl: { type: ['string', 'null'] },
+  retryPolicy: { ...retryPolicy, required: ['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs'] },
+  deliveryTimeoutMs: { type: 'integer' },
+  deliveryConcurrency: { type: 'integer' },
+  acceptAny2xx: { type: 'boolean' },
+  paused: { type: 'boolean' },
+  deliveryRatePerSecond: { type: ['number', 'null'] },
+  asyncCompletion: { type: 'boolean' },
+  asyncCompletionTimeoutMs: { type: 'integer' },
+  eventsUrl: { type: ['string', 'null'] },
+  eventsFormat: { type: 'string', enum: ['json', 'slack'] },
+  retentionDays: { type: ['integer', 'null'] },
+  createdAt: timestamp,
 } as const;
 
-export const event = {
+/** A project as the management API shows it: every setting, never a secret. */
+export const project = { type: 'object', required: Object.keys(projectProperties), properties: projectProperties } as const;
+
+/** A created project: the project and, this once, its webhook secret. */
+export const createdProject = {
   type: 'object',
-  properties: {
-    eventId: { type: 'string' },
-    type: { type: 'string', enum: ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped'] },
-    occurredAt: timestamp,
-    projectId: { type: 'string' },
-    data: { type: 'object', additionalProperties: true },
-    status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] },
-    attemptCount: { type: 'integer' },
-    nextAttemptAt: nullableTimestamp,
-    lastError: { type: ['string', 'null'] },
-    deliveredAt: nullableTimestamp,
-  },
+  required: [...Object.keys(projectProperties), 'webhookSecret'],
+  properties: { ...projectProperties, webhookSecret: { type: 'string', description: 'whsec_…: signs deliveries; readable again at …/webhook-secrets' } },
 } as const;
 
-export const apiKey = {
-  type: 'object',
-  properties: {
-    keyId: { type: 'string' },
-    name: { type: 'string' },
-    prefix: { type: 'string' },
-    createdAt: timestamp,
-    lastUsedAt: nullableTimestamp,
-    revokedAt: nullableTimestamp,
-  },
+const eventProperties = {
+  eventId: { type: 'string' },
+  type: { type: 'string', enum: ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped'] },
+  occurredAt: timestamp,
+  projectId: { type: 'string' },
+  data: { type: 'object', additionalProperties: true },
+  status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] },
+  attemptCount: { type: 'integer' },
+  nextAttemptAt: nullableTimestamp,
+  lastError: { type: ['string', 'null'] },
+  deliveredAt: nullableTimestamp,
 } as const;
 
-/** Error answers a route may give, for the docs. */
-export function errors(...codes: number[]): Record<number, typeof errorSchema> {
-  return Object.fromEntries(codes.map((code) => [code, errorSchema]));
+/** An event (SPEC section 10) as listed: what was sent, and how its delivery stands. */
+export const event = { type: 'object', required: Object.keys(eventProperties), properties: eventProperties } as const;
+
+const apiKeyProperties = {
+  keyId: { type: 'string' },
+  name: { type: 'string' },
+  prefix: { type: 'string' },
+  createdAt: timestamp,
+  lastUsedAt: nullableTimestamp,
+  revokedAt: nullableTimestamp,
+} as const;
+
+export const apiKey = { type: 'object', required: Object.keys(apiKeyProperties), properties: apiKeyProperties } as const;
+
+/** A code of the contract's error table (SPEC section 5, src/errors.ts). */
+export type ErrorCode = InstanceType<(typeof ERROR_CLASSES)[number]>['code'];
+
+const STATUS_OF = new Map<string, number>(ERROR_CLASSES.map((ErrorClass) => {
+  const error = new ErrorClass('');
+  return [error.code, error.statusCode];
+}));
+
+/** What every route may answer whatever it is asked: a fault, and storage out of reach or the instance shutting down. */
+const ANY_ROUTE: ErrorCode[] = ['INTERNAL_ERROR', 'UNAVAILABLE'];
+/** Every /api/ route: the key is checked first, then the team's rate limit (SPEC section 2's order). */
+export const API_KEY_ERRORS: ErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED', ...ANY_ROUTE];
+/** Every /manage/v1 route: an admin token or a session (with its CSRF token when it changes something). */
+export const MANAGE_ERRORS: ErrorCode[] = ['UNAUTHORIZED', ...ANY_ROUTE];
+/** A route that reads a JSON body: too large, not JSON, or not an object. */
+export const BODY_ERRORS: ErrorCode[] = ['INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
+
+/**
+ * The error answers a route may give, by status, for /openapi.json and the typed client: each
+ * status lists its codes (in the description and as the enum of `error`). Error bodies are sent
+ * as they are (error-handler.ts), so these schemas describe and never serialise.
+ */
+export function errors(...codes: ErrorCode[]): Record<number, object> {
+  const byStatus = new Map<number, Set<ErrorCode>>();
+  for (const code of codes) {
+    const status = STATUS_OF.get(code);
+    if (status === undefined) throw new Error(`errors(): ${code} is not in src/errors.ts`);
+    byStatus.set(status, (byStatus.get(status) ?? new Set<ErrorCode>()).add(code));
+  }
+  return Object.fromEntries(
+    [...byStatus].sort(([a], [b]) => a - b).map(([status, set]) => {
+      const list = [...set];
+      return [
+        status,
+        {
+          description: list.join(', '),
+          type: 'object',
+          required: ['error', 'data'],
+          properties: {
+            error: { type: 'string', enum: list },
+            data: {
+              type: 'object',
+              required: ['message'],
+              properties: {
+                message: { type: 'string', description: 'A sentence a person can act on' },
+                field: { type: 'string', description: 'The field at fault, as the client named it (dotted when nested)' },
+              },
+              additionalProperties: true,
+            },
+          },
+        },
+      ];
+    }),
+  );
 }
 
 // Recurring schedules (SPEC section 9). Fields are checked by services/input/schedule-input.ts, with the contract's codes.
@@ -164,18 +253,17 @@ const scheduleFields = {
 
 export const scheduleBody = { type: 'object', properties: scheduleFields } as const;
 
-export const schedule = {
-  type: 'object',
-  properties: {
-    scheduleId: { type: 'string' },
-    ...scheduleFields,
-    nextRunAt: nullableTimestamp,
-    lastRunAt: nullableTimestamp,
-    lastJobId: { type: ['string', 'null'] },
-    skippedCount: { type: 'integer' },
-    createdAt: timestamp,
-    updatedAt: timestamp,
-  },
+const scheduleProperties = {
+  scheduleId: { type: 'string' },
+  ...scheduleFields,
+  nextRunAt: nullableTimestamp,
+  lastRunAt: nullableTimestamp,
+  lastJobId: { type: ['string', 'null'] },
+  skippedCount: { type: 'integer' },
+  createdAt: timestamp,
+  updatedAt: timestamp,
 } as const;
+
+export const schedule = { type: 'object', required: Object.keys(scheduleProperties), properties: scheduleProperties } as const;
 
 export const scheduleIdParams = { type: 'object', properties: { scheduleId: { type: 'string' } }, required: ['scheduleId'] } as const;

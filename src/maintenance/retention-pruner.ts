@@ -62,10 +62,11 @@ export class RetentionPruner {
 
   /**
    * Deletes everything due for deletion at the time it starts, batch by batch, and says how much.
-   * A pass already under way is joined, not doubled.
+   * A pass already under way is joined, not doubled. `onProgress` hears the counts so far after
+   * each batch (`punctual prune`'s progress line).
    */
-  prune(): Promise<PruneCounts> {
-    this.running ??= this.pass().finally(() => {
+  prune(onProgress?: (soFar: PruneCounts) => void): Promise<PruneCounts> {
+    this.running ??= this.pass(onProgress).finally(() => {
       this.running = null;
     });
     return this.running;
@@ -94,7 +95,7 @@ export class RetentionPruner {
     });
   }
 
-  private async pass(): Promise<PruneCounts> {
+  private async pass(onProgress?: (soFar: PruneCounts) => void): Promise<PruneCounts> {
     const { store, metrics } = this.deps;
     const limit = this.deps.batchSize ?? BATCH_SIZE;
     const cutoffs = await this.cutoffs();
@@ -106,6 +107,7 @@ export class RetentionPruner {
         if (this.stopping) return;
         const started = performance.now();
         const deleted = await batch();
+        if (deleted > 0) onProgress?.({ ...total });
         if (deleted < limit) return;
         await pause(Math.max(MIN_PAUSE_MS, (performance.now() - started) * PAUSE_FACTOR));
       }

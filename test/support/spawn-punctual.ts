@@ -14,6 +14,18 @@ export function runCli(args: string[], env: Record<string, string>): { status: n
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/**
+ * The CLI as a person at a terminal runs it: under util-linux script(1), which gives it a
+ * pseudo-terminal for stdout and stderr (both end up in `output`). Null where script(1) is missing.
+ */
+export function runOnTerminal(args: string[], env: Record<string, string>): { status: number | null; output: string } | null {
+  const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, CLI, ...args].map(quote).join(' ');
+  const result = spawnSync('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000 });
+  if (result.error) return null;
+  return { status: result.status, output: result.stdout };
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

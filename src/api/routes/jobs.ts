@@ -11,6 +11,7 @@ import * as s from '../schemas.js';
 
 const security = [{ apiKey: [] }];
 const tags = ['jobs'];
+const API = s.API_KEY_ERRORS;
 
 function sendRendered(reply: FastifyReply, answer: RenderedAnswer): FastifyReply {
   if (answer.replayed) reply.header('idempotent-replayed', 'true');
@@ -67,7 +68,11 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         tags,
         security,
         body: s.dispatchBody,
-        response: { 201: s.dispatchAnswer, 200: s.dispatchAnswer, ...s.errors(400, 401, 413, 415, 422, 429) },
+        response: {
+          201: s.dispatchAnswer,
+          200: { ...s.dispatchAnswer, description: 'The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true)' },
+          ...s.errors(...API, ...s.BODY_ERRORS, 'INVALID_PAYLOAD', 'INVALID_SCHEDULE', 'INVALID_MAX_RETRIES', 'IDEMPOTENCY_KEY_REUSED', 'WEBHOOK_NOT_CONFIGURED', 'QUOTA_EXCEEDED'),
+        },
       },
     },
     async (request, reply) =>
@@ -88,7 +93,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         tags,
         security,
         body: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: {} } } },
-        response: { 200: { type: 'object', properties: { jobs: { type: 'array', items: { type: 'object', additionalProperties: true } } } }, ...s.errors(400, 401, 413, 415, 422, 429) },
+        response: { 200: s.batchAnswer, ...s.errors(...API, ...s.BODY_ERRORS, 'IDEMPOTENCY_KEY_REUSED', 'WEBHOOK_NOT_CONFIGURED') },
       },
     },
     async (request, reply) =>
@@ -116,7 +121,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
             cursor: { type: 'string' },
           },
         },
-        response: { 200: { type: 'object', properties: { jobs: { type: 'array', items: s.jobStatus }, nextCursor: { type: ['string', 'null'] } } }, ...s.errors(400, 401) },
+        response: { 200: s.jobList, ...s.errors(...API, 'INVALID_REQUEST') },
       },
     },
     async (request) => jobs.list(jobContextOf(request), request.query as Record<string, unknown>),
@@ -138,7 +143,10 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
             limit: { type: 'integer', minimum: 1, maximum: REPLAY_MAX_LIMIT, description: `default ${REPLAY_DEFAULT_LIMIT}` },
           },
         },
-        response: { 200: { type: 'object', properties: { retried: { type: 'integer' }, hasMore: { type: 'boolean' } } }, ...s.errors(400, 401) },
+        response: {
+          200: { type: 'object', required: ['retried', 'hasMore'], properties: { retried: { type: 'integer' }, hasMore: { type: 'boolean' } } },
+          ...s.errors(...API, ...s.BODY_ERRORS),
+        },
       },
     },
     async (request) => jobs.retryFailed(jobContextOf(request), request.body),
@@ -146,7 +154,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
 
   app.get<JobParams>(
     '/jobs/:jobId',
-    { schema: { summary: "A job's status", tags, security, params: s.jobIdParams, response: { 200: s.jobStatus, ...s.errors(401, 404) } } },
+    { schema: { summary: "A job's status", tags, security, params: s.jobIdParams, response: { 200: s.jobStatus, ...s.errors(...API, 'NOT_FOUND') } } },
     async (request) => jobs.get(jobContextOf(request), request.params.jobId),
   );
 
@@ -158,7 +166,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         tags,
         security,
         params: s.jobIdParams,
-        response: { 200: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' } } }, ...s.errors(401, 404, 409) },
+        response: { 200: s.jobStatusChange('CANCELLED'), ...s.errors(...API, ...s.BODY_ERRORS, 'NOT_FOUND', 'JOB_NOT_QUEUED') },
       },
     },
     async (request) => jobs.cancel(jobContextOf(request), request.params.jobId),
@@ -174,8 +182,8 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         params: s.jobIdParams,
         body: { type: 'object', properties: { scheduledFor: s.dispatchBody.properties.scheduledFor, scheduleFor: s.dispatchBody.properties.scheduleFor } },
         response: {
-          200: { type: 'object', properties: { jobId: { type: 'string' }, scheduledFor: { type: ['string', 'null'] }, status: { type: 'string' } } },
-          ...s.errors(400, 401, 404, 409),
+          200: s.rescheduleAnswer,
+          ...s.errors(...API, ...s.BODY_ERRORS, 'INVALID_SCHEDULE', 'NOT_FOUND', 'JOB_NOT_QUEUED'),
         },
       },
     },
@@ -190,7 +198,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         tags,
         security,
         params: s.jobIdParams,
-        response: { 200: { type: 'object', properties: { attempts: { type: 'array', items: s.attempt } } }, ...s.errors(401, 404) },
+        response: { 200: s.attemptList, ...s.errors(...API, 'NOT_FOUND') },
       },
     },
     async (request) => jobs.attempts(jobContextOf(request), request.params.jobId),
@@ -219,7 +227,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
             error: { type: ['string', 'null'], maxLength: REPORT_ERROR_MAX, description: 'with "failure" only' },
           },
         },
-        response: { 200: s.jobStatus, ...s.errors(400, 401, 404, 409) },
+        response: { 200: s.jobStatus, ...s.errors(...API, ...s.BODY_ERRORS, 'NOT_FOUND', 'ATTEMPT_NOT_PENDING') },
       },
     },
     async (request) => {
@@ -235,7 +243,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         tags,
         security,
         params: s.jobIdParams,
-        response: { 200: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' } } }, ...s.errors(401, 404, 409) },
+        response: { 200: s.jobStatusChange('QUEUED'), ...s.errors(...API, ...s.BODY_ERRORS, 'NOT_FOUND', 'JOB_NOT_FAILED') },
       },
     },
     async (request) => jobs.retry(jobContextOf(request), request.params.jobId),

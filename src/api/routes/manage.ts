@@ -7,16 +7,18 @@ import { JOB_STATUSES } from '../../store/store.js';
 import { RETENTION_DAYS_RANGE } from '../../retention.js';
 
 const security: Record<string, string[]>[] = [{ adminToken: [] }, { dashboardSession: [] }];
-
+const MANAGE = s.MANAGE_ERRORS;
 
 const idParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string' } }, required: [name] }) as const;
 const secretsAnswer = {
   type: 'object',
+  required: ['webhookSecrets'],
   properties: {
     webhookSecrets: {
       type: 'array',
       items: {
         type: 'object',
+        required: ['webhookSecret', 'createdAt', 'expiresAt'],
         properties: { webhookSecret: { type: 'string' }, createdAt: { type: 'string' }, expiresAt: { type: ['string', 'null'] } },
       },
     },
@@ -24,13 +26,14 @@ const secretsAnswer = {
 } as const;
 const usageAnswer = {
   type: 'object',
+  required: ['plan', 'period', 'jobsCreated', 'quota', 'rateLimit', 'daily'],
   properties: {
     plan: { type: 'string' },
-    period: { type: 'object', properties: { start: { type: 'string' }, end: { type: 'string' } } },
+    period: { type: 'object', required: ['start', 'end'], properties: { start: { type: 'string' }, end: { type: 'string', description: 'exclusive: the first instant of next month, UTC' } } },
     jobsCreated: { type: 'integer' },
     quota: { type: ['integer', 'null'] },
-    rateLimit: { type: ['object', 'null'], properties: { requestsPerSecond: { type: 'number' }, burst: { type: 'number' } } },
-    daily: { type: 'array', items: { type: 'object', properties: { date: { type: 'string' }, jobsCreated: { type: 'integer' } } } },
+    rateLimit: { type: ['object', 'null'], required: ['requestsPerSecond', 'burst'], properties: { requestsPerSecond: { type: 'number' }, burst: { type: 'number' } } },
+    daily: { type: 'array', items: { type: 'object', required: ['date', 'jobsCreated'], properties: { date: { type: 'string' }, jobsCreated: { type: 'integer' } } } },
   },
 } as const;
 
@@ -38,17 +41,20 @@ const count = { type: 'integer' } as const;
 const window = { windowStart: { type: 'string' }, windowEnd: { type: 'string', description: 'exclusive: the start of the minute after the current one' } } as const;
 const overviewAnswer = {
   type: 'object',
+  required: ['at', 'jobsByStatus', 'jobCountLimit', 'deliveries', 'lateness', 'recentFailures'],
   properties: {
     at: { type: 'string' },
     jobsByStatus: {
       type: 'object',
       description: 'each counted up to jobCountLimit; a count above it is answered as jobCountLimit + 1',
+      required: [...JOB_STATUSES],
       properties: Object.fromEntries(JOB_STATUSES.map((status) => [status, count])),
     },
     jobCountLimit: count,
     deliveries: {
       type: 'object',
       description: 'attempts that finished in the window (the 1,440 minutes up to the current one), whatever their outcome, and those that did not succeed',
+      required: ['windowStart', 'windowEnd', 'attempts', 'failedAttempts', 'perMinute'],
       properties: {
         ...window,
         attempts: count,
@@ -56,13 +62,14 @@ const overviewAnswer = {
         perMinute: {
           type: 'array',
           description: 'minutes with at least one attempt, oldest first',
-          items: { type: 'object', properties: { minute: { type: 'string' }, attempts: count, failedAttempts: count } },
+          items: { type: 'object', required: ['minute', 'attempts', 'failedAttempts'], properties: { minute: { type: 'string' }, attempts: count, failedAttempts: count } },
         },
       },
     },
     lateness: {
       type: 'object',
       description: "first attempts started in the window (60 minutes): their start minus the job's due time; percentiles are upper bounds, at most a fifth above",
+      required: ['windowStart', 'windowEnd', 'firstAttempts', 'p50Ms', 'p99Ms'],
       properties: { ...window, firstAttempts: count, p50Ms: { type: ['integer', 'null'] }, p99Ms: { type: ['integer', 'null'] } },
     },
     recentFailures: {
@@ -70,6 +77,7 @@ const overviewAnswer = {
       description: 'the latest attempts of the 24-hour window that did not succeed, newest first, at most 10',
       items: {
         type: 'object',
+        required: ['jobId', 'attemptId', 'attemptNumber', 'finishedAt', 'outcome', 'statusCode', 'error'],
         properties: {
           jobId: { type: 'string' },
           attemptId: { type: 'string' },
@@ -106,7 +114,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/teams',
     opts('Create a team', {
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { type: 'string' } } },
-      response: { 201: s.team, ...s.errors(400, 401) },
+      response: { 201: s.team, ...s.errors(...MANAGE, ...s.BODY_ERRORS) },
     }),
     async (request, reply) => {
       access.requireOperator(viewerOf(request), 'Creating a team');
@@ -115,7 +123,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   );
   app.get<TeamParams>(
     '/v1/teams/:teamId',
-    opts('A team', { params: idParams('teamId'), response: { 200: s.team, ...s.errors(401, 404) } }),
+    opts('A team', { params: idParams('teamId'), response: { 200: s.team, ...s.errors(...MANAGE, 'NOT_FOUND') } }),
     async (request) => manage.getTeam(request.params.teamId),
   );
   app.patch<TeamParams>(
@@ -123,7 +131,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     opts("Rename a team or change its plan (effective at once)", {
       params: idParams('teamId'),
       body: { type: 'object', properties: { name: { type: 'string' }, plan: { type: 'string' } } },
-      response: { 200: s.team, ...s.errors(400, 401, 404) },
+      response: { 200: s.team, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND') },
     }),
     async (request) => {
       if (request.body && typeof request.body === 'object' && 'plan' in request.body) access.requireOperator(viewerOf(request), "Changing a team's plan");
@@ -134,7 +142,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/teams/:teamId/projects',
     opts("A team's projects", {
       params: idParams('teamId'),
-      response: { 200: { type: 'object', properties: { projects: { type: 'array', items: s.project } } }, ...s.errors(401, 404) },
+      response: { 200: { type: 'object', required: ['projects'], properties: { projects: { type: 'array', items: s.project } } }, ...s.errors(...MANAGE, 'NOT_FOUND') },
     }),
     async (request) => manage.listProjects(request.params.teamId),
   );
@@ -143,22 +151,19 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     opts('Create a project; its webhook secret is in the answer', {
       params: idParams('teamId'),
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, webhookUrl: { type: ['string', 'null'] } } },
-      response: {
-        201: { ...s.project, properties: { ...s.project.properties, webhookSecret: { type: 'string' } } },
-        ...s.errors(400, 401, 404),
-      },
+      response: { 201: s.createdProject, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
     }),
     async (request, reply) => reply.code(201).send(await manage.createProject(request.params.teamId, request.body)),
   );
   app.get<TeamParams>(
     '/v1/teams/:teamId/usage',
-    opts("This month's usage against the plan", { params: idParams('teamId'), response: { 200: usageAnswer, ...s.errors(401, 404) } }),
+    opts("This month's usage against the plan", { params: idParams('teamId'), response: { 200: usageAnswer, ...s.errors(...MANAGE, 'NOT_FOUND') } }),
     async (request) => manage.usage(request.params.teamId),
   );
 
   app.get<ProjectParams>(
     '/v1/projects/:projectId',
-    opts('A project (without its secret)', { params: idParams('projectId'), response: { 200: s.project, ...s.errors(401, 404) } }),
+    opts('A project (without its secret)', { params: idParams('projectId'), response: { 200: s.project, ...s.errors(...MANAGE, 'NOT_FOUND') } }),
     async (request) => manage.getProject(request.params.projectId),
   );
   app.patch<ProjectParams>(
@@ -183,7 +188,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
           eventsFormat: { type: 'string' },
         },
       },
-      response: { 200: s.project, ...s.errors(400, 401, 404) },
+      response: { 200: s.project, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
     }),
     async (request) => manage.updateProject(request.params.projectId, request.body),
   );
@@ -191,7 +196,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/projects/:projectId/keys',
     opts("A project's API keys (never the key itself)", {
       params: idParams('projectId'),
-      response: { 200: { type: 'object', properties: { keys: { type: 'array', items: s.apiKey } } }, ...s.errors(401, 404) },
+      response: { 200: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: s.apiKey } } }, ...s.errors(...MANAGE, 'NOT_FOUND') },
     }),
     async (request) => manage.listKeys(request.params.projectId),
   );
@@ -201,22 +206,26 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       params: idParams('projectId'),
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
       response: {
-        201: { type: 'object', properties: { keyId: { type: 'string' }, name: { type: 'string' }, key: { type: 'string' }, createdAt: { type: 'string' } } },
-        ...s.errors(400, 401, 404),
+        201: {
+          type: 'object',
+          required: ['keyId', 'name', 'key', 'createdAt'],
+          properties: { keyId: { type: 'string' }, name: { type: 'string' }, key: { type: 'string', description: 'pk_…: shown this once' }, createdAt: { type: 'string' } },
+        },
+        ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND'),
       },
     }),
     async (request, reply) => reply.code(201).send(await manage.createKey(request.params.projectId, request.body)),
   );
   app.get<ProjectParams>(
     '/v1/projects/:projectId/webhook-secrets',
-    opts('The webhook secrets signing now, newest first', { params: idParams('projectId'), response: { 200: secretsAnswer, ...s.errors(401, 404) } }),
+    opts('The webhook secrets signing now, newest first', { params: idParams('projectId'), response: { 200: secretsAnswer, ...s.errors(...MANAGE, 'NOT_FOUND') } }),
     async (request) => manage.listWebhookSecrets(request.params.projectId),
   );
   app.post<ProjectParams>(
     '/v1/projects/:projectId/webhook-secret/rotate',
     opts('Rotate the webhook secret; the previous one keeps signing for 24 hours', {
       params: idParams('projectId'),
-      response: { 200: { type: 'object', properties: { webhookSecret: { type: 'string' } } }, ...s.errors(401, 404) },
+      response: { 200: { type: 'object', required: ['webhookSecret'], properties: { webhookSecret: { type: 'string' } } }, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND') },
     }),
     async (request) => manage.rotateWebhookSecret(request.params.projectId),
   );
@@ -227,15 +236,16 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       response: {
         200: {
           type: 'object',
+          required: ['outcome', 'statusCode', 'durationMs', 'responseBody', 'error'],
           properties: {
-            outcome: { type: 'string' },
+            outcome: { type: 'string', enum: ['success', 'http_error', 'timeout', 'network_error'] },
             statusCode: { type: ['integer', 'null'] },
             durationMs: { type: 'integer' },
             responseBody: { type: ['string', 'null'] },
             error: { type: ['string', 'null'] },
           },
         },
-        ...s.errors(401, 404, 422),
+        ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND', 'WEBHOOK_NOT_CONFIGURED'),
       },
     }),
     async (request) => services.testDeliveries.send(request.params.projectId),
@@ -249,8 +259,8 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
         properties: { limit: { type: 'string', description: '1..100, default 50' }, cursor: { type: 'string' } },
       },
       response: {
-        200: { type: 'object', properties: { events: { type: 'array', items: s.event }, nextCursor: { type: ['string', 'null'] } } },
-        ...s.errors(400, 401, 404),
+        200: { type: 'object', required: ['events', 'nextCursor'], properties: { events: { type: 'array', items: s.event }, nextCursor: s.nextCursor } },
+        ...s.errors(...MANAGE, 'INVALID_REQUEST', 'NOT_FOUND'),
       },
     }),
     async (request) => manage.listEvents(request.params.projectId, request.query as Record<string, unknown>),
@@ -259,7 +269,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/projects/:projectId/overview',
     opts("The project's overview, as the dashboard's first tab shows it: jobs by status now, attempts finished and failed per minute over 24 hours, first attempts' lateness over the last hour, the latest failed attempts", {
       params: idParams('projectId'),
-      response: { 200: overviewAnswer, ...s.errors(401, 404) },
+      response: { 200: overviewAnswer, ...s.errors(...MANAGE, 'NOT_FOUND') },
     }),
     async (request) => manage.getOverview(request.params.projectId),
   );
@@ -267,7 +277,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/keys/:keyId',
     opts('Revoke an API key', {
       params: idParams('keyId'),
-      response: { 200: { type: 'object', properties: { keyId: { type: 'string' }, revokedAt: { type: 'string' } } }, ...s.errors(401, 404) },
+      response: { 200: { type: 'object', required: ['keyId', 'revokedAt'], properties: { keyId: { type: 'string' }, revokedAt: { type: 'string' } } }, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND') },
     }),
     async (request) => manage.revokeKey(request.params.keyId),
   );

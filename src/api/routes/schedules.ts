@@ -5,6 +5,8 @@ import { jobContextOf } from '../authentication.js';
 
 const security = [{ apiKey: [] }];
 const tags = ['schedules'];
+const API = s.API_KEY_ERRORS;
+const FIELDS = ['INVALID_PAYLOAD', 'INVALID_MAX_RETRIES', 'INVALID_CRON', 'INVALID_TIMEZONE'] as const;
 
 type ScheduleParams = { Params: { scheduleId: string } };
 
@@ -20,7 +22,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         tags,
         security,
         body: s.scheduleBody,
-        response: { 201: s.schedule, ...s.errors(400, 401, 413, 415, 422, 429) },
+        response: { 201: s.schedule, ...s.errors(...API, ...s.BODY_ERRORS, ...FIELDS, 'WEBHOOK_NOT_CONFIGURED') },
       },
     },
     async (request, reply) => reply.code(201).send(await schedules.create(jobContextOf(request), request.body)),
@@ -35,8 +37,8 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         security,
         querystring: { type: 'object', properties: { limit: { type: 'string', description: '1..100, default 50' }, cursor: { type: 'string' } } },
         response: {
-          200: { type: 'object', properties: { schedules: { type: 'array', items: s.schedule }, nextCursor: { type: ['string', 'null'] } } },
-          ...s.errors(400, 401),
+          200: { type: 'object', required: ['schedules', 'nextCursor'], properties: { schedules: { type: 'array', items: s.schedule }, nextCursor: s.nextCursor } },
+          ...s.errors(...API, 'INVALID_REQUEST'),
         },
       },
     },
@@ -55,7 +57,10 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
           type: 'object',
           properties: { cron: { type: 'string' }, timezone: { type: 'string' }, from: { type: 'string' }, count: { type: 'string' } },
         },
-        response: { 200: { type: 'object', properties: { runs: { type: 'array', items: { type: 'string', format: 'date-time' } } } }, ...s.errors(400, 401) },
+        response: {
+          200: { type: 'object', required: ['runs'], properties: { runs: { type: 'array', items: { type: 'string', format: 'date-time' } } } },
+          ...s.errors(...API, 'INVALID_REQUEST', 'INVALID_CRON', 'INVALID_TIMEZONE'),
+        },
       },
     },
     async (request) => schedules.preview(request.query as Record<string, unknown>),
@@ -63,7 +68,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
 
   app.get<ScheduleParams>(
     '/schedules/:scheduleId',
-    { schema: { summary: 'A schedule', tags, security, params: s.scheduleIdParams, response: { 200: s.schedule, ...s.errors(401, 404) } } },
+    { schema: { summary: 'A schedule', tags, security, params: s.scheduleIdParams, response: { 200: s.schedule, ...s.errors(...API, 'NOT_FOUND', 'SCHEDULE_NOT_FOUND') } } },
     async (request) => schedules.get(jobContextOf(request), request.params.scheduleId),
   );
 
@@ -76,7 +81,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         security,
         params: s.scheduleIdParams,
         body: s.scheduleBody,
-        response: { 200: s.schedule, ...s.errors(400, 401, 404, 413, 415) },
+        response: { 200: s.schedule, ...s.errors(...API, ...s.BODY_ERRORS, ...FIELDS, 'NOT_FOUND', 'SCHEDULE_NOT_FOUND') },
       },
     },
     async (request) => schedules.update(jobContextOf(request), request.params.scheduleId, request.body),
@@ -90,7 +95,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         tags,
         security,
         params: s.scheduleIdParams,
-        response: { 200: s.schedule, ...s.errors(401, 404) },
+        response: { 200: s.schedule, ...s.errors(...API, ...s.BODY_ERRORS, 'NOT_FOUND', 'SCHEDULE_NOT_FOUND') },
       },
     },
     async (request) => schedules.delete(jobContextOf(request), request.params.scheduleId),
@@ -104,7 +109,7 @@ export const scheduleRoutes: FastifyPluginAsync<{ services: Services }> = async 
         tags,
         security,
         params: s.scheduleIdParams,
-        response: { 201: s.dispatchAnswer, ...s.errors(401, 404, 422, 429) },
+        response: { 201: s.dispatchAnswer, ...s.errors(...API, ...s.BODY_ERRORS, 'NOT_FOUND', 'SCHEDULE_NOT_FOUND', 'WEBHOOK_NOT_CONFIGURED', 'QUOTA_EXCEEDED') },
       },
     },
     async (request, reply) => reply.code(201).send(await schedules.trigger(jobContextOf(request), request.params.scheduleId)),

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { openStore } from '../src/store/open-store.js';
-import { testDatabase } from './support/make-app.js';
-import { runCli } from './support/spawn-punctual.js';
-import { makeTempDir } from './support/temp-dir.js';
+import { loadConfig } from '../../src/config.js';
+import { openStore } from '../../src/store/open-store.js';
+import { testDatabase } from '../support/make-app.js';
+import { runCli, runOnTerminal } from '../support/spawn-punctual.js';
+import { makeTempDir } from '../support/temp-dir.js';
 
 describe('punctual CLI', () => {
   const dir = makeTempDir();
@@ -39,6 +39,7 @@ describe('punctual CLI', () => {
     const rotated = json(['secret', 'rotate', '--project', project.projectId]);
     expect(rotated.webhookSecret).toMatch(/^whsec_/);
     expect(json(['secret', 'list', '--project', project.projectId]).webhookSecrets).toHaveLength(2);
+    // --json '<object>' is --body's older spelling, still read as a body.
     const updated = json(['projects', 'update', project.projectId, '--json', '{"deliveryConcurrency": 5}']);
     expect(updated.deliveryConcurrency).toBe(5);
     const usage = json(['usage', '--team', team.teamId]);
@@ -54,7 +55,7 @@ describe('punctual CLI', () => {
   it('creates, lists, pauses, resumes, triggers and deletes a project\'s schedules', () => {
     const team = json(['teams', 'create', '--name', 'Cron']);
     const project = json(['projects', 'create', '--team', team.teamId, '--name', 'Nightly', '--webhook-url', 'http://127.0.0.1:9999/hook']);
-    const created = json(['schedules', 'create', '--project', project.projectId, '--json', '{"cron":"30 2 * * *","timezone":"Europe/Paris","payload":{"a":1}}']);
+    const created = json(['schedules', 'create', '--project', project.projectId, '--body', '{"cron":"30 2 * * *","timezone":"Europe/Paris","payload":{"a":1}}']);
     expect(created).toMatchObject({ scheduleId: expect.stringMatching(/^sch_/), cron: '30 2 * * *', timezone: 'Europe/Paris', paused: false });
     const listed = json(['schedules', 'list', '--project', project.projectId]);
     expect(listed.schedules.map((x: { scheduleId: string }) => x.scheduleId)).toEqual([created.scheduleId]);
@@ -124,33 +125,51 @@ describe('punctual CLI', () => {
     expect(run(['prune', '--dry-run'])).toMatchObject({ dryRun: true, jobs: 2, attempts: 0 });
     // Kept 30 days by default; and a project's own setting wins over PUNCTUAL_RETENTION_DAYS.
     expect(run(['prune', '--dry-run'], env)).toMatchObject({ jobs: 0 });
-    expect(json(['projects', 'update', project.projectId, '--json', '{"retentionDays": 3}']).retentionDays).toBe(3);
+    expect(json(['projects', 'update', project.projectId, '--body', '{"retentionDays": 3}']).retentionDays).toBe(3);
     expect(run(['prune', '--dry-run'])).toMatchObject({ jobs: 0 });
-    json(['projects', 'update', project.projectId, '--json', '{"retentionDays": null}']);
-    expect(run(['prune'])).toMatchObject({ dryRun: false, jobs: 2 });
+    json(['projects', 'update', project.projectId, '--body', '{"retentionDays": null}']);
+    // On a terminal: a progress line on stderr as batches go, then the answer as field lines.
+    const onTerminal = runOnTerminal(['prune'], oneDay);
+    expect(onTerminal, 'needs util-linux script(1)').not.toBeNull();
+    expect(onTerminal!.output).toMatch(/deleted 2 jobs, 0 attempts, 0 idempotency keys, 0 usage days, 0 events so far\r?\n/);
+    expect(onTerminal!.output).toMatch(/^dryRun\s+false\r?$/m);
+    expect(onTerminal!.output).toMatch(/^jobs\s+2\r?$/m);
+    expect(onTerminal!.status).toBe(0);
     expect(run(['prune', '--dry-run'])).toMatchObject({ jobs: 0 });
+    expect(run(['prune'])).toMatchObject({ dryRun: false, jobs: 0 });
     const bad = runCli(['prune'], { ...env, PUNCTUAL_RETENTION_DAYS: '0' });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('PUNCTUAL_RETENTION_DAYS must be a number of days from 0.001 to 3650, got "0"');
   });
 
-  it('prints errors in the API shape and exits 1', () => {
+  it('prints errors in the API shape, on one line, and exits 1', () => {
     const result = runCli(['usage', '--team', 'team_nope'], env);
     expect(result.status).toBe(1);
-    expect(JSON.parse(result.stderr)).toMatchObject({ error: 'NOT_FOUND' });
+    expect(result.stderr).toBe('{"error":"NOT_FOUND","data":{"message":"No team team_nope"}}\n');
+    expect(runCli(['usage', '--team', 'team_nope', '--table'], env).stderr).toBe('NOT_FOUND: No team team_nope\n');
     const bad = runCli(['teams', 'create', '--name', 'x', '--plan', 'gold'], env);
     expect(bad.status).toBe(1);
     expect(JSON.parse(bad.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'plan' } });
   });
 
-  it('explains usage mistakes', () => {
+  it('explains usage mistakes with exit code 2 and the command\'s usage', () => {
     const missing = runCli(['teams', 'create'], env);
-    expect(missing.status).toBe(1);
-    expect(missing.stderr).toContain('--name is required');
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/^--name is required\n\nUsage:\n\n {2}teams create --name <name>/);
     const unknown = runCli(['frobnicate'], env);
-    expect(unknown.status).toBe(1);
-    expect(unknown.stderr).toContain('Unknown command');
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain('Unknown command: frobnicate');
+    const stray = runCli(['teams', 'get', 'team_x', '--project', 'prj_x'], env);
+    expect(stray.status).toBe(2);
+    expect(stray.stderr).toContain('teams get does not take --project');
+    const badOption = runCli(['teams', 'get', '--colour'], env);
+    expect(badOption.status).toBe(2);
+    expect(badOption.stderr).toContain("Unknown option '--colour'");
     expect(runCli(['--help'], env).stdout).toContain('Usage: punctual');
+    expect(runCli([], env).status).toBe(2);
+    const jobsHelp = runCli(['jobs', '--help'], env);
+    expect(jobsHelp.status).toBe(0);
+    expect(jobsHelp.stdout.split('\n').filter((line) => line.startsWith('  jobs '))).toHaveLength(2);
   });
 
   it('refuses to start with a PUNCTUAL_SECRET_KEY other than the one the database was set up with', () => {
