@@ -214,8 +214,8 @@ export class SqliteStore implements Store {
   readonly jobCancelIfQueued: JobStore['jobCancelIfQueued'] = (params) => this.jobs.jobCancelIfQueued(params);
   readonly jobRescheduleIfQueued: JobStore['jobRescheduleIfQueued'] = (params) => this.jobs.jobRescheduleIfQueued(params);
   readonly jobRetryIfFailed: JobStore['jobRetryIfFailed'] = (params) => this.jobs.jobRetryIfFailed(params);
-  readonly jobRetryFailedMany: JobStore['jobRetryFailedMany'] = (params) => this.jobs.jobRetryFailedMany(params);
-  readonly jobCountFailed: JobStore['jobCountFailed'] = (params) => this.jobs.jobCountFailed(params);
+  readonly jobBulkAct: JobStore['jobBulkAct'] = (params) => this.jobs.jobBulkAct(params);
+  readonly jobBulkCount: JobStore['jobBulkCount'] = (params) => this.jobs.jobBulkCount(params);
   readonly jobHoldBatch: JobStore['jobHoldBatch'] = (params) => this.jobs.jobHoldBatch(params);
   readonly jobReleaseHeldBatch: JobStore['jobReleaseHeldBatch'] = (params) => this.jobs.jobReleaseHeldBatch(params);
   readonly jobClaimDue: JobStore['jobClaimDue'] = (params) => this.jobs.jobClaimDue(params);
