@@ -13,9 +13,11 @@ import { named, type NamedStatement } from './named-params.js';
 
 /**
  * Every condition of a filter, on `j`, with a null argument for a field not given (a custom plan
- * folds those away). :moreKeys and :moreValues are the tags after the one the read goes by: each
- * is one lookup in job_tags' key. A reschedule does not match a job already due where it would put
- * it (job-store.ts, JobBulkAction), so that repeating one moves on to the rest.
+ * folds those away). :moreTags is an object of the tags after the one the read goes by, checked
+ * against the job's own tags column (which holds exactly the tags its job_tags rows do): no
+ * further read, and nothing for the planner to turn into a hash of every tag of the project. A
+ * reschedule does not match a job already due where it would put it (job-store.ts,
+ * JobBulkAction), so that repeating one moves on to the rest.
  */
 const REST_OF_FILTER = `j.project_id = :projectId AND (:status::text IS NULL OR j.status = :status::text)
   AND (:scheduleId::text IS NULL OR j.schedule_id = :scheduleId::text)
@@ -25,11 +27,15 @@ const REST_OF_FILTER = `j.project_id = :projectId AND (:status::text IS NULL OR 
   AND (:failedFrom::bigint IS NULL OR j.failed_at >= :failedFrom::bigint) AND (:failedBefore::bigint IS NULL OR j.failed_at < :failedBefore::bigint)
   AND NOT (:reschedule::boolean AND j.scheduled_for IS NOT DISTINCT FROM :scheduledFor::bigint
     AND j.run_at = GREATEST(COALESCE(:scheduledFor::bigint, j.queued_at), j.queued_at))
-  AND NOT EXISTS (SELECT 1 FROM unnest(:moreKeys::text[], :moreValues::text[]) AS m(key, value) WHERE NOT EXISTS (SELECT 1 FROM job_tags t
-    WHERE t.project_id = :projectId AND t.key = m.key AND t.value = m.value AND t.job_seq = j.seq))`;
+  AND (:moreTags::jsonb IS NULL OR j.tags::jsonb @> :moreTags::jsonb)`;
 
-/** The tag a read goes by: its rows of job_tags (project_id, key, value, job_seq), in seq order, each joined to its job. */
-const BY_TAG = `FROM job_tags d JOIN jobs j ON j.seq = d.job_seq
+/**
+ * The tag a read goes by: its rows of job_tags (project_id, key, value, job_seq), in seq order,
+ * each joined to its job by its key. The job is a LATERAL subquery kept apart (OFFSET 0), so that
+ * the join is always this loop: planned as a plain join, a tag the statistics take for a common
+ * one was merged against a walk of the jobs' primary key (98,000 rows read for 50 jobs).
+ */
+const BY_TAG = `FROM job_tags d CROSS JOIN LATERAL (SELECT * FROM jobs WHERE jobs.seq = d.job_seq OFFSET 0) AS j
   WHERE d.project_id = :projectId AND d.key = :tagKey::text AND d.value = :tagValue::text`;
 
 /**
@@ -131,8 +137,7 @@ function filterValues(filter: Omit<JobFilter, 'status'> & { failedFrom?: number 
     scheduledFor: action?.kind === 'reschedule' ? action.scheduledFor : null,
     tagKey: first?.[0] ?? null,
     tagValue: first?.[1] ?? null,
-    moreKeys: more.map(([key]) => key),
-    moreValues: more.map(([, value]) => value),
+    moreTags: more.length === 0 ? null : JSON.stringify(Object.fromEntries(more)),
   };
 }
 

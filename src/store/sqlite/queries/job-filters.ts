@@ -13,9 +13,10 @@ import { HELD_IF_PAUSED, jobColumns } from './jobs.js';
 /**
  * Every condition of a filter, on `j`, with a null parameter for a field not given: whichever the
  * driving index already applies, checking it again on the row is cheap and keeps one text for all.
- * @moreTags is a JSON array of [key, value] pairs, the tags after the one the read goes by: each is
- * one lookup in job_tags' key. A reschedule (@reschedule = 1) does not match a job already due
- * where it would put it (job-store.ts, JobBulkAction), so that repeating one moves on to the rest.
+ * @moreTags is a JSON object of the tags after the one the read goes by, checked against the job's
+ * own tags column (which holds exactly the tags its job_tags rows do): no further read. A
+ * reschedule (@reschedule = 1) does not match a job already due where it would put it
+ * (job-store.ts, JobBulkAction), so that repeating one moves on to the rest.
  */
 const REST_OF_FILTER = `j.project_id = @projectId AND (@status IS NULL OR j.status = @status)
   AND (@scheduleId IS NULL OR j.schedule_id = @scheduleId)
@@ -24,8 +25,7 @@ const REST_OF_FILTER = `j.project_id = @projectId AND (@status IS NULL OR j.stat
   AND (@dueBefore IS NULL OR (j.status = 'QUEUED' AND j.run_at < @dueBefore))
   AND (@failedFrom IS NULL OR j.failed_at >= @failedFrom) AND (@failedBefore IS NULL OR j.failed_at < @failedBefore)
   AND NOT (@reschedule AND j.scheduled_for IS @scheduledFor AND j.run_at = MAX(COALESCE(@scheduledFor, j.queued_at), j.queued_at))
-  AND NOT EXISTS (SELECT 1 FROM json_each(@moreTags) AS m WHERE NOT EXISTS (SELECT 1 FROM job_tags t
-    WHERE t.project_id = @projectId AND t.key = m.value ->> 0 AND t.value = m.value ->> 1 AND t.job_seq = j.seq))`;
+  AND NOT EXISTS (SELECT 1 FROM json_each(@moreTags) AS m WHERE (j.tags ->> m.key) IS NOT m.value)`;
 
 /** The tag a read goes by: its rows of job_tags in seq order, each joined to its job (CROSS JOIN: in that order). */
 const BY_TAG = `FROM job_tags d CROSS JOIN jobs j ON j.seq = d.job_seq
@@ -105,7 +105,7 @@ function filterValues(filter: Omit<JobFilter, 'status'> & { failedFrom?: number 
     scheduledFor: action?.kind === 'reschedule' ? action.scheduledFor : null,
     tagKey: first?.[0] ?? null,
     tagValue: first?.[1] ?? null,
-    moreTags: JSON.stringify(more),
+    moreTags: JSON.stringify(Object.fromEntries(more)),
   };
 }
 
