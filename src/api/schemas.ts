@@ -23,7 +23,7 @@ const tagsField = {
   type: 'object',
   additionalProperties: true,
   description: `Tags: an object of at most ${TAGS_MAX} entries, keys of 1 to 64 characters [A-Za-z0-9_.:-], values strings of 1 to ${TAG_VALUE_MAX} characters; returned in the status body and in deliveries. INVALID_TAGS otherwise.`,
-  example: { order: '123', customer: 'cus_42' },
+  examples: [{ order: '123', customer: 'cus_42' }],
 } as const;
 /** Tags as an answer shows them: {} for none. */
 const tagsAnswer = { type: 'object', additionalProperties: { type: 'string' } } as const;
@@ -85,7 +85,7 @@ const jobFilter = {
   description: 'Every field given must match (every tag, for tags). An empty filter is INVALID_REQUEST, as is an unknown field.',
   properties: {
     status: { type: 'string', enum: JOB_STATUSES, description: "Only this status; other than the action's (QUEUED, or FAILED for retry), nothing matches" },
-    tags: { type: 'object', additionalProperties: { type: 'string' }, description: 'Tags a job must all have', example: { order: '123' } },
+    tags: { type: 'object', additionalProperties: { type: 'string' }, description: 'Tags a job must all have', examples: [{ order: '123' }] },
     scheduleId: { type: 'string' },
     createdAfter: { type: 'string', format: 'date-time', description: 'inclusive' },
     createdBefore: { type: 'string', format: 'date-time', description: 'exclusive' },
