@@ -10,6 +10,7 @@ import { PunctualError, UnavailableError } from '../errors.js';
 import { PlanFileError } from '../plans.js';
 import { openRuntime } from '../runtime.js';
 import { serve } from '../server.js';
+import { JOBS_COMMANDS, JOBS_OPTIONS, JOBS_USAGE, JobsUsageError } from './jobs-commands.js';
 import { listen } from './listen.js';
 import type { Services } from '../services/services.js';
 
@@ -35,6 +36,7 @@ const USAGE = `Usage: punctual <command> [options]
   schedules create --project <projectId> --json '<POST /api/schedules body>'
   schedules list --project <projectId>                    a project's recurring schedules (SPEC section 9), newest first
   schedules get|pause|resume|trigger|delete <scheduleId> --project <projectId>
+${JOBS_USAGE}
   prune [--dry-run]                                       delete now what retention deletes (SPEC section 12);
                                                           --dry-run only counts it
   users create --email <email> [--team <teamId>] [--operator] [--password <password>]
@@ -141,6 +143,7 @@ async function main(argv: string[]): Promise<number> {
       operator: { type: 'boolean' },
       'dry-run': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      ...JOBS_OPTIONS,
     },
   });
   const [first, second, ...rest] = positionals;
@@ -172,6 +175,11 @@ async function main(argv: string[]): Promise<number> {
       console.log(JSON.stringify({ migrated: true, store: runtime.store.kind }));
       return 0;
     }
+    const jobs = second !== undefined ? JOBS_COMMANDS[`${first} ${second}`] : undefined;
+    if (jobs) {
+      console.log(JSON.stringify(await jobs(runtime.services, { positionals: rest, values }), null, 2));
+      return 0;
+    }
     const twoWords = second !== undefined ? COMMANDS[`${first} ${second}`] : undefined;
     const command = twoWords ?? COMMANDS[first];
     if (!command) throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
@@ -194,7 +202,7 @@ main(process.argv.slice(2)).then(
       console.error(JSON.stringify(error.toBody(), null, 2));
     } else if (error instanceof ConfigError || error instanceof PlanFileError) {
       console.error(`Configuration error: ${error.message}`);
-    } else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    } else if (error instanceof UsageError || error instanceof JobsUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`${(error as Error).message}\n\n${USAGE}`);
     } else {
       console.error(error);
