@@ -111,8 +111,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
           properties: {
             status: { type: 'string' },
             tag: {
-              type: ['string', 'array'],
-              items: { type: 'string' },
+              anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
               description: '<key>:<value> (the key ends at the first colon); repeatable: a job matches when it has every tag given',
             },
             scheduleId: { type: 'string' },
