@@ -268,7 +268,7 @@ describe('tags, filters and bulk actions (SPEC section 14)', () => {
       expect((await get(`/api/jobs/${jobs[0]}`)).json().nextAttemptAt).toBe(iso(T0 + HOUR));
     });
 
-    it('acts on up to 10,000 at a time in transactions of a few hundred, each job once', async () => {
+    it('acts on up to 10,000 at a time, a transaction of a hundred after another, each job once', async () => {
       const jobs: string[] = [];
       for (let i = 0; i < 6; i += 1) {
         const items = Array.from({ length: 100 }, () => ({ payload: {}, tags: { load: 'x' }, scheduledFor: iso(T0 + HOUR) }));
