@@ -110,6 +110,18 @@ describe('tags, filters and bulk actions (SPEC section 14)', () => {
       expect((await patch({ tags: {} })).json().tags).toEqual({});
       expectContractError(await patch({ tags: { feed: '' } }), 400, 'INVALID_TAGS');
     });
+
+    it("gives a schedule's tags to the jobs of its fires, created ahead by the firing loop", async () => {
+      const created = await post('/api/schedules', { cron: '* * * * * *', payload: {}, tags: { feed: 'tick' } });
+      const scheduleId = created.json().scheduleId as string;
+      // The loop creates the fires of the next seconds ahead of their instants.
+      await t.services.scheduleFiring.runOnce();
+      const jobs = (await get(`/api/jobs?scheduleId=${scheduleId}`)).json().jobs as { jobId: string; tags: unknown }[];
+      expect(jobs.length).toBeGreaterThan(0);
+      expect(jobs.map((job) => job.tags)).toEqual(jobs.map(() => ({ feed: 'tick' })));
+      expect(await listed(`?tag=feed:tick&scheduleId=${scheduleId}`)).toEqual(jobs.map((job) => job.jobId));
+      await t.api(p.key, { method: 'DELETE', url: `/api/schedules/${scheduleId}` });
+    });
   });
 
   describe('GET /api/jobs: the one filter', () => {
