@@ -43,7 +43,11 @@ export interface JobRow {
   traceparent: string | null;
   /** The tracestate that came with it, carried along unchanged; null when none did. */
   tracestate: string | null;
-  /** Its tags (SPEC section 14) exactly as JSON.stringify wrote them at dispatch; null when it has none. */
+  /**
+   * Its tags (SPEC section 14) exactly as JSON.stringify wrote them at dispatch; null when it has
+   * none. The tag lookup (job_tags, 0015_tags.sql) holds one row per entry, written with the job:
+   * whatever changes a job's tags must rewrite both in one transaction.
+   */
   tags: string | null;
 }
 
