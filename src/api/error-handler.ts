@@ -6,6 +6,7 @@ import {
   InvalidPayloadError,
   InvalidRequestError,
   InvalidScheduleError,
+  InvalidTagsError,
   InvalidTimezoneError,
   InvalidWebhookUrlError,
   NotFoundError,
@@ -25,6 +26,7 @@ const FIELD_ERRORS: Record<string, new (message: string, extra: Record<string, u
   webhookUrl: InvalidWebhookUrlError,
   cron: InvalidCronError,
   timezone: InvalidTimezoneError,
+  tags: InvalidTagsError,
 };
 
 /** Turns the first schema failure into the contract's error, naming the field as the client sent it. */

@@ -4,6 +4,8 @@
  * payload bytes, alias conflicts) live in services/input/validate-job-input.ts.
  */
 import { ERROR_CLASSES } from '../errors.js';
+import { BULK_ACTIONS, BULK_DEFAULT_LIMIT, BULK_MAX_LIMIT } from '../services/input/bulk-input.js';
+import { TAGS_MAX, TAG_VALUE_MAX } from '../services/input/tags-input.js';
 import { JOB_STATUSES, type AttemptOutcome } from '../store/store.js';
 
 /** An attempt's outcomes (SPEC section 4), for the schema's enum. */
@@ -16,6 +18,20 @@ const scheduleField = {
   description: 'RFC 3339 date-time with a zone; null or absent: at once; at most 366 days ahead',
 } as const;
 
+/**
+ * Tags as a request gives them (SPEC section 14). Only the type is checked here (a failure is
+ * INVALID_TAGS, error-handler.ts); keys, values and their number are checked by
+ * services/input/tags-input.ts, with sentences that say what to fix.
+ */
+const tagsField = {
+  type: 'object',
+  additionalProperties: true,
+  description: `Tags: an object of at most ${TAGS_MAX} entries, keys of 1 to 64 characters [A-Za-z0-9_.:-], values strings of 1 to ${TAG_VALUE_MAX} characters; returned in the status body and in deliveries. INVALID_TAGS otherwise.`,
+  examples: [{ order: '123', customer: 'cus_42' }],
+} as const;
+/** Tags as an answer shows them: {} for none. */
+const tagsAnswer = { type: 'object', additionalProperties: { type: 'string' } } as const;
+
 export const dispatchBody = {
   type: 'object',
   required: ['payload'],
@@ -24,6 +40,7 @@ export const dispatchBody = {
     scheduledFor: scheduleField,
     scheduleFor: { ...scheduleField, description: 'Alias of scheduledFor' },
     maxRetries: { type: 'integer', minimum: 0, description: 'Capped by the plan (at most 3)' },
+    tags: tagsField,
   },
 } as const;
 
@@ -41,7 +58,7 @@ export const dispatchAnswer = {
 export const jobStatus = {
   type: 'object',
   // completedAt, failedAt, cancelledAt appear once reached; scheduleId only on a schedule's job.
-  required: ['jobId', 'status', 'scheduledFor', 'maxRetries', 'attemptCount', 'nextAttemptAt', 'createdAt', 'updatedAt', 'lastError', 'payload'],
+  required: ['jobId', 'status', 'scheduledFor', 'maxRetries', 'attemptCount', 'nextAttemptAt', 'createdAt', 'updatedAt', 'lastError', 'tags', 'payload'],
   properties: {
     jobId: { type: 'string' },
     status: { type: 'string', enum: JOB_STATUSES },
@@ -56,7 +73,46 @@ export const jobStatus = {
     cancelledAt: timestamp,
     lastError: { type: ['string', 'null'] },
     scheduleId: { type: 'string', description: 'Only on a job a schedule created' },
+    tags: { ...tagsAnswer, description: 'Its tags; {} when it has none' },
     payload: { type: 'object', additionalProperties: true },
+  },
+} as const;
+
+/** The one filter (SPEC section 14) as a bulk action takes it: each field given narrows it; at least one is required. */
+const jobFilter = {
+  type: 'object',
+  description: 'Every field given must match (every tag, for tags). An empty filter is INVALID_REQUEST, as is an unknown field.',
+  properties: {
+    status: { type: 'string', enum: JOB_STATUSES, description: "Only this status; other than the action's (QUEUED, or FAILED for retry), nothing matches" },
+    tags: { type: 'object', additionalProperties: { type: 'string' }, description: 'Tags a job must all have', examples: [{ order: '123' }] },
+    scheduleId: { type: 'string' },
+    createdAfter: { type: 'string', format: 'date-time', description: 'inclusive' },
+    createdBefore: { type: 'string', format: 'date-time', description: 'exclusive' },
+    dueAfter: { type: 'string', format: 'date-time', description: "inclusive, against a QUEUED job's nextAttemptAt" },
+    dueBefore: { type: 'string', format: 'date-time', description: 'exclusive' },
+  },
+} as const;
+
+export const bulkBody = {
+  type: 'object',
+  required: ['action', 'filter'],
+  properties: {
+    action: { type: 'string', enum: BULK_ACTIONS, description: 'cancel and reschedule act on QUEUED jobs, retry on FAILED ones' },
+    filter: jobFilter,
+    scheduledFor: { ...scheduleField, description: 'reschedule only, and required with it: the new time; null runs them at once' },
+    scheduleFor: { ...scheduleField, description: 'Alias of scheduledFor' },
+    dryRun: { type: 'boolean', description: 'Count what would be matched; change nothing. Default false' },
+    limit: { type: 'integer', minimum: 1, maximum: BULK_MAX_LIMIT, description: `At most this many jobs, oldest first; default ${BULK_DEFAULT_LIMIT}` },
+  },
+} as const;
+
+export const bulkAnswer = {
+  type: 'object',
+  required: ['matched', 'changed', 'hasMore'],
+  properties: {
+    matched: { type: 'integer', description: "Jobs matched in the action's state (at most limit)" },
+    changed: { type: 'integer', description: 'Jobs changed: 0 with dryRun; a job that left the state meanwhile is matched, not changed' },
+    hasMore: { type: 'boolean', description: 'More jobs match: the same request again goes on with them' },
   },
 } as const;
 
@@ -249,6 +305,7 @@ const scheduleFields = {
   catchUp: { type: 'string', enum: ['latest', 'none', 'all'] },
   overlap: { type: 'string', enum: ['allow', 'skip'] },
   paused: { type: 'boolean' },
+  tags: { ...tagsField, description: `${tagsField.description} The schedule's jobs carry them; {} in a PATCH removes them.` },
 } as const;
 
 export const scheduleBody = { type: 'object', properties: scheduleFields } as const;
@@ -260,6 +317,7 @@ const scheduleProperties = {
   lastRunAt: nullableTimestamp,
   lastJobId: { type: ['string', 'null'] },
   skippedCount: { type: 'integer' },
+  tags: { ...tagsAnswer, description: 'The tags its jobs carry; {} for none' },
   createdAt: timestamp,
   updatedAt: timestamp,
 } as const;

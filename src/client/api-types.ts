@@ -241,6 +241,16 @@ export interface paths {
                         scheduleFor?: string | null;
                         /** @description Capped by the plan (at most 3) */
                         maxRetries?: number;
+                        /**
+                         * @description Tags: an object of at most 10 entries, keys of 1 to 64 characters [A-Za-z0-9_.:-], values strings of 1 to 256 characters; returned in the status body and in deliveries. INVALID_TAGS otherwise.
+                         * @example {
+                         *       "order": "123",
+                         *       "customer": "cus_42"
+                         *     }
+                         */
+                        tags?: {
+                            [key: string]: unknown;
+                        };
                     };
                 };
             };
@@ -680,11 +690,17 @@ export interface paths {
             parameters: {
                 query?: {
                     status?: string;
+                    /** @description <key>:<value> (the key ends at the first colon); repeatable: a job matches when it has every tag given */
+                    tag?: string | string[];
                     scheduleId?: string;
                     /** @description timestamp, inclusive */
                     createdAfter?: string;
                     /** @description timestamp, exclusive */
                     createdBefore?: string;
+                    /** @description timestamp, inclusive, against a QUEUED job's nextAttemptAt (other jobs do not match) */
+                    dueAfter?: string;
+                    /** @description timestamp, exclusive */
+                    dueBefore?: string;
                     /** @description 1..100, default 50 */
                     limit?: string;
                     cursor?: string;
@@ -725,6 +741,10 @@ export interface paths {
                                 lastError: string | null;
                                 /** @description Only on a job a schedule created */
                                 scheduleId?: string;
+                                /** @description Its tags; {} when it has none */
+                                tags: {
+                                    [key: string]: string;
+                                };
                                 payload: {
                                     [key: string]: unknown;
                                 };
@@ -853,7 +873,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Bulk replay: queue FAILED jobs again, oldest failure first */
+        /**
+         * Bulk replay: queue FAILED jobs again, oldest failure first
+         * @description The same action as POST /api/jobs/bulk with "retry", over a window of failure times.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -897,6 +920,248 @@ export interface paths {
                         "application/json": {
                             /** @enum {string} */
                             error: "INVALID_REQUEST";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNAUTHORIZED */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNAUTHORIZED";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description PAYLOAD_TOO_LARGE */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "PAYLOAD_TOO_LARGE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNSUPPORTED_MEDIA_TYPE */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNSUPPORTED_MEDIA_TYPE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description RATE_LIMITED */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "RATE_LIMITED";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description INTERNAL_ERROR */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "INTERNAL_ERROR";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNAVAILABLE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel, reschedule or retry every job a filter matches
+         * @description cancel and reschedule act on the matching QUEUED jobs, retry on the FAILED ones, oldest first, at most `limit` per request (`hasMore` says whether more match: send the same request again). Each job is decided against a concurrent claim: once the answer is sent, no job it cancelled is ever delivered; a job that left its state meanwhile is matched, not changed. With dryRun, nothing changes and matched says how many would be.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description cancel and reschedule act on QUEUED jobs, retry on FAILED ones
+                         * @enum {string}
+                         */
+                        action: "cancel" | "reschedule" | "retry";
+                        /** @description Every field given must match (every tag, for tags). An empty filter is INVALID_REQUEST, as is an unknown field. */
+                        filter: {
+                            /**
+                             * @description Only this status; other than the action's (QUEUED, or FAILED for retry), nothing matches
+                             * @enum {string}
+                             */
+                            status?: "QUEUED" | "DISPATCHED" | "STARTED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /**
+                             * @description Tags a job must all have
+                             * @example {
+                             *       "order": "123"
+                             *     }
+                             */
+                            tags?: {
+                                [key: string]: string;
+                            };
+                            scheduleId?: string;
+                            /**
+                             * Format: date-time
+                             * @description inclusive
+                             */
+                            createdAfter?: string;
+                            /**
+                             * Format: date-time
+                             * @description exclusive
+                             */
+                            createdBefore?: string;
+                            /**
+                             * Format: date-time
+                             * @description inclusive, against a QUEUED job's nextAttemptAt
+                             */
+                            dueAfter?: string;
+                            /**
+                             * Format: date-time
+                             * @description exclusive
+                             */
+                            dueBefore?: string;
+                        };
+                        /** @description reschedule only, and required with it: the new time; null runs them at once */
+                        scheduledFor?: string | null;
+                        /** @description Alias of scheduledFor */
+                        scheduleFor?: string | null;
+                        /** @description Count what would be matched; change nothing. Default false */
+                        dryRun?: boolean;
+                        /** @description At most this many jobs, oldest first; default 1000 */
+                        limit?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Jobs matched in the action's state (at most limit) */
+                            matched: number;
+                            /** @description Jobs changed: 0 with dryRun; a job that left the state meanwhile is matched, not changed */
+                            changed: number;
+                            /** @description More jobs match: the same request again goes on with them */
+                            hasMore: boolean;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST, INVALID_SCHEDULE */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "INVALID_REQUEST" | "INVALID_SCHEDULE";
                             data: {
                                 /** @description A sentence a person can act on */
                                 message: string;
@@ -1084,6 +1349,10 @@ export interface paths {
                             lastError: string | null;
                             /** @description Only on a job a schedule created */
                             scheduleId?: string;
+                            /** @description Its tags; {} when it has none */
+                            tags: {
+                                [key: string]: string;
+                            };
                             payload: {
                                 [key: string]: unknown;
                             };
@@ -1846,6 +2115,10 @@ export interface paths {
                             lastError: string | null;
                             /** @description Only on a job a schedule created */
                             scheduleId?: string;
+                            /** @description Its tags; {} when it has none */
+                            tags: {
+                                [key: string]: string;
+                            };
                             payload: {
                                 [key: string]: unknown;
                             };
@@ -2307,6 +2580,10 @@ export interface paths {
                                 /** @enum {string} */
                                 overlap: "allow" | "skip";
                                 paused: boolean;
+                                /** @description The tags its jobs carry; {} for none */
+                                tags: {
+                                    [key: string]: string;
+                                };
                                 /** Format: date-time */
                                 nextRunAt: string | null;
                                 /** Format: date-time */
@@ -2452,6 +2729,16 @@ export interface paths {
                         /** @enum {string} */
                         overlap?: "allow" | "skip";
                         paused?: boolean;
+                        /**
+                         * @description Tags: an object of at most 10 entries, keys of 1 to 64 characters [A-Za-z0-9_.:-], values strings of 1 to 256 characters; returned in the status body and in deliveries. INVALID_TAGS otherwise. The schedule's jobs carry them; {} in a PATCH removes them.
+                         * @example {
+                         *       "order": "123",
+                         *       "customer": "cus_42"
+                         *     }
+                         */
+                        tags?: {
+                            [key: string]: unknown;
+                        };
                     };
                 };
             };
@@ -2479,6 +2766,10 @@ export interface paths {
                             /** @enum {string} */
                             overlap: "allow" | "skip";
                             paused: boolean;
+                            /** @description The tags its jobs carry; {} for none */
+                            tags: {
+                                [key: string]: string;
+                            };
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -2848,6 +3139,10 @@ export interface paths {
                             /** @enum {string} */
                             overlap: "allow" | "skip";
                             paused: boolean;
+                            /** @description The tags its jobs carry; {} for none */
+                            tags: {
+                                [key: string]: string;
+                            };
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3000,6 +3295,10 @@ export interface paths {
                             /** @enum {string} */
                             overlap: "allow" | "skip";
                             paused: boolean;
+                            /** @description The tags its jobs carry; {} for none */
+                            tags: {
+                                [key: string]: string;
+                            };
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3205,6 +3504,16 @@ export interface paths {
                         /** @enum {string} */
                         overlap?: "allow" | "skip";
                         paused?: boolean;
+                        /**
+                         * @description Tags: an object of at most 10 entries, keys of 1 to 64 characters [A-Za-z0-9_.:-], values strings of 1 to 256 characters; returned in the status body and in deliveries. INVALID_TAGS otherwise. The schedule's jobs carry them; {} in a PATCH removes them.
+                         * @example {
+                         *       "order": "123",
+                         *       "customer": "cus_42"
+                         *     }
+                         */
+                        tags?: {
+                            [key: string]: unknown;
+                        };
                     };
                 };
             };
@@ -3232,6 +3541,10 @@ export interface paths {
                             /** @enum {string} */
                             overlap: "allow" | "skip";
                             paused: boolean;
+                            /** @description The tags its jobs carry; {} for none */
+                            tags: {
+                                [key: string]: string;
+                            };
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */

@@ -118,6 +118,11 @@ export function createClient(options: ClientOptions) {
     retry: (jobId: string) => unwrap(client.POST('/api/jobs/{jobId}/retry', path('jobId', jobId))),
     /** Bulk replay of FAILED jobs, oldest failure first: `{ retried, hasMore }`. */
     retryFailed: (body: RequestBody<'/api/jobs/retry', 'post'> = { status: 'FAILED' }) => unwrap(client.POST('/api/jobs/retry', { body })),
+    /**
+     * Cancel, reschedule or retry every job a filter matches (SPEC section 14), oldest first, up to
+     * `limit`: `{ matched, changed, hasMore }`; with `dryRun` nothing changes.
+     */
+    bulk: (body: RequestBody<'/api/jobs/bulk', 'post'>) => unwrap(client.POST('/api/jobs/bulk', { body })),
   };
 
   const schedules = {

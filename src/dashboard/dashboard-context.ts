@@ -43,10 +43,12 @@ export function redirectWithNotice(
   reply: FastifyReply,
   path: string,
   done: NoticeCode | CountedNoticeCode,
-  query: Record<string, string> = {},
+  query: Record<string, string> | string = {},
   count?: number,
 ): FastifyReply {
-  const params = new URLSearchParams({ ...query, done, ...(count !== undefined && { count: String(count) }) });
+  const params = new URLSearchParams(query);
+  params.set('done', done);
+  if (count !== undefined) params.set('count', String(count));
   return reply.redirect(`${path}?${params.toString()}`, 303);
 }
 
@@ -69,12 +71,18 @@ const NOTICES = {
 } as const;
 type NoticeCode = keyof typeof NOTICES;
 
+const jobsCancelled = (n: number) => `${n.toLocaleString('en-US')} queued ${n === 1 ? 'job' : 'jobs'} cancelled: ${n === 1 ? 'it' : 'they'} will not be delivered.`;
+const jobsRescheduled = (n: number) => `${n.toLocaleString('en-US')} queued ${n === 1 ? 'job' : 'jobs'} rescheduled.`;
 const jobsQueuedAgain = (n: number) => `${n.toLocaleString('en-US')} failed ${n === 1 ? 'job' : 'jobs'} queued again, each with a fresh retry budget.`;
 
 /** Notices that show a number: `count` in the query, digits only, so nothing typed is ever echoed. */
 const COUNTED_NOTICES = {
   'failed-retried': jobsQueuedAgain,
-  'failed-retried-more': (n: number) => `${jobsQueuedAgain(n)} More failed jobs match: retry all failed again for the next ones.`,
+  'failed-retried-more': (n: number) => `${jobsQueuedAgain(n)} More failed jobs match: retry all failed that match again for the next ones.`,
+  'bulk-cancelled': (n: number) => jobsCancelled(n),
+  'bulk-cancelled-more': (n: number) => `${jobsCancelled(n)} More jobs match: cancel all that match again for the next ones.`,
+  'bulk-rescheduled': (n: number) => jobsRescheduled(n),
+  'bulk-rescheduled-more': (n: number) => `${jobsRescheduled(n)} More jobs match: reschedule all that match again for the next ones.`,
 } as const;
 type CountedNoticeCode = keyof typeof COUNTED_NOTICES;
 

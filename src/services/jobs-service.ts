@@ -13,7 +13,7 @@ import {
 } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { effectiveMaxRetries, type Plan } from '../plans.js';
-import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type StartedJob, type FailedJobsFilter, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
+import { JOB_STATUSES, listedByCreation, type AnswerTemplate, type StartedJob, type JobCreateParams, type JobCreateResult, type JobListParams, type JobStatus, type JobTagPair, type JobTransitionResult, type NewJob, type ProjectRow, type Store, type TeamRow } from '../store/store.js';
 import { startedJobs } from '../store/job-rules.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { attemptView, jobStatusView } from './views/job-views.js';
@@ -22,6 +22,7 @@ import type { ImmediateDelivery } from './immediate-delivery.js';
 import { isPlainObject, readSchedule, validateEnqueueInput, type EnqueueInput } from './input/validate-job-input.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
 import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './input/list-query.js';
+import { readTagParams } from './input/tags-input.js';
 import { traceIdOf, type TraceContext } from '../tracing/trace-context.js';
 import type { Tracer } from '../tracing/tracer.js';
 
@@ -72,7 +73,7 @@ export class JobsService {
   }
 
   private newJob(input: EnqueueInput, ctx: JobRequestContext, now: number, trace: TraceContext | null): NewJob {
-    return {
+    const job: NewJob = {
       id: newJobId(now),
       payload: input.payload,
       scheduledFor: input.scheduledFor,
@@ -82,6 +83,8 @@ export class JobsService {
       traceparent: trace?.traceparent ?? null,
       tracestate: trace?.tracestate ?? null,
     };
+    if (input.tags !== undefined) job.tags = input.tags;
+    return job;
   }
 
   private quotaFor(ctx: JobRequestContext, now: number): JobCreateParams['quota'] {
@@ -216,7 +219,7 @@ export class JobsService {
    */
   async createForSchedule(
     ctx: JobRequestContext,
-    schedule: { id: string; payload: string; maxRetries: number | null },
+    schedule: { id: string; payload: string; maxRetries: number | null; tags: string | null },
     fires: { fireAt: number | null; runAt: number }[],
     now: number,
   ): Promise<{ jobs: NewJob[]; created: boolean[]; usedBefore: number }> {
@@ -228,6 +231,8 @@ export class JobsService {
       runAt: Math.max(fire.runAt, now),
       maxRetries,
       schedule: { id: schedule.id, fireAt: fire.fireAt },
+      // A schedule's jobs carry its tags (SPEC section 14).
+      ...(schedule.tags !== null && { tags: schedule.tags }),
     }));
     const result = await this.create(ctx, 'schedule', null, null, jobs, now, { kind: 'single', statusCode: 201, body: '' });
     if (result.kind !== 'created') throw new Error('a schedule fire has no Idempotency-Key to replay');
@@ -248,16 +253,15 @@ export class JobsService {
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
-    const params = singleValues(query, ['status', 'scheduleId', 'createdAfter', 'createdBefore', 'limit', 'cursor']);
-    const { status } = params;
-    if (status !== undefined && !JOB_STATUSES.includes(status as JobStatus)) {
-      throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
-    }
+    const params = singleValues(query, ['status', 'scheduleId', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore', 'limit', 'cursor']);
     return this.listPage(ctx, {
-      status: (status as JobStatus | undefined) ?? null,
+      status: readStatusParam(params.status),
+      tags: readTagParams(query.tag),
       scheduleId: params.scheduleId ?? null,
       createdFrom: readTimestampParam(params.createdAfter, 'createdAfter'),
       createdBefore: readTimestampParam(params.createdBefore, 'createdBefore'),
+      dueFrom: readTimestampParam(params.dueAfter, 'dueAfter'),
+      dueBefore: readTimestampParam(params.dueBefore, 'dueBefore'),
       limit: readListLimit(params.limit),
       cursor: params.cursor ?? null,
     });
@@ -275,6 +279,9 @@ export class JobsService {
       createdFrom: filter.createdFrom ?? null,
       createdBefore: filter.createdBefore ?? null,
       scheduleId: filter.scheduleId ?? null,
+      tags: filter.tags ?? null,
+      dueFrom: filter.dueFrom ?? null,
+      dueBefore: filter.dueBefore ?? null,
     };
     // A list by creation window or schedule is ordered by (createdAt, seq) and its cursors carry
     // both; a cursor of seq alone (another list's, or an older version's) cannot say where in that
@@ -317,47 +324,6 @@ export class JobsService {
     return { jobId, status: 'QUEUED' };
   }
 
-  /**
-   * Bulk replay (`POST /api/jobs/retry`): the project's FAILED jobs in the failure window, oldest
-   * failure first, each queued again as `retry` does. Done in transactions of REPLAY_CHUNK jobs so
-   * that a replay of thousands never holds the store's writer for long; each chunk takes only jobs
-   * still FAILED, so none is queued twice.
-   */
-  async retryFailed(ctx: JobRequestContext, body: unknown): Promise<{ retried: number; hasMore: boolean }> {
-    if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"status": "FAILED", ...}');
-    if (body.status !== 'FAILED') throw new InvalidRequestError('status must be "FAILED": only failed jobs can be replayed', { field: 'status' });
-    const window = {
-      failedFrom: readTimestampParam(body.failedAfter, 'failedAfter') ?? 0,
-      failedBefore: readTimestampParam(body.failedBefore, 'failedBefore') ?? Number.MAX_SAFE_INTEGER,
-    };
-    const limit = body.limit === undefined ? REPLAY_DEFAULT_LIMIT : body.limit;
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > REPLAY_MAX_LIMIT) {
-      throw new InvalidRequestError(`limit must be an integer from 1 to ${REPLAY_MAX_LIMIT}`, { field: 'limit' });
-    }
-    return this.replayFailed(ctx.project.id, { ...window, createdFrom: 0, createdBefore: Number.MAX_SAFE_INTEGER }, limit);
-  }
-
-  /** Replays up to `limit` FAILED jobs of the window (the API's bulk replay and the dashboard's "retry all failed"). */
-  async replayFailed(projectId: string, window: Omit<FailedJobsFilter, 'projectId'>, limit: number): Promise<{ retried: number; hasMore: boolean }> {
-    let retried = 0;
-    let hasMore = true;
-    while (hasMore && retried < limit) {
-      const now = this.deps.clock.now();
-      const chunk = await this.deps.store.jobRetryFailedMany({ projectId, ...window, limit: Math.min(REPLAY_CHUNK, limit - retried), now });
-      retried += chunk.retried;
-      hasMore = chunk.hasMore;
-      if (chunk.retried > 0) this.deps.onJobDue(now);
-      // Rows skipped because another writer held them (PostgreSQL) are reported, not waited for.
-      if (chunk.retried === 0) break;
-    }
-    return { retried, hasMore };
-  }
-
-  /** How many FAILED jobs of the project are in the window (the dashboard's "retry all failed" confirmation). */
-  async countFailed(projectId: string, window: Omit<FailedJobsFilter, 'projectId'>): Promise<number> {
-    return this.deps.store.jobCountFailed({ projectId, ...window });
-  }
-
   async attempts(ctx: JobRequestContext, jobId: string): Promise<{ attempts: Record<string, unknown>[] }> {
     const job = await this.deps.store.jobGet({ projectId: ctx.project.id, jobId });
     if (!job) throw jobNotFound(jobId);
@@ -366,20 +332,28 @@ export class JobsService {
   }
 }
 
-/** A page of the jobs list: by status, schedule and creation time ([createdFrom, createdBefore)), from a cursor. */
+/**
+ * A page of the jobs list by the one filter (SPEC section 14): status, tags, schedule, creation
+ * time ([createdFrom, createdBefore)) and due time ([dueFrom, dueBefore)), from a cursor.
+ */
 export interface JobListFilter {
   status: JobStatus | null;
+  tags?: JobTagPair[] | null;
   scheduleId?: string | null;
   createdFrom?: number | null;
   createdBefore?: number | null;
+  dueFrom?: number | null;
+  dueBefore?: number | null;
   limit: number;
   cursor: string | null;
 }
 
-/** Bulk replay's limit (SPEC section 2), and how many jobs one transaction requeues. */
-export const REPLAY_DEFAULT_LIMIT = 1_000;
-export const REPLAY_MAX_LIMIT = 10_000;
-const REPLAY_CHUNK = 500;
+/** A status of a list's query or a filter, or null; anything else is INVALID_REQUEST on `field`. */
+export function readStatusParam(status: unknown, field = 'status'): JobStatus | null {
+  if (status === undefined || status === null) return null;
+  if (!JOB_STATUSES.includes(status as JobStatus)) throw new InvalidRequestError(`${field} must be one of ${JOB_STATUSES.join(', ')}`, { field });
+  return status as JobStatus;
+}
 
 const jobNotFound = (jobId: string) => new NotFoundError(`No job ${jobId} in this project`);
 const notQueued = (status: JobStatus) =>

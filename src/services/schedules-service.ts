@@ -16,6 +16,7 @@ import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../tim
 import type { JobRequestContext, JobsService } from './jobs-service.js';
 import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './input/schedule-input.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
+import { tagsView } from './views/job-views.js';
 
 export const MAX_SCHEDULES_PER_PROJECT = 1_000;
 const PREVIEW_DEFAULT_COUNT = 5;
@@ -81,6 +82,7 @@ export function scheduleView(schedule: ScheduleRow): Record<string, unknown> {
     lastRunAt: formatNullableTimestamp(schedule.lastRunAt),
     lastJobId: schedule.lastJobId,
     skippedCount: schedule.skippedCount,
+    tags: tagsView(schedule.tags),
     createdAt: formatTimestamp(schedule.createdAt),
     updatedAt: formatTimestamp(schedule.updatedAt),
   };

@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/store.js';
 import { AuthService } from './auth/auth-service.js';
 import type { ImmediateDelivery } from './immediate-delivery.js';
+import { JobBulkActions } from './job-bulk-actions.js';
 import { JobsService } from './jobs-service.js';
 import { AttemptReports } from './attempt-reports.js';
 import { ManageService } from './manage-service.js';
@@ -27,6 +28,8 @@ import type { Tracer } from '../tracing/tracer.js';
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
 export interface Services {
   jobs: JobsService;
+  /** Cancel, reschedule or retry every job of a filter (SPEC section 14), and bulk replay. */
+  bulk: JobBulkActions;
   /** Async completion's reports on accepted attempts (SPEC section 11). */
   reports: AttemptReports;
   rateLimits: RateLimitService;
@@ -108,6 +111,7 @@ export function createServices(deps: ServiceDeps): Services {
     sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
     jobs,
+    bulk: new JobBulkActions({ store: deps.store, clock: deps.clock, metrics: deps.metrics, onJobDue: (runAt) => deps.onJobDue(runAt) }),
     reports: new AttemptReports({
       store: deps.store,
       clock: deps.clock,

@@ -12,6 +12,8 @@ import {
   JOB_STATUSES,
   type AnswerTemplate,
   type ExpiredLease,
+  type JobBulkCursor,
+  type JobBulkFilter,
   type JobCreateResult,
   type JobListParams,
   type JobRow,
@@ -61,6 +63,7 @@ export function startedJobs(
         scheduleId: job.schedule?.id ?? null,
         traceparent: job.traceparent ?? null,
         tracestate: job.tracestate ?? null,
+        tags: job.tags ?? null,
         leaseExpiresAt: params.startDueNow.leaseExpiresAt,
       },
       attempt: { attemptId, attemptNumber: 1, startedAt: now },
@@ -208,3 +211,44 @@ export function creationListStart(params: JobListParams): { createdAt: number; s
   if (params.beforeCreatedAt == null) throw new Error('A list by creation time continues from a cursor with its createdAt');
   return params.beforeCreatedAt < windowEnd.createdAt ? { createdAt: params.beforeCreatedAt, seq: params.beforeSeq } : windowEnd;
 }
+
+/**
+ * The index a filtered read of jobs is driven by, the same in both drivers (their
+ * queries/job-filters.ts), and so the order it reads in; the filter's other fields are checked on
+ * each job it reads:
+ * - `tag`: job_tags, the rows of one tag (the rarest of those given: the store puts it first), by seq;
+ * - `failed`: jobs_failed, by failure time, then seq (bulk replay's window);
+ * - `schedule`: jobs_schedule, by creation time, then seq;
+ * - `created`: jobs_project_created, by creation time, then seq;
+ * - `status`: jobs_project_status, the project's jobs of one status, by seq.
+ */
+export type FilterDriver = 'tag' | 'failed' | 'schedule' | 'created' | 'status';
+
+export function filterDriver(filter: JobBulkFilter): FilterDriver {
+  if ((filter.tags?.length ?? 0) > 0) return 'tag';
+  if (filter.failedFrom != null || filter.failedBefore != null) return 'failed';
+  if (filter.scheduleId != null) return 'schedule';
+  if (filter.createdFrom != null || filter.createdBefore != null) return 'created';
+  return 'status';
+}
+
+/**
+ * Where a bulk read by `driver` starts: past the cursor, and for a driver by an instant (creation
+ * or failure) at the window's start if that is later. `keyFrom` bounds the instant; a row at the
+ * cursor's instant itself must also be past its seq.
+ */
+export function bulkReadStart(filter: JobBulkFilter, driver: FilterDriver, after: JobBulkCursor | null): { keyFrom: number; afterKey: number; afterSeq: number } {
+  const windowStart = driver === 'failed' ? (filter.failedFrom ?? 0) : driver === 'tag' || driver === 'status' ? 0 : (filter.createdFrom ?? 0);
+  if (after === null) return { keyFrom: windowStart, afterKey: -1, afterSeq: 0 };
+  return { keyFrom: Math.max(windowStart, after.key), afterKey: after.key, afterSeq: after.seq };
+}
+
+/** A job's tags as the store's rows hold them (JobRow.tags), one (key, value) pair each; none for null. */
+export const tagPairs = (tags: string | null | undefined): [string, string][] => (tags ? Object.entries(JSON.parse(tags) as Record<string, string>) : []);
+
+/** How many of a tag's rows a store counts, at most, to find the rarest of several tags (the one a filtered read goes by). */
+export const TAG_COUNT_BOUND = 1_000;
+
+/** The tags of a filter, the rarest first by the counts a store read (each up to TAG_COUNT_BOUND); ties keep the order given. */
+export const rarestFirst = <T>(tags: T[], counts: number[]): T[] =>
+  tags.map((tag, i) => ({ tag, n: counts[i]!, i })).sort((a, b) => a.n - b.n || a.i - b.i).map(({ tag }) => tag);

@@ -44,6 +44,12 @@ export interface JobRow {
   traceparent: string | null;
   /** The tracestate that came with it, carried along unchanged; null when none did. */
   tracestate: string | null;
+  /**
+   * Its tags (SPEC section 14) exactly as JSON.stringify wrote them at dispatch; null when it has
+   * none. The tag lookup (job_tags, 0015_tags.sql) holds one row per entry, written with the job:
+   * whatever changes a job's tags must rewrite both in one transaction.
+   */
+  tags: string | null;
 }
 
 /**
@@ -68,6 +74,11 @@ export interface NewJob {
   /** The trace its deliveries continue (JobRow.traceparent); absent or null: none. */
   traceparent?: string | null;
   tracestate?: string | null;
+  /**
+   * Its tags as JSON.stringify wrote them (JobRow.tags), of an object of 1 to 10 entries; absent
+   * for none (an empty object is none), so that a job without tags writes nothing for them.
+   */
+  tags?: string;
 }
 
 /** A response kept under an Idempotency-Key, replayed byte for byte. */
@@ -125,19 +136,33 @@ export type JobCreateResult =
 export type JobTransitionResult = { ok: true; job: JobRow } | { ok: false; status: JobStatus | null };
 
 /**
- * A page of a project's jobs, newest first. A list by creation window or by schedule
- * (listedByCreation) is ordered by (createdAt, seq) and continues below the cursor's pair, so
- * that it is read from the window's end in an index whatever the window's age; any other list is
- * ordered by seq alone.
+ * The one filter of a project's jobs (SPEC section 14), the same for lists, bulk actions, the
+ * dashboard and the CLI: each field given narrows it. A job matches `tags` when it has every one of
+ * them; `dueFrom` / `dueBefore` match QUEUED jobs whose next attempt is due in [dueFrom, dueBefore).
  */
-export interface JobListParams {
+export interface JobFilter {
   projectId: string;
   status: JobStatus | null;
-  /** Only jobs created in [createdFrom, createdBefore) when given (the dashboard's time range). */
-  createdFrom?: number | null;
-  createdBefore?: number | null;
+  /** (key, value) pairs, each a tag the job must have; null or empty: any. */
+  tags?: JobTagPair[] | null;
   /** Only the jobs this schedule created. */
   scheduleId?: string | null;
+  /** Only jobs created in [createdFrom, createdBefore) when given. */
+  createdFrom?: number | null;
+  createdBefore?: number | null;
+  dueFrom?: number | null;
+  dueBefore?: number | null;
+}
+
+export type JobTagPair = [key: string, value: string];
+
+/**
+ * A page of a project's jobs, newest first. A list by creation window or by schedule
+ * (listedByCreation) is ordered by (createdAt, seq) and continues below the cursor's pair, so
+ * that it is read from the window's end in an index whatever the window's age; any other list
+ * (one by tag or due window included) is ordered by seq alone.
+ */
+export interface JobListParams extends JobFilter {
   /** The cursor: the seq of the previous page's last job, and its createdAt; null from the newest. */
   beforeSeq: number | null;
   /** Required with beforeSeq in a list by creation; not read by the others. */
@@ -145,21 +170,60 @@ export interface JobListParams {
   limit: number;
 }
 
+/** Whether this list reads a tag's or a due window's jobs (jobsByFilter in each driver), ordered by seq. */
+export const listedByFilter = (params: Pick<JobFilter, 'tags' | 'dueFrom' | 'dueBefore'>): boolean =>
+  (params.tags?.length ?? 0) > 0 || params.dueFrom != null || params.dueBefore != null;
+
 /** Whether this list is ordered by (createdAt, seq), and so needs a cursor's createdAt as well as its seq. */
-export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId'>): boolean =>
-  params.createdFrom != null || params.createdBefore != null || params.scheduleId != null;
+export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId' | 'tags' | 'dueFrom' | 'dueBefore'>): boolean =>
+  !listedByFilter(params) && (params.createdFrom != null || params.createdBefore != null || params.scheduleId != null);
 
 /**
- * A project's FAILED jobs that failed in [failedFrom, failedBefore) and were created in
- * [createdFrom, createdBefore); with a scheduleId, only that schedule's (the dashboard's filter).
+ * A bulk action (SPEC section 14) on the jobs of a filter, each changed only if it is still in
+ * the state the action needs (QUEUED for cancel and reschedule, FAILED for retry), exactly as the
+ * single endpoints change it; a reschedule to where a job is already due changes nothing, and so
+ * does not match it.
  */
-export interface FailedJobsFilter {
-  projectId: string;
-  failedFrom: number;
-  failedBefore: number;
-  createdFrom: number;
-  createdBefore: number;
-  scheduleId?: string | null;
+export type JobBulkAction = { kind: 'cancel' } | { kind: 'reschedule'; scheduledFor: number | null } | { kind: 'retry' };
+
+/** The state a bulk action acts on. */
+export const bulkActionStatus = (action: JobBulkAction): JobStatus => (action.kind === 'retry' ? 'FAILED' : 'QUEUED');
+
+/** A bulk action's filter: the one filter less its status (the action's), and bulk replay's failure window. */
+export interface JobBulkFilter extends Omit<JobFilter, 'status'> {
+  /** POST /api/jobs/retry: FAILED jobs that failed in [failedFrom, failedBefore). */
+  failedFrom?: number | null;
+  failedBefore?: number | null;
+}
+
+/**
+ * Where a bulk action goes on from: the last job it read, in the order its filter is read in (the
+ * jobs' insertion order, or for a window of creation or failure that instant first, then seq).
+ */
+export interface JobBulkCursor {
+  key: number;
+  seq: number;
+}
+
+export interface JobBulkParams {
+  filter: JobBulkFilter;
+  action: JobBulkAction;
+  /** At most this many jobs are matched (read and decided). */
+  limit: number;
+  now: number;
+  /** Jobs up to this one were read already; null from the first. */
+  after: JobBulkCursor | null;
+}
+
+/** One transaction of a bulk action. */
+export interface JobBulkChunk {
+  /** Jobs the filter matched when read; each was then changed, or had left the action's state meanwhile. */
+  matched: number;
+  changed: number;
+  /** The cursor after the last job matched; null when none was. */
+  next: JobBulkCursor | null;
+  /** The earliest next attempt of a job changed, for a reschedule or a retry (the claim loop's wake-up); else null. */
+  earliestRunAt: number | null;
 }
 
 /**
@@ -245,12 +309,14 @@ export interface JobStore {
   /** FAILED → QUEUED, due at once, with a fresh retry budget. */
   jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult>;
   /**
-   * Bulk replay: up to `limit` of the project's FAILED jobs in the window, oldest failure first,
-   * each queued again as jobRetryIfFailed does; hasMore when matching FAILED jobs remain.
+   * One transaction of a bulk action: the next jobs of the filter after `after` in the action's
+   * state, at most `limit`, oldest first, each changed as the single transition would change it,
+   * decided against a concurrent claim as that one is (a job that left the state meanwhile is
+   * matched, not changed). Once it resolves, no job it cancelled is ever started.
    */
-  jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }>;
-  /** How many of the project's FAILED jobs are in the window (the dashboard's confirmation). */
-  jobCountFailed(params: FailedJobsFilter): Promise<number>;
+  jobBulkAct(params: JobBulkParams): Promise<JobBulkChunk>;
+  /** How many jobs a bulk action would match after `after`, counted up to `limit` (its dry run, and whether more remain). */
+  jobBulkCount(params: Omit<JobBulkParams, 'now'>): Promise<number>;
   /**
    * Pausing (SPEC section 10): holds the next `limit` of a paused project's QUEUED jobs after seq
    * `afterSeq`, so that claims no longer read them; the seq to go on from, or null when done.
@@ -291,4 +357,4 @@ export interface JobStore {
 }
 
 /** JobStore's methods, each driver's noun object forwards them (forward-methods.ts). */
-export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobRetryFailedMany', 'jobCountFailed', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus'] as const);
+export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus'] as const);

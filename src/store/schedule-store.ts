@@ -24,6 +24,8 @@ export interface ScheduleSettings {
   catchUp: CatchUp;
   overlap: Overlap;
   paused: boolean;
+  /** The tags its jobs carry (SPEC section 14), as JSON.stringify wrote them; null for none. */
+  tags: string | null;
 }
 
 export interface ScheduleRow extends ScheduleSettings {

@@ -38,6 +38,8 @@ describe('job status, cancel, reschedule, retry, attempts', () => {
       createdAt: iso(created),
       updatedAt: iso(created),
       lastError: null,
+      // SPEC section 14: a job without tags shows them as {}.
+      tags: {},
       payload: { a: [1, 2] },
     });
   });

@@ -59,6 +59,7 @@ describe('recurring schedules: /api/schedules', () => {
       lastRunAt: null,
       lastJobId: null,
       skippedCount: 0,
+      tags: {},
       createdAt: iso(T0),
       updatedAt: iso(T0),
     });

@@ -142,6 +142,60 @@ describe('punctual CLI', () => {
     expect(bad.stderr).toContain('PUNCTUAL_RETENTION_DAYS must be a number of days from 0.001 to 3650, got "0"');
   });
 
+  it('jobs list|cancel|reschedule|retry: the one filter of SPEC section 14 by flags, a dry run, a limit, and the API\'s refusals', async () => {
+    const team = json(['teams', 'create', '--name', 'Orders']);
+    const project = json(['projects', 'create', '--team', team.teamId, '--name', 'Shop', '--webhook-url', 'http://127.0.0.1:9999/hook']);
+    const other = json(['projects', 'create', '--team', team.teamId, '--name', 'Elsewhere', '--webhook-url', 'http://127.0.0.1:9999/hook']);
+    const now = Date.now();
+    const inADay = now + 86_400_000;
+    // Jobs as a dispatch with tags stores them (the CLI has no dispatch: it works beside the server).
+    const store = await openStore(loadConfig(env).database);
+    try {
+      const create = (projectId: string, jobs: { id: string; tags: string }[]) =>
+        store.jobCreate({
+          projectId,
+          teamId: team.teamId,
+          now,
+          jobs: jobs.map(({ id, tags }) => ({ id, payload: '{}', scheduledFor: inADay, runAt: inADay, maxRetries: 0, tags })),
+          quota: null,
+          idempotency: null,
+          answer: { kind: 'single', statusCode: 201, body: '{}' },
+        });
+      await create(project.projectId, [1, 2, 3].map((i) => ({ id: `job_cli_o5_${i}`, tags: '{"order":"5","env":"prod=eu"}' })));
+      await create(project.projectId, [{ id: 'job_cli_o6', tags: '{"order":"6"}' }]);
+      await create(other.projectId, [{ id: 'job_cli_theirs', tags: '{"order":"5"}' }]);
+    } finally {
+      await store.close();
+    }
+    const P = ['--project', project.projectId];
+    const listed = json(['jobs', 'list', ...P, '--tag', 'order=5']);
+    expect(listed.jobs.map((job: { jobId: string }) => job.jobId)).toEqual(['job_cli_o5_3', 'job_cli_o5_2', 'job_cli_o5_1']);
+    expect(listed.jobs[0].tags).toEqual({ order: '5', env: 'prod=eu' });
+    // A value may hold "=": the key ends at the first one.
+    expect(json(['jobs', 'list', ...P, '--tag', 'env=prod=eu', '--status', 'QUEUED', '--limit', '2']).jobs).toHaveLength(2);
+    expect(json(['jobs', 'cancel', ...P, '--tag', 'order=5', '--dry-run'])).toEqual({ action: 'cancel', dryRun: true, matched: 3, changed: 0, hasMore: false });
+    expect(json(['jobs', 'cancel', ...P, '--tag', 'order=5', '--limit', '2'])).toEqual({ action: 'cancel', dryRun: false, matched: 2, changed: 2, hasMore: true });
+    expect(json(['jobs', 'list', ...P, '--status', 'CANCELLED']).jobs.map((job: { jobId: string }) => job.jobId)).toEqual(['job_cli_o5_2', 'job_cli_o5_1']);
+    const moved = json(['jobs', 'reschedule', ...P, '--tag', 'order=6', '--scheduled-for', 'now']);
+    expect(moved).toEqual({ action: 'reschedule', dryRun: false, matched: 1, changed: 1, hasMore: false });
+    expect(json(['jobs', 'list', ...P, '--due-before', new Date(now + 1).toISOString()]).jobs.map((job: { jobId: string }) => job.jobId)).toEqual(['job_cli_o6']);
+    expect(json(['jobs', 'retry', ...P, '--tag', 'order=5'])).toMatchObject({ matched: 0, changed: 0 });
+    expect(json(['jobs', 'list', '--project', other.projectId, '--tag', 'order=5']).jobs[0]).toMatchObject({ jobId: 'job_cli_theirs', status: 'QUEUED' });
+
+    // The API's refusals, in its shape; flag mistakes with the usage.
+    const everything = runCli(['jobs', 'cancel', ...P], env);
+    expect(everything.status).toBe(1);
+    expect(JSON.parse(everything.stderr)).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'filter' } });
+    const noTime = runCli(['jobs', 'reschedule', ...P, '--tag', 'order=5'], env);
+    expect(JSON.parse(noTime.stderr)).toMatchObject({ error: 'INVALID_SCHEDULE', data: { field: 'scheduledFor' } });
+    const badTag = runCli(['jobs', 'list', ...P, '--tag', 'order'], env);
+    expect(badTag.status).toBe(2);
+    expect(badTag.stderr).toContain('--tag must be key=value');
+    expect(runCli(['jobs', 'cancel', ...P, '--tag', 'order=5', '--tag', 'order=6'], env).stderr).toContain('is given twice');
+    expect(runCli(['jobs', 'list', '--tag', 'order=5'], env).stderr).toContain('--project is required');
+    expect(json(['jobs', 'list', ...P, '--tag', 'order=5', '--status', 'QUEUED']).jobs.map((job: { jobId: string }) => job.jobId)).toEqual(['job_cli_o5_3']);
+  });
+
   it('prints errors in the API shape, on one line, and exits 1', () => {
     const result = runCli(['usage', '--team', 'team_nope'], env);
     expect(result.status).toBe(1);
@@ -169,7 +223,7 @@ describe('punctual CLI', () => {
     expect(runCli([], env).status).toBe(2);
     const jobsHelp = runCli(['jobs', '--help'], env);
     expect(jobsHelp.status).toBe(0);
-    expect(jobsHelp.stdout.split('\n').filter((line) => line.startsWith('  jobs '))).toHaveLength(2);
+    expect(jobsHelp.stdout.split('\n').filter((line) => line.startsWith('  jobs '))).toHaveLength(6);
   });
 
   it('refuses to start with a PUNCTUAL_SECRET_KEY other than the one the database was set up with', () => {

@@ -64,7 +64,7 @@ describe('the typed client against a live server', () => {
     expect(later).toMatchObject({ code: 'INVALID_SCHEDULE', status: 400, data: { field: 'scheduledFor' } });
 
     const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
-    const batch = await client.jobs.dispatchBatch([{ payload: { n: 3 }, scheduledFor: inAnHour }, { payload: [] as unknown as Record<string, unknown> }]);
+    const batch = await client.jobs.dispatchBatch([{ payload: { n: 3 }, scheduledFor: inAnHour, tags: { order: '123' } }, { payload: [] as unknown as Record<string, unknown> }]);
     expect(batch.jobs[0]).toMatchObject({ status: 'QUEUED' });
     expect(batch.jobs[1]).toMatchObject({ error: 'INVALID_PAYLOAD' });
     const waiting = (batch.jobs[0] as { jobId: string }).jobId;
@@ -73,6 +73,7 @@ describe('the typed client against a live server', () => {
     const page = await client.jobs.list({ status: 'QUEUED', limit: '10' });
     expect(page.jobs.map((job) => job.jobId)).toContain(waiting);
     expect(page.nextCursor).toBeNull();
+    expect(await client.jobs.bulk({ action: 'cancel', filter: { tags: { order: '123' } }, dryRun: true })).toEqual({ matched: 1, changed: 0, hasMore: false });
     expect(await client.jobs.cancel(waiting)).toEqual({ jobId: waiting, status: 'CANCELLED' });
     const again = await client.jobs.cancel(waiting).catch((error: PunctualApiError) => error);
     expect(again).toMatchObject({ code: 'JOB_NOT_QUEUED', status: 409, data: { status: 'CANCELLED' } });

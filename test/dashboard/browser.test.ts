@@ -434,15 +434,15 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
         { timeout: 10_000, interval: 100 },
       )
       .toHaveLength(3);
-    await page.getByText('Retry all failed…').click();
-    const confirm = page.getByTestId('retry-failed-confirm');
+    await page.getByText('Retry all failed that match…').click();
+    const confirm = page.getByTestId('bulk-retry-confirm');
     expect(await confirm.innerText()).toContain('Queue again 3 failed jobs of this project? Each gets a fresh retry budget');
     await shot('jobs-retry-all-failed');
-    await phoneShot(failedList, 'jobs-retry-all-failed', (phone) => phone.getByText('Retry all failed…').click());
+    await phoneShot(failedList, 'jobs-retry-all-failed', (phone) => phone.getByText('Retry all failed that match…').click());
 
     receiver.answer({ status: 200, body: 'ok' });
-    await confirm.getByRole('button', { name: 'Queue 3 failed jobs again' }).click();
-    await page.waitForURL(`**/projects/${projectId}/jobs?done=failed-retried&count=3`);
+    await confirm.getByRole('button', { name: 'Retry 3 jobs' }).click();
+    await page.waitForURL(`**/projects/${projectId}/jobs?status=FAILED&done=failed-retried&count=3`);
     expect(await page.getByRole('status').innerText()).toBe('3 failed jobs queued again, each with a fresh retry budget.');
     await expect
       .poll(
@@ -456,7 +456,55 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     for (const id of ids) expect(receiver.forJob(id)).toHaveLength(2);
     // Nothing FAILED is left: no offer.
     await page.goto(failedList);
-    expect(await page.getByText('Retry all failed…').count()).toBe(0);
+    expect(await page.getByText('Retry all failed that match…').count()).toBe(0);
+  });
+
+  it("filters by tag, shows each job's tags, and cancels all that match after the dry run's count, and only those", async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const order = [0, 1, 2].map(async () => dispatch({ payload: { bulk: 'cancel' }, tags: { order: '77', shop: 'eu' }, scheduledFor: later }));
+    const ids = await Promise.all(order);
+    const kept = await dispatch({ payload: { bulk: 'kept' }, tags: { order: '78' }, scheduledFor: later });
+    await page.goto(`${base}/projects/${projectId}/jobs`);
+    await page.getByLabel('Tag', { exact: true }).fill('order:77');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL('**/jobs?*tag=order%3A77*');
+    expect(await page.locator('tbody tr').count()).toBe(3);
+    expect(await page.locator('tbody tr').first().locator('td[data-label="Tags"]').innerText()).toContain('order:77');
+    await page.getByText('Cancel all that match…').click();
+    const confirm = page.getByTestId('bulk-cancel-confirm');
+    expect(await confirm.innerText()).toContain('Cancel 3 queued jobs tagged order:77? They will never be delivered.');
+    await shot('jobs-cancel-all-that-match');
+    await phoneShot(page.url(), 'jobs-cancel-all-that-match', (phone) => phone.getByText('Cancel all that match…').click());
+    await confirm.getByRole('button', { name: 'Cancel 3 jobs' }).click();
+    await page.waitForURL('**/jobs?tag=order%3A77&done=bulk-cancelled&count=3');
+    expect(await page.getByRole('status').innerText()).toBe('3 queued jobs cancelled: they will not be delivered.');
+    // The job's page shows its tags, with the way to the jobs that share them.
+    await page.goto(`${base}/projects/${projectId}/jobs/${ids[0]}`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('CANCELLED');
+    expect(await page.getByRole('list', { name: 'Tags' }).innerText()).toContain('shop:eu');
+    await shot('job-tags');
+    // The job of another tag is left as it was.
+    await page.goto(`${base}/projects/${projectId}/jobs/${kept}`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('QUEUED');
+  });
+
+  it('reschedules all that match a tag and a due window to run at once, and they are delivered', async () => {
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    const ids = await Promise.all([0, 1].map(async () => dispatch({ payload: { bulk: 'reschedule' }, tags: { wave: 'w1' }, scheduledFor: inAnHour.toISOString() })));
+    const local = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    await page.goto(`${base}/projects/${projectId}/jobs`);
+    await page.getByLabel('Tag', { exact: true }).fill('wave:w1');
+    await page.getByLabel('Due from (UTC)').fill(local(inAnHour.getTime() - 60_000));
+    await page.getByLabel('Due before (UTC)').fill(local(inAnHour.getTime() + 60_000));
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL('**/jobs?*dueFrom=*');
+    await page.getByText('Reschedule all that match…').click();
+    const confirm = page.getByTestId('bulk-reschedule-confirm');
+    expect(await confirm.innerText()).toContain('Move 2 queued jobs tagged wave:w1, due between');
+    await shot('jobs-reschedule-all-that-match');
+    await confirm.getByRole('button', { name: 'Reschedule 2 jobs' }).click();
+    await page.waitForURL('**/jobs?*done=bulk-rescheduled&count=2');
+    await receiver.waitFor(() => ids.every((id) => receiver.forJob(id).length === 1));
   });
 
   it('sends a job.failed event to the Events URL set in the settings, signed as deliveries, and lists it on the Events tab', async () => {

@@ -424,7 +424,7 @@ describe('dashboard pages', () => {
     await t.api(p.key, { method: 'DELETE', url: `/api/schedules/${scheduleId}` });
   });
 
-  it('retries all FAILED jobs of the creation window after a confirmation that counts them, and says how many were queued again', async () => {
+  it('retries all FAILED jobs of the filter after a confirmation that counts them (a dry run), and says how many were queued again', async () => {
     const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'replay', webhookUrl: 'https://93.184.216.34/hook' });
     const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
     const jobs = `/projects/${projectId}/jobs`;
@@ -439,20 +439,25 @@ describe('dashboard pages', () => {
     const status = async (id: string) => (await t.store.jobGet({ projectId, jobId: id }))!.status;
 
     const all = (await get(`${jobs}?status=FAILED`)).body;
-    expect(all).toContain('<summary class="button button-secondary">Retry all failed…</summary>');
+    expect(all).toContain('<summary class="button button-secondary">Retry all failed that match…</summary>');
     expect(all).toContain('Queue again <strong>3 failed jobs</strong> of this project? Each gets a fresh retry budget');
-    expect(all).toContain('Queue 3 failed jobs again</button>');
-    // Any status: the same offer, for the FAILED jobs among them.
-    expect((await get(jobs)).body).toContain('Queue again <strong>3 failed jobs</strong>');
+    expect(all).toContain('Retry 3 jobs</button>');
+    // Cancel and reschedule act on QUEUED jobs: not offered for a list of FAILED ones.
+    expect(all).not.toContain('Cancel all that match…');
+    // Any status, no filter: the same offer for the FAILED jobs; nothing that would act on every queued job.
+    const unfiltered = (await get(jobs)).body;
+    expect(unfiltered).toContain('Queue again <strong>3 failed jobs</strong>');
+    expect(unfiltered).not.toContain('Cancel all that match…');
     const window = (await get(`${jobs}?status=FAILED&from=2027-01-01T06:00&to=2027-01-01T08:00`)).body;
     expect(window).toContain(
       'Queue again <strong>2 failed jobs</strong> created between <time datetime="2027-01-01T06:00:00.000Z">2027-01-01 06:00:00 UTC</time> and <time datetime="2027-01-01T08:00:00.000Z">2027-01-01 08:00:00 UTC</time>?',
     );
-    expect(window).toMatch(new RegExp(`action="${jobs}/retry-failed"[^]*name="from" value="2027-01-01T06:00"[^]*name="to" value="2027-01-01T08:00"`));
+    // The form carries the list's own filter, which the action reads again.
+    expect(window).toMatch(new RegExp(`action="${jobs}/bulk"[^]*name="action" value="retry"[^]*name="filter" value="status=FAILED&amp;from=2027-01-01T06%3A00&amp;to=2027-01-01T08%3A00"`));
     expect((await get(`${jobs}?status=FAILED&to=2027-01-01T06:00`)).body).toContain('Queue again <strong>1 failed job</strong> created before');
     // Nothing to retry, another status, or a schedule none of whose jobs failed: no offer.
     for (const query of ['status=FAILED&from=2027-01-01T09:00', 'status=QUEUED', 'status=FAILED&scheduleId=sch_any0000000000000']) {
-      expect((await get(`${jobs}?${query}`)).body, query).not.toContain('Retry all failed…');
+      expect((await get(`${jobs}?${query}`)).body, query).not.toContain('Retry all failed that match…');
     }
 
     // A schedule's filter: only its failed jobs are counted and replayed.
@@ -460,29 +465,80 @@ describe('dashboard pages', () => {
     const fired = (await t.api(key, { method: 'POST', url: `/api/schedules/${schedule}/trigger` })).json().jobId as string;
     await setJobState(t.databaseUrl, fired, { status: 'FAILED', attemptCount: 1, lastError: 'HTTP 500', failedAt: t.clock.now() });
     const ofSchedule = (await get(`${jobs}?status=FAILED&scheduleId=${schedule}`)).body;
-    expect(ofSchedule).toContain(`Queue again <strong>1 failed job</strong> made by schedule <code>${schedule}</code> of this project?`);
-    expect((await post(`${jobs}/retry-failed`, { scheduleId: schedule })).statusCode).toBe(303);
+    expect(ofSchedule).toContain(`Queue again <strong>1 failed job</strong> made by schedule <code>${schedule}</code>?`);
+    expect((await post(`${jobs}/bulk`, { action: 'retry', filter: `scheduleId=${schedule}` })).statusCode).toBe(303);
     expect(await status(fired)).toBe('QUEUED');
     expect(await Promise.all(ids.map(status))).toEqual(['FAILED', 'FAILED', 'FAILED', 'QUEUED']);
 
-    const retried = await post(`${jobs}/retry-failed`, { from: '2027-01-01T06:00', to: '2027-01-01T08:00' });
+    const retried = await post(`${jobs}/bulk`, { action: 'retry', filter: 'from=2027-01-01T06:00&to=2027-01-01T08:00' });
     expect(retried.statusCode).toBe(303);
     expect(retried.headers.location).toBe(`${jobs}?from=2027-01-01T06%3A00&to=2027-01-01T08%3A00&done=failed-retried&count=2`);
     expect(await Promise.all(ids.map(status))).toEqual(['FAILED', 'QUEUED', 'QUEUED', 'QUEUED']);
     const after = (await get(retried.headers.location as string)).body;
     expect(after).toContain('2 failed jobs queued again, each with a fresh retry budget.');
-    expect(after).not.toContain('Retry all failed…');
+    expect(after).not.toContain('Retry all failed that match…');
     // The count is digits only, or no notice at all.
     for (const count of ['<b>2</b>', '2 hacked', '']) expect((await get(`${jobs}?done=failed-retried&count=${encodeURIComponent(count)}`)).body).not.toContain('queued again');
     // A window that is not a date and time is refused, and nothing is retried.
-    const bad = await post(`${jobs}/retry-failed`, { from: 'yesterday' });
+    const bad = await post(`${jobs}/bulk`, { action: 'retry', filter: 'from=yesterday' });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toContain('from must be a date and time');
     expect(await status(ids[0]!)).toBe('FAILED');
-    const rest = await post(`${jobs}/retry-failed`);
+    const rest = await post(`${jobs}/bulk`, { action: 'retry' });
     expect(rest.headers.location).toBe(`${jobs}?done=failed-retried&count=1`);
     expect((await get(rest.headers.location as string)).body).toContain('1 failed job queued again');
     expect(await status(ids[0]!)).toBe('QUEUED');
+  });
+
+  it("filters by tag and due window, shows each job's tags, and cancels or reschedules all that match after a dry run's count", async () => {
+    const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'tags', webhookUrl: 'https://93.184.216.34/hook' });
+    const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
+    const otherProject = await t.services.manage.createProject(p.teamId, { name: 'tags elsewhere', webhookUrl: 'https://93.184.216.34/hook' });
+    const otherKey = (await t.services.manage.createKey(otherProject.projectId, { name: 'k' })).key;
+    const jobs = `/projects/${projectId}/jobs`;
+    t.clock.set(Date.UTC(2027, 0, 1, 5));
+    const dispatch = async (body: Record<string, unknown>, apiKey = key) => (await t.api(apiKey, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, ...body } })).json().jobId as string;
+    const a = await dispatch({ tags: { order: '123', env: 'prod' }, scheduledFor: '2027-01-01T09:00:00Z' });
+    const b = await dispatch({ tags: { order: '123' }, scheduledFor: '2027-01-01T11:00:00Z' });
+    const c = await dispatch({ tags: { order: '456' }, scheduledFor: '2027-01-01T09:30:00Z' });
+    const theirs = await dispatch({ tags: { order: '123' }, scheduledFor: '2027-01-01T09:00:00Z' }, otherKey);
+    const status = async (id: string, project = projectId) => (await t.store.jobGet({ projectId: project, jobId: id }))!;
+
+    const byTag = (await get(`${jobs}?tag=order:123`)).body;
+    expect(byTag).toContain(b);
+    expect(byTag).toContain(a);
+    expect(byTag).not.toContain(c);
+    expect(byTag).toContain('<ul class="tags" aria-label="Tags"><li><code>order:123</code></li><li><code>env:prod</code></li></ul>');
+    expect(byTag).toContain('id="f-tag-0" name="tag" type="search" value="order:123"');
+    expect(byTag).toContain('Cancel <strong>2 queued jobs</strong> tagged <code>order:123</code>? They will never be delivered.');
+    expect(byTag).toContain('Move <strong>2 queued jobs</strong> tagged <code>order:123</code> to a new time?');
+    expect((await get(`${jobs}?tag=order:123&tag=env:prod`)).body).toContain('Cancel <strong>1 queued job</strong> tagged <code>order:123</code> and <code>env:prod</code>?');
+    const due = (await get(`${jobs}?dueFrom=2027-01-01T09:00&dueTo=2027-01-01T10:00`)).body;
+    expect(due).toContain(a);
+    expect(due).toContain(c);
+    expect(due).not.toContain(b);
+    expect(due).toContain('Cancel <strong>2 queued jobs</strong> due between <time datetime="2027-01-01T09:00:00.000Z">');
+    const refused = await get(`${jobs}?tag=order`);
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('tag must be &lt;key&gt;:&lt;value&gt;');
+    expect((await get(`${jobs}/${a}`)).body).toMatch(new RegExp(`<dt>Tags</dt><dd><ul class="tags"[^]*href="${jobs}\\?tag=order%3A123&amp;tag=env%3Aprod">jobs with the same tags</a>`));
+
+    const moved = await post(`${jobs}/bulk`, { action: 'reschedule', filter: 'tag=order:123', scheduledFor: '2027-01-02T08:00' });
+    expect(moved.headers.location).toBe(`${jobs}?tag=order%3A123&done=bulk-rescheduled&count=2`);
+    expect((await get(moved.headers.location as string)).body).toContain('2 queued jobs rescheduled.');
+    expect(await status(a)).toMatchObject({ status: 'QUEUED', runAt: Date.UTC(2027, 0, 2, 8) });
+    const cancelled = await post(`${jobs}/bulk`, { action: 'cancel', filter: 'tag=order:123&tag=env:prod' });
+    expect(cancelled.headers.location).toBe(`${jobs}?tag=order%3A123&tag=env%3Aprod&done=bulk-cancelled&count=1`);
+    expect((await get(cancelled.headers.location as string)).body).toContain('1 queued job cancelled: it will not be delivered.');
+    expect([(await status(a)).status, (await status(b)).status, (await status(c)).status]).toEqual(['CANCELLED', 'QUEUED', 'QUEUED']);
+    expect((await status(theirs, otherProject.projectId)).status).toBe('QUEUED');
+    // Never every job: a cancel or reschedule with no filter is refused, and changes nothing.
+    for (const action of ['cancel', 'reschedule']) {
+      const unfiltered = await post(`${jobs}/bulk`, { action, filter: '' });
+      expect(unfiltered.statusCode, action).toBe(400);
+      expect(unfiltered.body).toContain('Filter the list first');
+    }
+    expect((await status(b)).status).toBe('QUEUED');
   });
 
   it('refuses the new forms (pause, resume, retry all failed, events settings) without the CSRF token, changing nothing', async () => {
@@ -493,7 +549,7 @@ describe('dashboard pages', () => {
     for (const [url, fields] of [
       [`/projects/${p.projectId}/pause`, {}],
       [`/projects/${p.projectId}/resume`, {}],
-      [`/projects/${p.projectId}/jobs/retry-failed`, {}],
+      [`/projects/${p.projectId}/jobs/bulk`, { action: 'retry' }],
       [`/projects/${p.projectId}/settings`, settings],
     ] as const) {
       for (const token of [null, 'wrong']) {
@@ -657,7 +713,8 @@ describe('dashboard pages over real deliveries', () => {
       [`/teams/${ids.teamId}/projects`, { name: 'intruder', webhookUrl: 'https://93.184.216.34/stolen' }],
       [`/projects/${ids.projectId}/pause`, {}],
       [`/projects/${ids.projectId}/resume`, { back: 'jobs' }],
-      [`/projects/${ids.projectId}/jobs/retry-failed`, {}],
+      [`/projects/${ids.projectId}/jobs/bulk`, { action: 'retry' }],
+      [`/projects/${ids.projectId}/jobs/bulk`, { action: 'cancel', filter: 'status=QUEUED' }],
     ];
     // Their job or key under the intruder's own project, beside an unknown one there.
     const mixed = (ids: Pick<Ids, 'queuedJobId' | 'failedJobId' | 'keyId'>) =>
@@ -680,7 +737,7 @@ describe('dashboard pages over real deliveries', () => {
       ...forms(theirs).map((form, i) => [form, forms({ ...unknown, queuedJobId: unknown.jobId, failedJobId: unknown.jobId })[i]!] as const),
       ...mixed(theirs).map((form, i) => [form, mixed({ queuedJobId: unknown.jobId, failedJobId: unknown.jobId, keyId: unknown.keyId })[i]!] as const),
     ];
-    expect(pairs).toHaveLength(14 + 4);
+    expect(pairs).toHaveLength(15 + 4);
     for (const [[url, fields], [unknownUrl, sameFields]] of pairs) {
       const refused = await post(url, fields);
       const absent = await post(unknownUrl, sameFields);

@@ -62,6 +62,14 @@ const anyJson = fc.letrec((tie) => ({
 /** Anything but a JSON object. */
 const notAnObject = fc.oneof(fc.constantFrom(null, true, false, 0, 1e308, '', '{}', []), fc.double(), edgyString, fc.array(anyJson, { maxLength: 3 }));
 
+/** Tags that are wrong: not an object, an eleventh entry, a key outside [A-Za-z0-9_.:-]{1,64}, a value not a string of 1 to 256 characters. */
+const badTags = fc.oneof(
+  notAnObject.filter((value) => typeof value !== 'object' || value === null || Array.isArray(value)),
+  fc.dictionary(fc.stringMatching(/^[a-z]{1,8}$/), fc.constant('v'), { minKeys: 11, maxKeys: 14 }),
+  fc.tuple(edgyString.filter((key) => !/^[A-Za-z0-9_.:-]{1,64}$/.test(key)), fc.constant('v')).map(([key, value]) => ({ [key]: value })),
+  fc.oneof(anyJson.filter((value) => typeof value !== 'string'), fc.constant(''), fc.string({ minLength: 257, maxLength: 300 }).filter((s) => [...s].length > 256)).map((value) => ({ order: value })),
+);
+
 /** Anything but null or an RFC 3339 timestamp with a zone inside the window. */
 const badSchedule = fc.oneof(
   fc.constantFrom(
@@ -104,6 +112,8 @@ const badDispatchValue = fc.oneof(
   fc.record({ payload: fc.dictionary(edgyString, anyJson, { maxKeys: 3 }), maxRetries: badMaxRetries }),
   // Over 10,240 bytes once serialised.
   fc.record({ payload: fc.string({ minLength: 10_300, maxLength: 12_000 }).map((s) => ({ big: s })) }),
+  // Tags (SPEC section 14): not an object of at most 10 entries with valid keys and string values of 1 to 256 characters.
+  fc.record({ payload: fc.constant({}), tags: badTags }),
 );
 
 /** A body text that is not a JSON value at all, or not one the endpoint can take. */
@@ -271,6 +281,30 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
         notAnObject,
       )
       .map((body) => ({ endpoint: 'bulk replay', options: withKey(p.key, { method: 'POST', url: '/api/jobs/retry', payload: json(body) }) }));
+    // Bulk actions (SPEC section 14): every one of these is refused and changes nothing, however it is wrong.
+    const goodFilter = { tags: { fixture: 'x' } };
+    const bulk = fc
+      .oneof(
+        fc.record({ action: fc.oneof(fc.constantFrom('CANCEL', 'delete', '', null, 1), edgyString.filter((a) => !['cancel', 'reschedule', 'retry'].includes(a))), filter: fc.constant(goodFilter) }),
+        fc.record({ action: fc.constantFrom('cancel', 'retry'), filter: fc.oneof(notAnObject, fc.constant({}), fc.constant({ tags: {} })) }),
+        fc.record({ action: fc.constantFrom('cancel', 'retry') }),
+        fc.record({ action: fc.constant('cancel'), filter: fc.tuple(edgyString.filter((name) => !['status', 'tags', 'scheduleId', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore'].includes(name)), anyJson).map(([name, value]) => ({ ...goodFilter, [name]: value })) }),
+        fc.record({ action: fc.constant('cancel'), filter: badTags.map((tags) => ({ tags })) }),
+        fc.record({ action: fc.constant('cancel'), filter: fc.tuple(fc.constantFrom('createdAfter', 'createdBefore', 'dueAfter', 'dueBefore'), badTimestamp.filter((s) => s !== '')).map(([name, value]) => ({ [name]: value })) }),
+        fc.record({ action: fc.constant('cancel'), filter: fc.constant(goodFilter), limit: fc.oneof(fc.constantFrom(0, -1, 10_001, 1.5, '10', null, 1e308), edgyString) }),
+        fc.record({ action: fc.constant('cancel'), filter: fc.constant(goodFilter), dryRun: fc.oneof(fc.constantFrom('true', 1, 0, null), edgyString) }),
+        fc.record({ action: fc.constant('reschedule'), filter: fc.constant(goodFilter), scheduledFor: badSchedule }),
+        fc.record({ action: fc.constant('reschedule'), filter: fc.constant(goodFilter) }),
+        fc.record({ action: fc.constantFrom('cancel', 'retry'), filter: fc.constant(goodFilter), scheduledFor: fc.constant(null) }),
+        notAnObject,
+      )
+      .map((body) => ({ endpoint: 'bulk', options: withKey(p.key, { method: 'POST', url: '/api/jobs/bulk', payload: json(body) }) }));
+    const listTag = fc
+      .oneof(
+        fc.oneof(edgyString.filter((tag) => !/^[A-Za-z0-9_.-]{1,64}:[^]/.test(tag)), fc.constantFrom('order', ':1', 'order:', 'a b:1')),
+        fc.array(fc.constant('k:v'), { minLength: 11, maxLength: 13 }),
+      )
+      .map((tag) => ({ endpoint: 'list tag', options: withKey(p.key, { method: 'GET', url: '/api/jobs', query: { tag } }) }));
     // Async completion reports (SPEC section 11): a wrong outcome or error, on an attempt that does not wait for one.
     const reports = fc
       .tuple(
@@ -315,7 +349,7 @@ describe('bad input changes nothing (fast-check fuzzer)', () => {
         endpoint: 'unauthenticated',
         options: { method, url, headers: authorization === undefined ? {} : { authorization }, payload: method === 'GET' ? undefined : validDispatch } as InjectOptions,
       }));
-    await run(fc.oneof(dispatch, batch, reschedule, idCalls, list, listRange, replay, reports, mediaTypes, idempotencyKeys, unauthenticated), RUNS_PER_PROPERTY * 4);
+    await run(fc.oneof(dispatch, batch, reschedule, idCalls, list, listRange, replay, bulk, listTag, reports, mediaTypes, idempotencyKeys, unauthenticated), RUNS_PER_PROPERTY * 4);
   });
 
   it('batch: every item wrong answers 200 with an error per item in request order, and stores nothing', { timeout: 300_000 }, async () => {

@@ -41,8 +41,9 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
     const revoked = await t.services.manage.createKey(mine.projectId, { name: 'revoked' });
     await t.services.manage.revokeKey(revoked.keyId);
     revokedKey = revoked.key;
-    queuedJob = (await t.api(mine.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { secret: 1 }, scheduledFor: '2027-06-01T00:00:00Z' } })).json().jobId;
-    failedJob = (await t.api(mine.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { secret: 2 }, scheduledFor: '2027-06-01T00:00:00Z' } })).json().jobId;
+    const tags = { order: 'secret-order' };
+    queuedJob = (await t.api(mine.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { secret: 1 }, scheduledFor: '2027-06-01T00:00:00Z', tags } })).json().jobId;
+    failedJob = (await t.api(mine.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { secret: 2 }, scheduledFor: '2027-06-01T00:00:00Z', tags } })).json().jobId;
     await setJobState(t.databaseUrl, failedJob, { status: 'FAILED', attemptCount: 1, lastError: 'HTTP 500', failedAt: t.clock.now() });
     snapshotter = await openSnapshotter(t.databaseUrl);
   });
@@ -75,6 +76,19 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
       // Bulk replay reaches the caller's own project only: the failed job above stays FAILED.
       const replay = await call(`Bearer ${stranger.key}`, { method: 'POST', url: '/api/jobs/retry', payload: { status: 'FAILED', limit: 10_000 } });
       expect(replay.json()).toEqual({ retried: 0, hasMore: false });
+      // Nor does the one filter (SPEC section 14): by the owner's tags, status or windows, nothing is seen, counted or changed.
+      expect((await call(`Bearer ${stranger.key}`, { method: 'GET', url: '/api/jobs?tag=order:secret-order' })).json().jobs).toEqual([]);
+      expect((await call(`Bearer ${stranger.key}`, { method: 'GET', url: '/api/jobs?dueAfter=2027-01-01T00:00:00Z' })).json().jobs).toEqual([]);
+      for (const payload of [
+        { action: 'cancel', filter: { tags: { order: 'secret-order' } } },
+        { action: 'cancel', filter: { status: 'QUEUED' }, dryRun: true },
+        { action: 'reschedule', filter: { dueBefore: '2028-01-01T00:00:00Z' }, scheduledFor: null },
+        { action: 'retry', filter: { tags: { order: 'secret-order' } } },
+        { action: 'retry', filter: { status: 'FAILED' }, limit: 10_000 },
+      ]) {
+        const bulk = await call(`Bearer ${stranger.key}`, { method: 'POST', url: '/api/jobs/bulk', payload });
+        expect(bulk.json(), JSON.stringify(payload)).toEqual({ matched: 0, changed: 0, hasMore: false });
+      }
     }
     expect(await snapshotter.snapshot()).toEqual(before);
     // The owner still sees both, unchanged.
@@ -89,6 +103,7 @@ describe(`tenant isolation (${TEST_STORE})`, () => {
       { method: 'POST' as const, url: '/api/jobs/dispatch/batch', payload: { jobs: [{ payload: {} }] } },
       { method: 'GET' as const, url: '/api/jobs' },
       { method: 'POST' as const, url: '/api/jobs/retry', payload: { status: 'FAILED' } },
+      { method: 'POST' as const, url: '/api/jobs/bulk', payload: { action: 'cancel', filter: { status: 'QUEUED' } } },
       ...JOB_ID_CALLS.map((c) => ({ method: c.method, url: c.path(queuedJob), payload: c.payload })),
       ...JOB_ID_CALLS.map((c) => ({ method: c.method, url: c.path(unknownLike(queuedJob)), payload: c.payload })),
     ];

@@ -7,6 +7,8 @@ export interface ContractDatabase {
   openStore(): Store;
   /** The rows of its schema_migrations table, read directly, by version. */
   migrationRows(): Promise<{ version: number; name: string }[]>;
+  /** How many rows a table of its schema holds, read directly (what no store method shows, such as the tag lookup's rows). */
+  countRows(table: string): Promise<number>;
   /** The numbers of the migration files this store ships. */
   migrationVersions: number[];
   /** Removes the database; the stores opened on it are closed by then. */

@@ -24,6 +24,15 @@ describeStoreContract(
           await client.end();
         }
       },
+      countRows: async (table) => {
+        const client = new pg.Client({ connectionString: PG_TEST_URL });
+        await client.connect();
+        try {
+          return (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema.name}.${table}`)).rows[0]!.n;
+        } finally {
+          await client.end();
+        }
+      },
       migrationVersions: MIGRATION_VERSIONS,
       drop: schema.drop,
     };

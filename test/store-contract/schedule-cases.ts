@@ -20,6 +20,7 @@ export function scheduleCases(contract: ContractContext): void {
       catchUp: 'latest',
       overlap: 'allow',
       paused: false,
+      tags: null,
       nextRunAt: T0 + MINUTE,
       lastRunAt: null,
       lastJobId: null,
@@ -50,7 +51,7 @@ export function scheduleCases(contract: ContractContext): void {
       const project = await makeProject();
       const other = await makeProject();
       await contract.store.scheduleInsert({ schedule: schedule(project, 'sch_u'), maxPerProject: 10 });
-      const settings = { name: 'n', cron: '0 * * * *', timezone: 'Europe/Paris', payload: '{"b":2}', maxRetries: 1, catchUp: 'all' as const, overlap: 'skip' as const, paused: true };
+      const settings = { name: 'n', cron: '0 * * * *', timezone: 'Europe/Paris', payload: '{"b":2}', maxRetries: 1, catchUp: 'all' as const, overlap: 'skip' as const, paused: true, tags: '{"team":"billing"}' };
       expect(await contract.store.scheduleUpdate({ projectId: other.id, scheduleId: 'sch_u', settings, nextRunAt: T0 + 60 * MINUTE, now: T0 + 1 })).toBeNull();
       const updated = await contract.store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_u', settings, nextRunAt: T0 + 60 * MINUTE, now: T0 + 1 });
       expect(updated).toMatchObject({ ...settings, nextRunAt: T0 + 60 * MINUTE, updatedAt: T0 + 1, createdAt: T0 });
@@ -122,7 +123,7 @@ export function scheduleCases(contract: ContractContext): void {
       const start = (jobId: string, now: number) => contract.store.attemptStart({ jobId, attemptId: `att_${jobId}`, workerId: 'wrk_a', now, leaseExpiresAt: now + 60_000 });
       expect(await start('job_started', T0 + 3_000)).toEqual({ attemptNumber: 1 });
 
-      const settings = { name: null, cron: '* * * * * *', timezone: 'UTC', payload: '{"s":1}', maxRetries: null, catchUp: 'latest' as const, overlap: 'allow' as const };
+      const settings = { name: null, cron: '* * * * * *', timezone: 'UTC', payload: '{"s":1}', maxRetries: null, catchUp: 'latest' as const, overlap: 'allow' as const, tags: null };
       const pause = (now: number, name: string | null = null) => contract.store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_p', settings: { ...settings, name, paused: true }, nextRunAt: T0 + 2_000, now });
       expect(await pause(P)).toMatchObject({ paused: true, nextRunAt: T0 + 2_000, updatedAt: P });
       const status = async (jobId: string) => (await contract.store.jobGet({ projectId: project.id, jobId }))?.status;

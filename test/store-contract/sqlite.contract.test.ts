@@ -23,6 +23,14 @@ describeStoreContract('sqlite', async () => {
         db.close();
       }
     },
+    countRows: async (table) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    },
     migrationVersions: MIGRATION_VERSIONS,
     drop: async () => dir.remove(),
   };

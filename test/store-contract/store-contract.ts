@@ -5,6 +5,7 @@ import type { ContractContext, ContractDatabase } from './contract-context.js';
 import { authCases } from './auth-cases.js';
 import { deliveryCases } from './delivery-cases.js';
 import { eventCases } from './event-cases.js';
+import { filterCases } from './filter-cases.js';
 import { jobCases } from './job-cases.js';
 import { overviewCases } from './overview-cases.js';
 import { retentionCases } from './retention-cases.js';
@@ -85,6 +86,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
 
     tenancyCases(c);
     jobCases(c);
+    filterCases(c);
     deliveryCases(c);
     overviewCases(c);
     retentionCases(c);

@@ -2,7 +2,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteShorthandOp
 import type { Services } from '../../services/services.js';
 import { readTraceContext, type TraceContext } from '../../tracing/trace-context.js';
 import type { EnqueueSpan, Tracer } from '../../tracing/tracer.js';
-import { REPLAY_DEFAULT_LIMIT, REPLAY_MAX_LIMIT, type RenderedAnswer } from '../../services/jobs-service.js';
+import { BULK_DEFAULT_LIMIT, BULK_MAX_LIMIT } from '../../services/input/bulk-input.js';
+import type { RenderedAnswer } from '../../services/jobs-service.js';
 import { validateIdempotencyKey } from '../../services/input/validate-job-input.js';
 import { REPORT_ERROR_MAX, REPORT_OUTCOMES } from '../../services/attempt-reports.js';
 import { jobContextOf, reportAuthOf } from '../authentication.js';
@@ -114,9 +115,15 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
           type: 'object',
           properties: {
             status: { type: 'string' },
+            tag: {
+              anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+              description: '<key>:<value> (the key ends at the first colon); repeatable: a job matches when it has every tag given',
+            },
             scheduleId: { type: 'string' },
             createdAfter: { type: 'string', description: 'timestamp, inclusive' },
             createdBefore: { type: 'string', description: 'timestamp, exclusive' },
+            dueAfter: { type: 'string', description: "timestamp, inclusive, against a QUEUED job's nextAttemptAt (other jobs do not match)" },
+            dueBefore: { type: 'string', description: 'timestamp, exclusive' },
             limit: { type: 'string', description: '1..100, default 50' },
             cursor: { type: 'string' },
           },
@@ -132,6 +139,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     {
       schema: {
         summary: 'Bulk replay: queue FAILED jobs again, oldest failure first',
+        description: 'The same action as POST /api/jobs/bulk with "retry", over a window of failure times.',
         tags,
         security,
         body: {
@@ -140,7 +148,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
             status: { type: 'string', description: 'FAILED, the only status replayed' },
             failedAfter: { type: ['string', 'null'], description: 'timestamp, inclusive' },
             failedBefore: { type: ['string', 'null'], description: 'timestamp, exclusive' },
-            limit: { type: 'integer', minimum: 1, maximum: REPLAY_MAX_LIMIT, description: `default ${REPLAY_DEFAULT_LIMIT}` },
+            limit: { type: 'integer', minimum: 1, maximum: BULK_MAX_LIMIT, description: `default ${BULK_DEFAULT_LIMIT}` },
           },
         },
         response: {
@@ -149,7 +157,26 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         },
       },
     },
-    async (request) => jobs.retryFailed(jobContextOf(request), request.body),
+    async (request) => services.bulk.retryFailed(jobContextOf(request), request.body),
+  );
+
+  app.post(
+    '/jobs/bulk',
+    {
+      schema: {
+        summary: 'Cancel, reschedule or retry every job a filter matches',
+        description:
+          'cancel and reschedule act on the matching QUEUED jobs, retry on the FAILED ones, oldest first, at most `limit` per request ' +
+          '(`hasMore` says whether more match: send the same request again). Each job is decided against a concurrent claim: once the ' +
+          'answer is sent, no job it cancelled is ever delivered; a job that left its state meanwhile is matched, not changed. ' +
+          'With dryRun, nothing changes and matched says how many would be.',
+        tags,
+        security,
+        body: s.bulkBody,
+        response: { 200: s.bulkAnswer, ...s.errors(...API, ...s.BODY_ERRORS, 'INVALID_SCHEDULE') },
+      },
+    },
+    async (request) => services.bulk.bulk(jobContextOf(request), request.body),
   );
 
   app.get<JobParams>(

@@ -1,9 +1,10 @@
 /**
  * Every `punctual` command, in the order `punctual --help` lists them: a noun's module adds its
- * list here. (Bulk job actions, `jobs list|cancel|reschedule|retry`, join as a module of their own.)
+ * list here.
  */
 import type { Command } from '../command.js';
 import { eventCommands } from './events.js';
+import { jobBulkCommands } from './jobs-bulk.js';
 import { jobCommands } from './jobs.js';
 import { keyCommands } from './keys.js';
 import { projectCommands } from './projects.js';
@@ -21,6 +22,7 @@ export const COMMANDS: readonly Command[] = [
   ...keyCommands,
   ...secretCommands,
   ...jobCommands,
+  ...jobBulkCommands,
   ...eventCommands,
   ...scheduleCommands,
   ...pruneCommands,

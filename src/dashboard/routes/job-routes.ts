@@ -1,11 +1,16 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, NotFoundError } from '../../errors.js';
-import { REPLAY_MAX_LIMIT } from '../../services/jobs-service.js';
-import { JOB_STATUSES, type JobStatus } from '../../store/store.js';
+import { BULK_ACTIONS, BULK_MAX_LIMIT, filterIsEmpty, type BulkFilter } from '../../services/input/bulk-input.js';
+import { readTagParams } from '../../services/input/tags-input.js';
+import { readSchedule } from '../../services/input/validate-job-input.js';
+import type { JobBulkActions } from '../../services/job-bulk-actions.js';
+import { readStatusParam } from '../../services/jobs-service.js';
+import type { JobBulkAction } from '../../store/store.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields } from '../form-body.js';
 import type { FormError } from '../views/components.js';
-import { jobPage, jobsPage, type AttemptView, type JobFilter, type JobView, type RetryFailedOffer } from '../views/job-pages.js';
+import { filterQuery } from '../views/job-bulk-box.js';
+import { jobPage, jobsPage, type AttemptView, type BulkOffer, type JobFilter, type JobView } from '../views/job-pages.js';
 
 type ProjectParams = { Params: { projectId: string } };
 type JobParams = { Params: { projectId: string; jobId: string } };
@@ -30,15 +35,54 @@ function epochFromLocalInput(value: string | undefined, field: string): number |
   return ms;
 }
 
-/** Bulk replay's window for jobs created in [createdFrom, createdBefore) (null: no bound), of one schedule or any, whenever they failed. */
-function failedWindow(createdFrom: number | null, createdBefore: number | null, scheduleId: string) {
+/** The list's filter as given in its query (or a bulk form's copy of it): each field trimmed, tags as given. */
+function filterOf(query: Record<string, unknown>): JobFilter {
+  const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
+  const given = query.tag === undefined ? [] : Array.isArray(query.tag) ? (query.tag as unknown[]) : [query.tag];
+  const tags = given.flatMap((tag) => (typeof tag === 'string' && tag.trim() !== '' ? [tag.trim()] : []));
+  return { status: text('status'), tags, from: text('from'), to: text('to'), dueFrom: text('dueFrom'), dueTo: text('dueTo'), scheduleId: text('scheduleId'), jobId: text('jobId') };
+}
+
+/** The filter read as the API reads it (the one filter of SPEC section 14); a bad field is INVALID_REQUEST naming it. */
+function criteriaOf(filter: JobFilter): BulkFilter {
   return {
-    failedFrom: 0,
-    failedBefore: Number.MAX_SAFE_INTEGER,
-    createdFrom: createdFrom ?? 0,
-    createdBefore: createdBefore ?? Number.MAX_SAFE_INTEGER,
-    scheduleId: scheduleId || null,
+    status: readStatusParam(filter.status || undefined),
+    tags: readTagParams(filter.tags),
+    scheduleId: filter.scheduleId || null,
+    createdFrom: epochFromLocalInput(filter.from, 'from'),
+    createdBefore: epochFromLocalInput(filter.to, 'to'),
+    dueFrom: epochFromLocalInput(filter.dueFrom, 'dueFrom'),
+    dueBefore: epochFromLocalInput(filter.dueTo, 'dueTo'),
   };
+}
+
+/**
+ * The bulk actions a filter allows, each with its dry run: cancel and reschedule for the QUEUED
+ * jobs of a filter that names something (never "every job"), retry for its FAILED ones (with no
+ * filter: every failed job of the project, as "retry all failed" always did).
+ */
+async function bulkOffers(bulk: JobBulkActions, projectId: string, criteria: BulkFilter): Promise<BulkOffer[]> {
+  const dryRun = async (action: JobBulkAction, filter: BulkFilter) => bulk.act(projectId, { action, filter, dryRun: true, limit: BULK_MAX_LIMIT });
+  const offers: BulkOffer[] = [];
+  if (!filterIsEmpty(criteria) && (criteria.status === null || criteria.status === 'QUEUED')) {
+    const { matched, hasMore } = await dryRun({ kind: 'cancel' }, criteria);
+    offers.push({ action: 'cancel', matched, hasMore, limit: BULK_MAX_LIMIT }, { action: 'reschedule', matched, hasMore, limit: BULK_MAX_LIMIT });
+  }
+  if (criteria.status === null || criteria.status === 'FAILED') {
+    const { matched, hasMore } = await dryRun({ kind: 'retry' }, { ...criteria, status: 'FAILED' });
+    offers.push({ action: 'retry', matched, hasMore, limit: BULK_MAX_LIMIT });
+  }
+  return offers;
+}
+
+/** A query string (a bulk form's copy of the list's) as the record Fastify gives a GET: a name given twice is an array. */
+function queryRecord(query: string): Record<string, string | string[]> {
+  const record: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const [name, value] of new URLSearchParams(query)) {
+    const before = record[name];
+    record[name] = before === undefined ? value : Array.isArray(before) ? [...before, value] : [before, value];
+  }
+  return record;
 }
 
 /**
@@ -54,42 +98,27 @@ function reportDeadline(job: JobView, attempt: Omit<AttemptView, 'reportBy'>, ti
 
 /** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
 export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { access, jobs } = deps.services;
+  const { access, jobs, bulk } = deps.services;
   const jobContext = (request: FastifyRequest<ProjectParams>) => access.jobContext(signedIn(request).viewer, request.params.projectId, request.receivedAt);
 
   app.get<ProjectParams>('/projects/:projectId/jobs', async (request, reply) => {
     const ctx = await jobContext(request);
     const query = request.query as Record<string, unknown>;
-    const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
-    const filter: JobFilter = { status: text('status'), from: text('from'), to: text('to'), scheduleId: text('scheduleId'), jobId: text('jobId') };
-    const cursor = text('cursor') || null;
+    const filter = filterOf(query);
+    const cursor = typeof query.cursor === 'string' && query.cursor.trim() !== '' ? query.cursor.trim() : null;
     const page = await pageContext(deps, request, ctx.team);
     let error: FormError | null = null;
     let found: { jobs: Record<string, unknown>[]; nextCursor: string | null } = { jobs: [], nextCursor: null };
-    let retryFailed: RetryFailedOffer | null = null;
+    let offers: BulkOffer[] = [];
     try {
       if (filter.jobId) {
         await jobs.get(ctx, filter.jobId);
         return reply.redirect(`/projects/${ctx.project.id}/jobs/${encodeURIComponent(filter.jobId)}`, 303);
       }
-      if (filter.status && !JOB_STATUSES.includes(filter.status as JobStatus)) {
-        throw new InvalidRequestError(`status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'status' });
-      }
-      const createdFrom = epochFromLocalInput(filter.from, 'from');
-      const createdBefore = epochFromLocalInput(filter.to, 'to');
-      found = await jobs.listPage(ctx, {
-        status: (filter.status || null) as JobStatus | null,
-        scheduleId: filter.scheduleId || null,
-        limit: PAGE_SIZE,
-        cursor,
-        createdFrom,
-        createdBefore,
-      });
-      // "Retry all failed" applies to the FAILED jobs of the current filter: its creation window and schedule.
-      if (filter.status === '' || filter.status === 'FAILED') {
-        const count = await jobs.countFailed(ctx.project.id, failedWindow(createdFrom, createdBefore, filter.scheduleId));
-        retryFailed = { count, limit: REPLAY_MAX_LIMIT, paused: ctx.project.paused };
-      }
+      const criteria = criteriaOf(filter);
+      found = await jobs.listPage(ctx, { ...criteria, limit: PAGE_SIZE, cursor });
+      // The same filter, for the actions on everything it matches, each with its dry run.
+      offers = await bulkOffers(bulk, ctx.project.id, criteria);
     } catch (caught) {
       error = caught instanceof NotFoundError ? { message: `No job ${filter.jobId} in this project.`, field: 'jobId' } : formError(caught);
     }
@@ -100,23 +129,40 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
       paged: cursor !== null,
       filter,
       error,
-      retryFailed,
+      offers,
       notice: noticeFrom(request),
     });
     return sendPage(reply, view, error && !(error.field === 'jobId') ? 400 : 200);
   });
 
-  // Every FAILED job created in [from, to), oldest failure first, queued again; back to the same window with the count.
-  app.post<ProjectParams>('/projects/:projectId/jobs/retry-failed', async (request, reply) => {
+  /**
+   * Cancel, reschedule or retry every job of the list's filter (carried as the list's query), as
+   * POST /api/jobs/bulk does, up to 10,000 at a time, oldest first; back to the same list with how
+   * many changed. Retry with no filter is every failed job (the filter's status is the action's).
+   */
+  app.post<ProjectParams>('/projects/:projectId/jobs/bulk', async (request, reply) => {
     const ctx = await jobContext(request);
     const form = formFields(request.body);
-    const window = { from: (form.from ?? '').trim(), to: (form.to ?? '').trim(), scheduleId: (form.scheduleId ?? '').trim() };
-    const createdFrom = epochFromLocalInput(window.from, 'from');
-    const createdBefore = epochFromLocalInput(window.to, 'to');
-    const { retried, hasMore } = await jobs.replayFailed(ctx.project.id, failedWindow(createdFrom, createdBefore, window.scheduleId), REPLAY_MAX_LIMIT);
-    // The window was read as dates and times above, and the schedule id matched as a value: only those go back into the URL.
-    const query = Object.fromEntries(Object.entries(window).filter(([, value]) => value !== ''));
-    return redirectWithNotice(reply, `/projects/${ctx.project.id}/jobs`, hasMore ? 'failed-retried-more' : 'failed-retried', query, retried);
+    const filter = filterOf(queryRecord(form.filter ?? ''));
+    const criteria = criteriaOf(filter);
+    const kind = form.action as JobBulkAction['kind'];
+    if (!BULK_ACTIONS.includes(kind)) throw new InvalidRequestError(`action must be one of ${BULK_ACTIONS.join(', ')}`, { field: 'action' });
+    if (kind !== 'retry' && filterIsEmpty(criteria)) {
+      throw new InvalidRequestError('Filter the list first: a bulk action never applies to every job', { field: 'filter' });
+    }
+    const action: JobBulkAction =
+      kind === 'reschedule'
+        ? { kind, scheduledFor: readSchedule({ scheduledFor: utcFromLocalInput(form.scheduledFor, 'scheduledFor') }, request.receivedAt)!.value }
+        : { kind };
+    const { changed, hasMore } = await bulk.act(ctx.project.id, {
+      action,
+      filter: kind === 'retry' && criteria.status === null ? { ...criteria, status: 'FAILED' } : criteria,
+      dryRun: false,
+      limit: BULK_MAX_LIMIT,
+    });
+    const done = ({ cancel: 'bulk-cancelled', reschedule: 'bulk-rescheduled', retry: 'failed-retried' } as const)[kind];
+    // The filter was read above (dates and times, tags, a status): only what it kept goes back into the URL.
+    return redirectWithNotice(reply, `/projects/${ctx.project.id}/jobs`, hasMore ? `${done}-more` : done, filterQuery({ ...filter, jobId: '' }), changed);
   });
 
   async function renderJob(request: FastifyRequest<JobParams>, extra: { error?: FormError; notice?: string | null; rescheduleValue?: string }) {

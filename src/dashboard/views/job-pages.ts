@@ -1,7 +1,10 @@
 import { JOB_STATUSES, type ProjectRow } from '../../store/store.js';
 import { duration, errorSummary, notice, postForm, statusBadge, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
+import { bulkBox, filterQuery, type BulkOffer, type JobFilter } from './job-bulk-box.js';
 import { layout } from './layout.js';
+
+export type { BulkOffer, JobFilter } from './job-bulk-box.js';
 
 /** The job service's status body (SPEC section 2), as the templates read it. */
 export interface JobView {
@@ -19,6 +22,8 @@ export interface JobView {
   lastError: string | null;
   /** Set on a job a schedule created. */
   scheduleId?: string;
+  /** Its tags (SPEC section 14); {} for none. */
+  tags: Record<string, string>;
   payload: unknown;
 }
 
@@ -39,65 +44,14 @@ export interface AttemptView {
   reportBy: number | null;
 }
 
-export interface JobFilter {
-  status: string;
-  from: string;
-  to: string;
-  scheduleId: string;
-  jobId: string;
+/** A job's tags as `key:value` chips; nothing for none. */
+function tagChips(tags: Record<string, string>): SafeHtml {
+  const entries = Object.entries(tags);
+  if (entries.length === 0) return html``;
+  return html`<ul class="tags" aria-label="Tags">${entries.map(([key, value]) => html`<li><code>${key}:${value}</code></li>`)}</ul>`;
 }
 
-/** "Retry all failed" for the list's creation window: how many FAILED jobs it would queue again. */
-export interface RetryFailedOffer {
-  count: number;
-  /** The most one replay queues (REPLAY_MAX_LIMIT). */
-  limit: number;
-  /** The project is paused: the jobs would wait. */
-  paused: boolean;
-}
-
-const plural = (n: number, one: string, many: string) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
-
-/** A datetime-local value of the filter (UTC, checked by the route) as shown elsewhere on the page. */
-const filterTime = (value: string) => time(Date.parse(`${value.length === 16 ? `${value}:00` : value}Z`));
-
-/** The confirmation of "Retry all failed…", saying how many jobs of which window; nothing when none match. */
-function retryFailedBox(ctx: PageContext, base: string, filter: JobFilter, offer: RetryFailedOffer | null | undefined): SafeHtml {
-  if (!offer || offer.count === 0) return html``;
-  const window =
-    filter.from && filter.to
-      ? html` created between ${filterTime(filter.from)} and ${filterTime(filter.to)}`
-      : filter.from
-        ? html` created from ${filterTime(filter.from)} on`
-        : filter.to
-          ? html` created before ${filterTime(filter.to)}`
-          : html` of this project`;
-  const ofSchedule = filter.scheduleId ? html` made by schedule <code>${filter.scheduleId}</code>` : '';
-  const taken = Math.min(offer.count, offer.limit);
-  return html`<details class="confirm bulk-retry">
-      <summary class="button button-secondary">Retry all failed…</summary>
-      <div class="confirm-box" data-testid="retry-failed-confirm">
-        <p>Queue again <strong>${plural(offer.count, 'failed job', 'failed jobs')}</strong>${ofSchedule}${window}? Each gets a fresh retry budget and runs at once, oldest failure first.</p>
-        ${offer.count > offer.limit ? html`<p>At most ${offer.limit.toLocaleString('en-US')} are queued at a time: retry all failed again for the rest.</p>` : ''}
-        ${offer.paused ? html`<p>Deliveries are paused: they wait, QUEUED, until you resume.</p>` : ''}
-        ${postForm(
-          ctx,
-          `${base}/retry-failed`,
-          html`<input type="hidden" name="from" value="${filter.from}"><input type="hidden" name="to" value="${filter.to}">
-            <input type="hidden" name="scheduleId" value="${filter.scheduleId}">
-            <button type="submit" class="button">Queue ${plural(taken, 'failed job', 'failed jobs')} again</button>`,
-        )}
-      </div>
-    </details>`;
-}
-
-function filterQuery(filter: JobFilter, cursor: string | null): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(filter)) if (value) params.set(name, value);
-  if (cursor) params.set('cursor', cursor);
-  const text = params.toString();
-  return text ? `?${text}` : '';
-}
+const withQuery = (query: string) => (query ? `?${query}` : '');
 
 export function jobsPage(
   ctx: PageContext,
@@ -108,18 +62,27 @@ export function jobsPage(
     paged: boolean;
     filter: JobFilter;
     error?: FormError | null;
-    retryFailed?: RetryFailedOffer | null;
+    /** The bulk actions the filter allows, with their dry runs (job-bulk-box.ts). */
+    offers?: BulkOffer[];
     notice?: string | null;
   },
 ): SafeHtml {
   const { project, filter } = o;
   const base = `/projects/${project.id}/jobs`;
-  const input = (name: keyof JobFilter, label: string, type: string, hint: string) => html`<div class="field">
+  const input = (name: Exclude<keyof JobFilter, 'tags'>, label: string, type: string, hint: string) => html`<div class="field">
       <label for="f-${name}">${label}</label>
       <input id="f-${name}" name="${name}" type="${type}" value="${filter[name]}" aria-describedby="f-${name}-hint"${o.error?.field === name ? html` aria-invalid="true"` : ''}>
       <p class="hint" id="f-${name}-hint">${hint}</p>
     </div>`;
-  const filtered = Boolean(filter.status || filter.from || filter.to || filter.scheduleId || filter.jobId);
+  // One input per tag of the filter, and an empty one to add a tag with.
+  const tagInputs = [...filter.tags, ''].map(
+    (tag, i) => html`<div class="field">
+      <label for="f-tag-${i}">${i === 0 ? 'Tag' : 'And tag'}</label>
+      <input id="f-tag-${i}" name="tag" type="search" value="${tag}" placeholder="key:value" aria-describedby="f-tag-hint"${o.error?.field === 'tag' ? html` aria-invalid="true"` : ''}>
+      ${i === filter.tags.length ? html`<p class="hint" id="f-tag-hint">key:value, e.g. order:123. Jobs with every tag given.</p>` : ''}
+    </div>`,
+  );
+  const filtered = Boolean(filter.status || filter.tags.length > 0 || filter.from || filter.to || filter.dueFrom || filter.dueTo || filter.scheduleId || filter.jobId);
   return layout({
     title: `${project.name}: jobs`,
     ctx,
@@ -135,8 +98,11 @@ export function jobsPage(
             ${JOB_STATUSES.map((s) => html`<option value="${s}"${filter.status === s ? html` selected` : ''}>${s}</option>`)}
           </select>
         </div>
+        ${tagInputs}
         ${input('from', 'Created from (UTC)', 'datetime-local', 'Inclusive.')}
         ${input('to', 'Created before (UTC)', 'datetime-local', 'Exclusive.')}
+        ${input('dueFrom', 'Due from (UTC)', 'datetime-local', 'Inclusive: QUEUED jobs whose next attempt is due then.')}
+        ${input('dueTo', 'Due before (UTC)', 'datetime-local', 'Exclusive.')}
         ${input('scheduleId', 'Schedule id', 'search', "A schedule's jobs only.")}
         ${input('jobId', 'Job id', 'search', 'Goes straight to that job.')}
         <div class="filter-actions">
@@ -148,25 +114,26 @@ export function jobsPage(
       ${filter.scheduleId
         ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.</p>`
         : ''}
-      ${retryFailedBox(ctx, base, filter, o.retryFailed)}
+      ${bulkBox(ctx, base, filter, o.offers ?? [], project.paused)}
       ${o.jobs.length === 0
         ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. The <a href="/projects/${project.id}">project page</a> shows the curl command that dispatches the first one.`}</p></section>`
         : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
-            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Scheduled for</th><th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
+            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Scheduled for</th><th scope="col">Tags</th><th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
             <tbody>${o.jobs.map(
               (j) => html`<tr>
                 <td data-label="Job"><a href="${base}/${j.jobId}"><code>${j.jobId}</code></a></td>
                 <td data-label="Status">${statusBadge(j.status)}</td>
                 <td data-label="Created">${time(j.createdAt)}</td>
                 <td data-label="Scheduled for">${j.scheduledFor ? time(j.scheduledFor) : html`<span class="muted">at once</span>`}</td>
+                <td data-label="Tags">${tagChips(j.tags)}</td>
                 <td data-label="Attempts">${j.attemptCount}</td>
                 <td data-label="Last error" class="clip">${j.lastError ?? ''}</td>
               </tr>`,
             )}</tbody>
           </table></div>`}
       <nav class="pager" aria-label="Pages">
-        ${o.paged ? html`<a href="${base}${filterQuery(filter, null)}">← Newest</a>` : ''}
-        ${o.nextCursor ? html`<a href="${base}${filterQuery(filter, o.nextCursor)}" rel="next">Older jobs →</a>` : ''}
+        ${o.paged ? html`<a href="${base}${withQuery(filterQuery(filter))}">← Newest</a>` : ''}
+        ${o.nextCursor ? html`<a href="${base}${withQuery(filterQuery(filter, o.nextCursor))}" rel="next">Older jobs →</a>` : ''}
       </nav>`,
   });
 }
@@ -270,6 +237,9 @@ export function jobPage(
                   (<a href="/projects/${project.id}/jobs?scheduleId=${encodeURIComponent(job.scheduleId)}">its jobs</a>)</dd>`
               : ''}
             <dt>Next attempt</dt><dd>${job.nextAttemptAt ? time(job.nextAttemptAt) : html`<span class="muted">none</span>`}</dd>
+            <dt>Tags</dt><dd>${Object.keys(job.tags).length > 0
+              ? html`${tagChips(job.tags)} <a href="/projects/${project.id}/jobs?${filterQuery({ status: '', tags: Object.entries(job.tags).map(([k, v]) => `${k}:${v}`), from: '', to: '', dueFrom: '', dueTo: '', scheduleId: '', jobId: '' })}">jobs with the same tags</a>`
+              : html`<span class="muted">none</span>`}</dd>
             <dt>Attempts</dt><dd>${job.attemptCount} (at most ${job.maxRetries} ${job.maxRetries === 1 ? 'retry' : 'retries'} after the first)</dd>
             ${job.completedAt ? html`<dt>Completed</dt><dd>${time(job.completedAt)}</dd>` : ''}
             ${job.failedAt ? html`<dt>Failed</dt><dd>${time(job.failedAt)}</dd>` : ''}

@@ -7,6 +7,7 @@ import { nextFireAfter } from '../../cron/fire-times.js';
 import { TimeZone } from '../../cron/time-zone.js';
 import { InvalidCronError, InvalidRequestError } from '../../errors.js';
 import { CATCH_UP_MODES, OVERLAP_MODES, type ScheduleSettings } from '../../store/schedule-store.js';
+import { readTags } from './tags-input.js';
 import { isPlainObject, readMaxRetries, readPayload } from './validate-job-input.js';
 
 export const SCHEDULE_NAME_MAX = 200;
@@ -82,6 +83,7 @@ export function readNewSchedule(body: unknown, now: number): { settings: Schedul
     catchUp: readEnum(body, 'catchUp', CATCH_UP_MODES) ?? 'latest',
     overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? 'allow',
     paused: false,
+    tags: readTags(body) ?? null,
   };
   return { settings, firstFire: cron.firstFire };
 }
@@ -101,6 +103,8 @@ export function readSchedulePatch(body: unknown, current: ScheduleSettings, now:
     catchUp: readEnum(body, 'catchUp', CATCH_UP_MODES) ?? current.catchUp,
     overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? current.overlap,
     paused: readPaused(body) ?? current.paused,
+    // Given, they replace the schedule's tags ({} for none) for the jobs it creates from now on.
+    tags: 'tags' in body ? (readTags(body) ?? null) : current.tags,
   };
   return { settings, firstFire: cron.firstFire };
 }

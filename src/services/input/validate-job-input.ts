@@ -6,6 +6,7 @@ import {
   PayloadTooLargeError,
 } from '../../errors.js';
 import { parseTimestamp } from '../../timestamp.js';
+import { readTags } from './tags-input.js';
 
 const PAYLOAD_LIMIT_BYTES = 10_240;
 /** 366 × 86,400,000 ms after the moment the request was received, inclusive. */
@@ -49,6 +50,8 @@ export interface EnqueueInput {
   scheduledFor: number | null;
   /** As asked; null when the request did not say. */
   maxRetries: number | null;
+  /** As stored (tags-input.ts); absent for none. */
+  tags?: string;
 }
 
 /** Validates one body of POST /api/jobs/dispatch (SPEC section 2); the batch endpoint calls it per item. */
@@ -56,7 +59,10 @@ export function validateEnqueueInput(body: unknown, receivedAt: number): Enqueue
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
   // Alias conflicts are an envelope error, reported before any field.
   const schedule = readSchedule(body, receivedAt);
-  return { payload: readPayload(body), scheduledFor: schedule?.value ?? null, maxRetries: readMaxRetries(body) };
+  const input: EnqueueInput = { payload: readPayload(body), scheduledFor: schedule?.value ?? null, maxRetries: readMaxRetries(body) };
+  const tags = readTags(body);
+  if (tags !== undefined) input.tags = tags;
+  return input;
 }
 
 /** The payload as stored (SPEC section 2): a JSON object of at most 10,240 bytes as JSON. */

@@ -1,6 +1,9 @@
 import type { AttemptRow, JobRow } from '../../store/store.js';
 import { formatNullableTimestamp, formatTimestamp } from '../../timestamp.js';
 
+/** Stored tags (JobRow.tags, ScheduleSettings.tags) as status and schedule bodies show them (SPEC section 14): {} for none. */
+export const tagsView = (tags: string | null): Record<string, string> => (tags === null ? {} : (JSON.parse(tags) as Record<string, string>));
+
 /** The contract's job status body (SPEC section 2, GET /api/jobs/:jobId). */
 export function jobStatusView(job: JobRow): Record<string, unknown> {
   const view: Record<string, unknown> = {
@@ -20,6 +23,7 @@ export function jobStatusView(job: JobRow): Record<string, unknown> {
   view.lastError = job.lastError;
   // SPEC section 2: present only on a job a schedule created.
   if (job.scheduleId !== null) view.scheduleId = job.scheduleId;
+  view.tags = tagsView(job.tags);
   view.payload = JSON.parse(job.payload) as unknown;
   return view;
 }

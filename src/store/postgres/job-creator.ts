@@ -3,7 +3,7 @@ import { utcDay } from '../../timestamp.js';
 import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
 import type { JobCreateParams, JobCreateResult } from '../store.js';
 import { NOTIFY_HORIZON_MS, type ConnectionPool, type Queryable } from './connection-pool.js';
-import { IdempotencyKeyClaim, IdempotencyKeyDelete, IdempotencyKeyGet, IdempotencyKeyStore, JobInsertGroup, JobInsertGroupWithFires } from './queries/jobs.js';
+import { IdempotencyKeyClaim, IdempotencyKeyDelete, IdempotencyKeyGet, IdempotencyKeyStore, JobInsertGroup, JobInsertGroupTagged, JobInsertGroupWithFires, JobInsertGroupWithFiresTagged } from './queries/jobs.js';
 import { TeamsLock, UsageSumMany } from './queries/tenancy.js';
 
 /**
@@ -139,13 +139,14 @@ export class JobCreator {
     return new Map(entries.map((params, i) => [quotaKey(params), Number(rows[i]!.n)]));
   }
 
-  /** JobInsertGroup, or with a schedule's fire among the jobs (its arguments say: 19 of them) JobInsertGroupWithFires. */
-  private runInsertGroup(args: unknown[], client?: Queryable) {
-    return this.db.query(args.length > 17 ? JobInsertGroupWithFires : JobInsertGroup, args, client);
+  /** JobInsertGroup, or its variant for a group with a schedule's fire among the jobs, or with tags, or both (insertGroupArgs says). */
+  private runInsertGroup(group: { args: unknown[]; fires: boolean; tagged: boolean }, client?: Queryable) {
+    const statement = group.fires ? (group.tagged ? JobInsertGroupWithFiresTagged : JobInsertGroupWithFires) : group.tagged ? JobInsertGroupTagged : JobInsertGroup;
+    return this.db.query(statement, group.args, client);
   }
 
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
-  private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): unknown[] {
+  private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): { args: unknown[]; fires: boolean; tagged: boolean } {
     const jobs = group.flatMap(({ params }, i) =>
       params.jobs
         .filter((_, k) => outcomes[i]!.created[k])
@@ -165,7 +166,10 @@ export class JobCreator {
     const earliest = Math.min(...jobs.map((j) => j.runAt));
     // Most groups carry no trace context: then no per-job array is built for it (null pads, see the query).
     const traced = jobs.some((j) => j.traceparent != null);
-    return [
+    const fires = jobs.some((j) => j.schedule?.fireAt != null);
+    // Nor for tags: a group with none passes nothing for them (JobInsertGroup).
+    const tagged = jobs.some((j) => j.tags !== undefined);
+    const args = [
       now,
       jobs.map((j) => j.id),
       jobs.map((j) => j.projectId),
@@ -184,7 +188,9 @@ export class JobCreator {
       traced ? jobs.map((j) => j.tracestate ?? null) : null,
       jobs.map((j) => j.createdAt),
       // JobInsertGroupWithFires counts usage from these.
-      ...(jobs.some((j) => j.schedule?.fireAt != null) ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
+      ...(fires ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
+      ...(tagged ? [jobs.map((j) => j.tags ?? null)] : []),
     ];
+    return { args, fires, tagged };
   }
 }

@@ -3,12 +3,14 @@
  * rows with FOR UPDATE SKIP LOCKED; creation is job-creator.ts's and the lease rescue
  * attempt-recorder.ts's. A change that makes jobs due wakes the other instances (NOTIFY, a hint).
  */
-import { countsByStatus } from '../job-rules.js';
-import { dueOrder, type ClaimedJob, type ExpiredLease, type FailedJobsFilter, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTransitionResult } from '../job-store.js';
+import { countsByStatus, rarestFirst, TAG_COUNT_BOUND } from '../job-rules.js';
+import { dueOrder, listedByFilter, type ClaimedJob, type ExpiredLease, type JobBulkChunk, type JobBulkParams, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTagPair, type JobTransitionResult } from '../job-store.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import type { ConnectionPool } from './connection-pool.js';
 import type { JobCreator } from './job-creator.js';
-import { JobCancelIfQueued, JobClaimDue, JobCountByStatus, JobCountFailed, JobFailedExists, JobGet, JobHoldBatch, JobLeaseRenew, JobListDispatchedTo, JobNextDueAt, JobReleaseDispatched, JobReleaseHeldBatch, JobRescheduleIfQueued, JobRetryFailedMany, JobRetryIfFailed, JobStatusGet, jobListStatement } from './queries/jobs.js';
+import { bulkReadValues, filteredListStatement, JobBulkAct, JobBulkCount, JobTagCounts } from './queries/job-filters.js';
+import { JobCancelIfQueued, JobClaimDue, JobCountByStatus, JobGet, JobHoldBatch, JobLeaseRenew, JobListDispatchedTo, JobNextDueAt, JobReleaseDispatched, JobReleaseHeldBatch, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, jobListStatement } from './queries/jobs.js';
+import { argumentsOf } from './queries/named-params.js';
 
 export class PostgresJobs implements JobStore {
   constructor(
@@ -26,7 +28,35 @@ export class PostgresJobs implements JobStore {
   }
 
   async jobList(params: JobListParams): Promise<JobRow[]> {
-    return this.db.rows<JobRow>(...jobListStatement(params));
+    if (!listedByFilter(params)) return this.db.rows<JobRow>(...jobListStatement(params));
+    const [statement, values] = filteredListStatement(params, await this.rarestFirst(params.projectId, params.tags));
+    return this.db.rows<JobRow>(statement.text, argumentsOf(statement, values));
+  }
+
+  /** A filter's tags, the one with the fewest jobs first (counted up to a bound): the read goes by it. */
+  private async rarestFirst(projectId: string, tags: JobTagPair[] | null | undefined): Promise<JobTagPair[]> {
+    if (!tags || tags.length < 2) return tags ?? [];
+    const counts = await this.db.rows<{ n: number }>(JobTagCounts, [projectId, tags.map(([key]) => key), tags.map(([, value]) => value), TAG_COUNT_BOUND]);
+    return rarestFirst(tags, counts.map((row) => row.n));
+  }
+
+  async jobBulkAct(params: JobBulkParams): Promise<JobBulkChunk> {
+    const [driver, values] = bulkReadValues(params, await this.rarestFirst(params.filter.projectId, params.filter.tags));
+    const statement = JobBulkAct[driver][params.action.kind];
+    const [row] = await this.db.rows<{ matched: number; changed: number; earliestRunAt: number | null; lastKey: number | null; lastSeq: number | null }>(
+      statement.text,
+      argumentsOf(statement, values),
+    );
+    const { matched, changed, earliestRunAt, lastKey, lastSeq } = row!;
+    const due = params.action.kind === 'cancel' ? null : earliestRunAt;
+    if (due !== null) await this.db.notifyDue(due, params.now);
+    return { matched, changed, next: lastSeq === null ? null : { key: lastKey!, seq: lastSeq }, earliestRunAt: due };
+  }
+
+  async jobBulkCount(params: Omit<JobBulkParams, 'now'>): Promise<number> {
+    const [driver, values] = bulkReadValues(params, await this.rarestFirst(params.filter.projectId, params.filter.tags));
+    const statement = JobBulkCount[driver];
+    return (await this.db.rows<{ n: number }>(statement.text, argumentsOf(statement, values)))[0]!.n;
   }
 
   /** Runs a guarded UPDATE … RETURNING; when it matched nothing, says whether the job exists. */
@@ -51,22 +81,6 @@ export class PostgresJobs implements JobStore {
     const result = await this.transition(JobRetryIfFailed, params, [params.now]);
     if (result.ok) await this.db.notifyDue(result.job.runAt, params.now);
     return result;
-  }
-
-  async jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
-    const window = PostgresJobs.failedWindow(params);
-    const retried = (await this.db.query(JobRetryFailedMany, [...window, params.limit, params.now])).rowCount ?? 0;
-    if (retried > 0) await this.db.notifyDue(params.now, params.now);
-    const hasMore = (await this.db.rows<{ found: boolean }>(JobFailedExists, window))[0]!.found;
-    return { retried, hasMore };
-  }
-
-  async jobCountFailed(params: FailedJobsFilter): Promise<number> {
-    return (await this.db.rows<{ n: number }>(JobCountFailed, PostgresJobs.failedWindow(params)))[0]!.n;
-  }
-
-  private static failedWindow(p: FailedJobsFilter): unknown[] {
-    return [p.projectId, p.failedFrom, p.failedBefore, p.createdFrom, p.createdBefore, p.scheduleId ?? null];
   }
 
   async jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {

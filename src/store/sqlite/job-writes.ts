@@ -8,12 +8,12 @@ import { newAttemptId } from '../../crypto/random-ids.js';
 import { utcDay } from '../../timestamp.js';
 import type { AttemptFinishParams } from '../attempt-store.js';
 import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
-import { dueOrder, type ClaimedJob, type FailedJobsFilter, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobRow, type JobStatus, type JobTransitionResult, type StartedAtCreation } from '../job-store.js';
+import { dueOrder, type ClaimedJob, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobRow, type JobStatus, type JobTransitionResult, type StartedAtCreation } from '../job-store.js';
 import { latenessBucket, minuteOf } from '../overview-store.js';
 import { attemptFinish } from './attempt-writes.js';
 import type { OverviewTally } from './overview-tally.js';
 import { AttemptInsert } from './queries/attempts.js';
-import { IdempotencyKeyGet, IdempotencyKeyUpsert, JobCancelIfQueued, JobClaimDue, JobFailedExists, JobHoldBatchEnd, JobHoldRange, JobInsert, JobInsertStarted, JobLeaseExpiredCheck, JobLeaseRenew, JobReleaseDispatched, JobReleaseHeldBatch, JobRequeueExpired, JobRescheduleIfQueued, JobRetryFailedMany, JobRetryIfFailed, JobStatusGet } from './queries/jobs.js';
+import { IdempotencyKeyGet, IdempotencyKeyUpsert, JobCancelIfQueued, JobClaimDue, JobHoldBatchEnd, JobHoldRange, JobInsert, JobInsertStarted, JobInsertStartedTagged, JobInsertTagged, JobLeaseExpiredCheck, JobLeaseRenew, JobReleaseDispatched, JobReleaseHeldBatch, JobRequeueExpired, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, JobTagsInsert } from './queries/jobs.js';
 import { SchedulePausedAtGet } from './queries/schedules.js';
 import { ProjectCreationStateGet, UsageAdd, UsageSum } from './queries/tenancy.js';
 import type { Sql } from './sql.js';
@@ -71,13 +71,19 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
     };
     if (start && started.length < start.limit && job.runAt <= params.now) {
       const attemptId = newAttemptId(params.now);
-      const result = sql(JobInsertStarted).run({ ...row, workerId: start.workerId, leaseExpiresAt: start.leaseExpiresAt, attemptId });
+      const result = sql(job.tags ? JobInsertStartedTagged : JobInsertStarted).run({ ...row, workerId: start.workerId, leaseExpiresAt: start.leaseExpiresAt, attemptId });
       // No change: this schedule fire's job exists already (created, and counted, before).
       if (result.changes === 0) return true;
       sql(AttemptInsert).run({ attemptId, jobId: job.id, attemptNumber: 1, now: params.now });
       // A first attempt's lateness, for the overview: started as it was created, on time.
       tally.started(params.projectId, minuteOf(params.now), latenessBucket(0));
       started.push({ jobId: job.id, seq: Number(result.lastInsertRowid), attemptId });
+      if (job.tags) sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
+    } else if (job.tags) {
+      // A job with tags (SPEC section 14): its row with them, then its rows of the tag lookup.
+      const result = sql(JobInsertTagged).run(row);
+      if (result.changes === 0) return true;
+      sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
     } else if (insert.run(row).changes === 0) {
       return true;
     }
@@ -110,13 +116,6 @@ export function jobRescheduleIfQueued(sql: Sql, p: { projectId: string; jobId: s
 
 export function jobRetryIfFailed(sql: Sql, p: { projectId: string; jobId: string; now: number }): JobTransitionResult {
   return transition(sql, JobRetryIfFailed, p);
-}
-
-export function jobRetryFailedMany(sql: Sql, p: FailedJobsFilter & { limit: number; now: number }): { retried: number; hasMore: boolean } {
-  const window = { ...p, scheduleId: p.scheduleId ?? null };
-  const retried = sql(JobRetryFailedMany).run(window).changes;
-  const { now: _now, limit: _limit, ...exists } = window;
-  return { retried, hasMore: sql(JobFailedExists).get(exists) !== undefined };
 }
 
 export function jobHoldBatch(sql: Sql, p: { projectId: string; afterSeq: number; limit: number }): { nextAfterSeq: number | null } {

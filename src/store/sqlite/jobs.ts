@@ -3,12 +3,14 @@
  * job on the background connection, writes on the writer thread (job-writes.ts), where a claim
  * needs no SKIP LOCKED: the single writer runs it alone.
  */
-import { countsByStatus, leaseExpiredFinish, leaseRescuePlan, type ExpiredLeaseRow } from '../job-rules.js';
-import type { ClaimedJob, ExpiredLease, FailedJobsFilter, JobClaimParams, JobCreateParams, JobCreateResult, JobListParams, JobRescueParams, JobRow, JobStatus, JobStore, JobTransitionResult } from '../job-store.js';
+import { countsByStatus, leaseExpiredFinish, leaseRescuePlan, rarestFirst, TAG_COUNT_BOUND, type ExpiredLeaseRow } from '../job-rules.js';
+import { listedByFilter, type ClaimedJob, type ExpiredLease, type JobBulkChunk, type JobBulkParams, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTagPair, type JobTransitionResult } from '../job-store.js';
 import type { BackgroundConnection } from './background-connection.js';
 import type { CachedReads } from './cached-reads.js';
+import * as jobBulkWrites from './job-bulk-writes.js';
 import * as jobWrites from './job-writes.js';
-import { JobCountByStatus, JobCountFailed, JobGet, JobListDispatchedTo, JobListExpiredLeases, JobNextDueAt, jobListStatement } from './queries/jobs.js';
+import { bulkReadStatement, filteredListStatement, JobBulkCount, JobTagCount } from './queries/job-filters.js';
+import { JobCountByStatus, JobGet, JobListDispatchedTo, JobListExpiredLeases, JobNextDueAt, jobListStatement } from './queries/jobs.js';
 import type { Sql } from './sql.js';
 import type { SqliteWriter } from './writer.js';
 
@@ -30,8 +32,26 @@ export class SqliteJobs implements JobStore {
   }
 
   async jobList(params: JobListParams): Promise<JobRow[]> {
-    const [sql, values] = jobListStatement(params);
+    const [sql, values] = listedByFilter(params) ? filteredListStatement(params, this.rarestFirst(params.projectId, params.tags)) : jobListStatement(params);
     return this.sql(sql).all(values) as JobRow[];
+  }
+
+  /** A filter's tags, the one with the fewest jobs first (counted up to a bound): the read goes by it. */
+  private rarestFirst(projectId: string, tags: JobTagPair[] | null | undefined): JobTagPair[] {
+    if (!tags || tags.length < 2) return tags ?? [];
+    const count = this.sql(JobTagCount);
+    return rarestFirst(tags, tags.map(([key, value]) => (count.get({ projectId, key, value, bound: TAG_COUNT_BOUND }) as { n: number }).n));
+  }
+
+  /** The read runs on the writer with the change, so that no claim comes between them; only the tags' counts are read here. */
+  jobBulkAct(params: JobBulkParams): Promise<JobBulkChunk> {
+    const [driver, values] = bulkReadStatement(params, this.rarestFirst(params.filter.projectId, params.filter.tags));
+    return this.writer.run(jobBulkWrites.jobBulkAct, { driver, values, action: params.action, now: params.now });
+  }
+
+  async jobBulkCount(params: Omit<JobBulkParams, 'now'>): Promise<number> {
+    const [driver, values] = bulkReadStatement(params, this.rarestFirst(params.filter.projectId, params.filter.tags));
+    return (this.sql(JobBulkCount[driver]).get(values) as { n: number }).n;
   }
 
   jobCancelIfQueued(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
@@ -44,14 +64,6 @@ export class SqliteJobs implements JobStore {
 
   jobRetryIfFailed(params: { projectId: string; jobId: string; now: number }): Promise<JobTransitionResult> {
     return this.writer.run(jobWrites.jobRetryIfFailed, params);
-  }
-
-  jobRetryFailedMany(params: FailedJobsFilter & { limit: number; now: number }): Promise<{ retried: number; hasMore: boolean }> {
-    return this.writer.run(jobWrites.jobRetryFailedMany, params);
-  }
-
-  async jobCountFailed(params: FailedJobsFilter): Promise<number> {
-    return (this.sql(JobCountFailed).get({ ...params, scheduleId: params.scheduleId ?? null }) as { n: number }).n;
   }
 
   jobHoldBatch(params: { projectId: string; afterSeq: number; limit: number }): Promise<{ nextAfterSeq: number | null }> {

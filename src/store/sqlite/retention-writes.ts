@@ -5,15 +5,16 @@
  * `writer.run(retentionWrites.jobPruneFinal, params)`.
  */
 import type { PrunedJobs } from '../retention-store.js';
-import { AttemptDeleteByJob, IdempotencyKeyPrune, JobDeleteBySeq, JobListPrunable, UsagePrune } from './queries/retention.js';
+import { AttemptDeleteByJob, IdempotencyKeyPrune, JobDeleteBySeq, JobListPrunable, JobTagsDelete, UsagePrune } from './queries/retention.js';
 import type { Sql } from './sql.js';
 
 /** One batch of retention (SPEC section 12): the jobs and their attempts in one transaction. */
 export function jobPruneFinal(sql: Sql, p: { projectId: string; finalBy: number; limit: number }): PrunedJobs {
-  const victims = sql(JobListPrunable).all(p) as { seq: number; id: string }[];
+  const victims = sql(JobListPrunable).all(p) as { seq: number; id: string; tags: string | null }[];
   let attempts = 0;
   for (const victim of victims) {
     attempts += sql(AttemptDeleteByJob).run(victim.id).changes;
+    if (victim.tags !== null) sql(JobTagsDelete).run({ projectId: p.projectId, seq: victim.seq, tags: victim.tags });
     sql(JobDeleteBySeq).run(victim.seq);
   }
   return { jobs: victims.length, attempts };

@@ -9,6 +9,7 @@
 import * as attemptWrites from './attempt-writes.js';
 import * as authWrites from './auth-writes.js';
 import * as eventWrites from './event-writes.js';
+import * as jobBulkWrites from './job-bulk-writes.js';
 import * as jobWrites from './job-writes.js';
 import * as overviewWrites from './overview-writes.js';
 import * as retentionWrites from './retention-writes.js';
@@ -17,7 +18,7 @@ import * as tenancyWrites from './tenancy-writes.js';
 import type { OverviewTally } from './overview-tally.js';
 import type { Sql } from './sql.js';
 
-const MODULES = [attemptWrites, authWrites, eventWrites, jobWrites, overviewWrites, retentionWrites, scheduleWrites, tenancyWrites] as const;
+const MODULES = [attemptWrites, authWrites, eventWrites, jobBulkWrites, jobWrites, overviewWrites, retentionWrites, scheduleWrites, tenancyWrites] as const;
 
 /**
  * A write: data in, data out, run inside the group's transaction in its own savepoint. The tally

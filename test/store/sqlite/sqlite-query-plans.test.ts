@@ -3,7 +3,9 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobClaimDue, JobList, JobListByStatus, JobListExpiredLeases, JobNextDueAt, jobListStatement } from '../../../src/store/sqlite/queries/jobs.js';
 import { DeliveryMinuteList, FailedAttemptListRecent, JobCountByStatusOfProject, LatenessHistogram } from '../../../src/store/sqlite/queries/overview.js';
-import { JobListPrunable } from '../../../src/store/sqlite/queries/retention.js';
+import { bulkReadStatement, filteredListStatement, JobBulkCount, JobBulkRead, JobTagCount } from '../../../src/store/sqlite/queries/job-filters.js';
+import { JobListPrunable, JobTagsDelete } from '../../../src/store/sqlite/queries/retention.js';
+import type { JobBulkFilter, JobTagPair } from '../../../src/store/store.js';
 import { JobCancelOfPausedSchedule, JobStartedAheadOfSchedule } from '../../../src/store/sqlite/queries/schedules.js';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { makeTempDir } from '../../support/temp-dir.js';
@@ -99,5 +101,48 @@ describe('embedded store query plans', () => {
   it("reads only a paused schedule's jobs for instants after the pause, through jobs_schedule_fire", () => {
     expect(plan(JobCancelOfPausedSchedule, { scheduleId: 's', pausedAt: 0, now: 0 })).toBe('SEARCH jobs USING INDEX jobs_schedule_fire (schedule_id=? AND schedule_fire_at>?)');
     expect(plan(JobStartedAheadOfSchedule, { scheduleId: 's', firedAfter: 0, now: 0 })).toBe('SEARCH jobs USING INDEX jobs_schedule_fire (schedule_id=? AND schedule_fire_at>?)');
+  });
+  // SPEC section 14: a tag's jobs are read through job_tags' key (project_id, key, value, job_seq),
+  // so a lookup in a project of millions of jobs reads only the rows of that tag, in seq order, and
+  // each job by its rowid; further tags are checked on the job's own tags (a scan of the filter's
+  // JSON, `m`, not of a table).
+  const TAG = 'SEARCH d USING PRIMARY KEY (project_id=? AND key=? AND value=? AND job_seq';
+  const NO_WALK = /TEMP B-TREE|SCAN (?!m VIRTUAL TABLE|\(subquery-)/;
+  const tags: JobTagPair[] = [['order', '123'], ['env', 'prod']];
+
+  it("lists a tag's jobs newest first from job_tags' key, each job by its rowid, without a sort or a walk of a table", () => {
+    const [sql, values] = filteredListStatement({ projectId: 'p', status: 'QUEUED', beforeSeq: 1e15, limit: 51, tags, createdFrom: 0, dueFrom: 5 }, tags);
+    const detail = plan(sql, values);
+    expect(detail).toContain(`${TAG}<?)`);
+    expect(detail).toContain('SEARCH j USING INTEGER PRIMARY KEY (rowid=?)');
+    expect(detail).not.toMatch(NO_WALK);
+  });
+
+  it("lists a due window without a tag through the project's QUEUED jobs in jobs_project_status", () => {
+    const [sql, values] = filteredListStatement({ projectId: 'p', status: null, beforeSeq: 1e15, limit: 51, dueFrom: 5, dueBefore: 9 }, []);
+    expect(plan(sql, values)).toMatch(/^SEARCH j USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)$/m);
+    expect(plan(sql, values)).not.toMatch(NO_WALK);
+  });
+
+  it.each([
+    ['a tag', { tags }, `${TAG}>?)`],
+    ['a failure window', { failedFrom: 0, failedBefore: 10 }, 'SEARCH j USING INDEX jobs_failed (project_id=? AND failed_at>?)'],
+    ['a schedule', { scheduleId: 's', createdFrom: 0 }, 'SEARCH j USING INDEX jobs_schedule (schedule_id=? AND status=? AND created_at>? AND created_at<?)'],
+    ['a creation window', { createdFrom: 0, createdBefore: 10 }, 'SEARCH j USING INDEX jobs_project_created (project_id=? AND status=? AND created_at>? AND created_at<?)'],
+    ['a due window or a status alone', { dueFrom: 0 }, 'SEARCH j USING INDEX jobs_project_status (project_id=? AND status=? AND seq>?)'],
+  ] as const)("reads a bulk action's jobs by %s oldest first from its own index, with no sort and no walk of a table, and counts them so", (_what, filter, search) => {
+    for (const cursor of [null, { key: 5, seq: 7 }]) {
+      const [driver, values] = bulkReadStatement({ filter: { projectId: 'p', ...(filter as Partial<JobBulkFilter>) }, action: { kind: 'cancel' }, limit: 200, after: cursor }, 'tags' in filter ? tags : []);
+      for (const sql of [JobBulkRead[driver], JobBulkCount[driver]]) {
+        const detail = plan(sql, values);
+        expect(detail).toContain(search);
+        expect(detail).not.toMatch(NO_WALK);
+      }
+    }
+  });
+
+  it("counts a tag's rows, up to a bound, in job_tags' key; retention deletes a job's rows by that key", () => {
+    expect(plan(JobTagCount, { projectId: 'p', key: 'k', value: 'v', bound: 1_000 })).toContain('SEARCH job_tags USING PRIMARY KEY (project_id=? AND key=? AND value=?)');
+    expect(plan(JobTagsDelete, { projectId: 'p', seq: 1, tags: '{"k":"v"}' })).toContain('SEARCH job_tags USING PRIMARY KEY (project_id=? AND key=? AND value=? AND job_seq=?)');
   });
 });

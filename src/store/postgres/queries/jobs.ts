@@ -8,42 +8,46 @@ import { creationListStart } from '../../job-rules.js';
 import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../../job-store.js';
 import { PAUSED_PROJECTS, backedOffProjects } from './fragments.js';
 
-const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
+export const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
   ${t}.scheduled_for AS "scheduledFor", ${t}.run_at AS "runAt", ${t}.queued_at AS "queuedAt", ${t}.max_retries AS "maxRetries",
   ${t}.attempt_count AS "attemptCount", ${t}.round_start_attempt_count AS "roundStartAttemptCount", ${t}.last_error AS "lastError",
   ${t}.created_at AS "createdAt", ${t}.updated_at AS "updatedAt", ${t}.completed_at AS "completedAt", ${t}.failed_at AS "failedAt",
-  ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId", ${t}.traceparent, ${t}.tracestate`;
+  ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId", ${t}.traceparent, ${t}.tracestate, ${t}.tags`;
 const JOB_COLUMNS = jobColumns();
 /** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
-const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
-/** All jobs of one request in one statement, from parallel arrays. */
+export const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
 /**
  * Every dispatch: the requests of one event-loop turn (or one request with an Idempotency-Key) in
  * one statement: all their jobs, the usage of each team, and one wake-up hint. One round trip and
  * one commit for the group, and each team's usage is updated once per group, not per request, in
- * the shard $12 of its day (0003_shard_usage_daily.sql).
+ * the shard $12 of its day (0003_shard_usage_daily.sql). A group with a job with tags (SPEC section
+ * 14) passes each job's tags (null for none) after the other arrays and writes their rows of the
+ * tag lookup from the jobs inserted; a group without says nothing of tags, as before they existed.
  */
-const jobInsertGroup = (usageRows: string, fires = false) => `WITH ${
-  fires
-    ? `fire_schedule AS MATERIALIZED (
+const jobInsertGroup = (usageRows: string, fires = false, tagged = false) => {
+  // The tags' array comes last: after the fires' team and day arrays ($18, $19) when there are fires.
+  const tags = fires ? '$20' : '$18';
+  return `WITH ${
+    fires
+      ? `fire_schedule AS MATERIALIZED (
     -- The fires' schedules, read as a pause under way leaves them (FOR SHARE waits for its commit;
     -- a pause that comes after waits for this statement's, and then cancels what it created).
     SELECT id, paused, paused_at FROM schedules WHERE id = ANY($13::text[]) FOR SHARE
   ), `
-    : ''
-}inserted AS (
+      : ''
+  }inserted AS (
     INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
-      schedule_id, schedule_fire_at, on_hold, traceparent, tracestate)
+      schedule_id, schedule_fire_at, on_hold, traceparent, tracestate${tagged ? ', tags' : ''})
     -- Each job's own request's instant ($17, else the group's $1): a job due at once has
     -- nextAttemptAt = createdAt (SPEC section 2).
     SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, COALESCE(j.created_at, $1::bigint), j.max_retries,
       COALESCE(j.created_at, $1::bigint), COALESCE(j.created_at, $1::bigint),
       -- A paused project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
       -- so that rows keep the arrays' order (the order of seq, which lists follow).
-      j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate
+      j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate${tagged ? ', j.tags' : ''}
     -- unnest pads a shorter array with nulls, so a group without trace context passes null for $15 and $16.
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[])
-      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at)${
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[]${tagged ? `, ${tags}::text[]` : ''})
+      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at${tagged ? ', tags' : ''})${
       fires
         ? `
     -- A fire for an instant after its schedule's pause creates no job (../schedule-store.ts, scheduleUpdate).
@@ -52,8 +56,16 @@ const jobInsertGroup = (usageRows: string, fires = false) => `WITH ${
     }
     -- A schedule fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is.
     ON CONFLICT DO NOTHING
-    RETURNING id
-  ), usage AS (
+    RETURNING id${tagged ? ', seq, project_id, tags' : ''}
+  ), ${
+    tagged
+      ? `tag_rows AS (
+    -- The tag lookup's rows of the jobs inserted (0015_tags.sql): one per entry of their tags.
+    INSERT INTO job_tags (project_id, key, value, job_seq)
+    SELECT i.project_id, e.key, e.value, i.seq FROM inserted i, json_each_text(i.tags::json) AS e
+  ), `
+      : ''
+  }usage AS (
     INSERT INTO usage_daily (team_id, day, shard, jobs_created)
     ${usageRows}
     ON CONFLICT (team_id, day, shard) DO UPDATE SET jobs_created = usage_daily.jobs_created + excluded.jobs_created
@@ -61,19 +73,21 @@ const jobInsertGroup = (usageRows: string, fires = false) => `WITH ${
     SELECT pg_notify('punctual_job_due', $11::text) WHERE $11::text IS NOT NULL
   )
   SELECT (SELECT count(*)::int FROM inserted) AS n, (SELECT count(*)::int FROM hint) AS notified`;
-export const JobInsertGroup = jobInsertGroup(
-  'SELECT u.team_id, u.day, $12::smallint, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)',
-);
+};
+const USAGE_OF_TEAMS = 'SELECT u.team_id, u.day, $12::smallint, u.n FROM unnest($8::text[], $9::text[], $10::bigint[]) AS u(team_id, day, n)';
 /**
- * The same for a group with a schedule's fire in it: a fire whose job exists already is not
- * counted again, so usage counts the jobs inserted ($18 and $19: each job's team and day), in the
- * teams' order as above.
+ * With a schedule's fire in the group, a fire whose job exists already is not counted again, so
+ * usage counts the jobs inserted ($18 and $19: each job's team and day), in the teams' order as above.
  */
-export const JobInsertGroupWithFires = jobInsertGroup(`SELECT t.team_id, t.day, $12::smallint, count(*) FROM inserted i
+const USAGE_OF_INSERTED = `SELECT t.team_id, t.day, $12::smallint, count(*) FROM inserted i
     JOIN unnest($2::text[], $18::text[], $19::text[]) AS t(id, team_id, day) ON t.id = i.id
     -- $8 to $10 are not read; naming their types lets the statement prepare.
     WHERE $8::text[] IS NOT NULL AND $9::text[] IS NOT NULL AND $10::bigint[] IS NOT NULL
-    GROUP BY t.team_id, t.day ORDER BY t.team_id, t.day`, true);
+    GROUP BY t.team_id, t.day ORDER BY t.team_id, t.day`;
+export const JobInsertGroup = jobInsertGroup(USAGE_OF_TEAMS);
+export const JobInsertGroupWithFires = jobInsertGroup(USAGE_OF_INSERTED, true);
+export const JobInsertGroupTagged = jobInsertGroup(USAGE_OF_TEAMS, false, true);
+export const JobInsertGroupWithFiresTagged = jobInsertGroup(USAGE_OF_INSERTED, true, true);
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
 /**
@@ -95,18 +109,6 @@ export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = $4,
 export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3, queued_at = $3, ${HELD_IF_PAUSED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
-/** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
-const FAILED_IN_WINDOW = `FROM jobs WHERE project_id = $1 AND status = 'FAILED'
-  AND failed_at >= $2 AND failed_at < $3 AND created_at >= $4 AND created_at < $5 AND ($6::text IS NULL OR schedule_id = $6)`;
-/** Rows another transaction holds (a single retry, the pruner) are skipped, not waited for. */
-export const JobRetryFailedMany = `WITH picked AS (
-    SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT $7 FOR UPDATE SKIP LOCKED
-  )
-  UPDATE jobs SET status = 'QUEUED', run_at = $8, queued_at = $8, ${HELD_IF_PAUSED}, round_start_attempt_count = attempt_count,
-    failed_at = NULL, updated_at = $8
-  FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'FAILED'`;
-export const JobFailedExists = `SELECT EXISTS (SELECT 1 ${FAILED_IN_WINDOW}) AS found`;
-export const JobCountFailed = `SELECT count(*)::int AS n ${FAILED_IN_WINDOW}`;
 /**
  * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity.ts,
  * from the numbers of $9 (aheadFactor), $10 (share) and $11 (rateWindowsPerSecond). `p` is the

@@ -13,7 +13,11 @@ export const ProjectListRetention = 'SELECT id AS "projectId", retention_days AS
  * retry is requeueing) are left to it rather than waited for, so instances never queue on each other.
  */
 export const JobPruneFinal = `WITH victims AS (
-    SELECT seq, id ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT $3 FOR UPDATE SKIP LOCKED
+    SELECT seq, id, tags ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT $3 FOR UPDATE SKIP LOCKED
+  ), gone_tags AS (
+    -- The tag lookup's rows of the jobs with tags (0015_tags.sql), by its key; a job without has none.
+    DELETE FROM job_tags t USING victims v, json_each_text(v.tags::json) AS e
+    WHERE t.project_id = $1 AND t.key = e.key AND t.value = e.value AND t.job_seq = v.seq
   ), gone_attempts AS (
     DELETE FROM attempts WHERE job_id IN (SELECT id FROM victims) RETURNING 1
   ), gone_jobs AS (

@@ -7,29 +7,45 @@
 import { creationListStart } from '../../job-rules.js';
 import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../../job-store.js';
 
-const JOB_COLUMNS = `seq, id, project_id AS projectId, status, payload, scheduled_for AS scheduledFor, run_at AS runAt,
-  queued_at AS queuedAt, max_retries AS maxRetries, attempt_count AS attemptCount,
-  round_start_attempt_count AS roundStartAttemptCount, last_error AS lastError, created_at AS createdAt,
-  updated_at AS updatedAt, completed_at AS completedAt, failed_at AS failedAt, cancelled_at AS cancelledAt,
-  schedule_id AS scheduleId, traceparent, tracestate`;
+/** A job's columns as JobRow's fields; `t` qualifies them where a statement joins another table. */
+export const jobColumns = (t?: string) => {
+  const c = t ? `${t}.` : '';
+  return `${c}seq, ${c}id, ${c}project_id AS projectId, ${c}status, ${c}payload, ${c}scheduled_for AS scheduledFor, ${c}run_at AS runAt,
+  ${c}queued_at AS queuedAt, ${c}max_retries AS maxRetries, ${c}attempt_count AS attemptCount,
+  ${c}round_start_attempt_count AS roundStartAttemptCount, ${c}last_error AS lastError, ${c}created_at AS createdAt,
+  ${c}updated_at AS updatedAt, ${c}completed_at AS completedAt, ${c}failed_at AS failedAt, ${c}cancelled_at AS cancelledAt,
+  ${c}schedule_id AS scheduleId, ${c}traceparent, ${c}tracestate, ${c}tags`;
+};
+const JOB_COLUMNS = jobColumns();
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
 const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
 /** Projects a receiver's Retry-After holds back at @now (SPEC section 11), read through projects_backoff. */
 const BACKED_OFF_PROJECTS = 'SELECT id FROM projects WHERE backoff_until > @now';
 /** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
-const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
-/** A schedule's fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is. */
-export const JobInsert = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  created_at, updated_at, schedule_id, schedule_fire_at, on_hold, traceparent, tracestate) VALUES (@id, @projectId, 'QUEUED', @payload,
-  @scheduledFor, @runAt, @now, @maxRetries, @now, @now, @scheduleId, @scheduleFireAt, @onHold, @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
+export const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
+/**
+ * A schedule's fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is. A
+ * job with tags is inserted by the same statement with its tags column (jobInsert), then its
+ * job_tags rows (JobTagsInsert): a job without tags binds and writes nothing for them.
+ */
+const jobInsert = (tagged: boolean) => `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
+  created_at, updated_at, schedule_id, schedule_fire_at, on_hold, traceparent, tracestate${tagged ? ', tags' : ''}) VALUES (@id, @projectId, 'QUEUED', @payload,
+  @scheduledFor, @runAt, @now, @maxRetries, @now, @now, @scheduleId, @scheduleFireAt, @onHold, @traceparent, @tracestate${tagged ? ', @tags' : ''}) ON CONFLICT DO NOTHING`;
+export const JobInsert = jobInsert(false);
+export const JobInsertTagged = jobInsert(true);
 /**
  * A job due at once, created with its first attempt STARTED by the instance that accepted it
  * (JobCreateParams.startDueNow): one insert instead of an insert, a claim and a start.
  */
-export const JobInsertStarted = `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
-  attempt_count, lease_owner, lease_expires_at, lease_attempt_id, created_at, updated_at, schedule_id, schedule_fire_at, traceparent, tracestate)
+const jobInsertStarted = (tagged: boolean) => `INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries,
+  attempt_count, lease_owner, lease_expires_at, lease_attempt_id, created_at, updated_at, schedule_id, schedule_fire_at, traceparent, tracestate${tagged ? ', tags' : ''})
   VALUES (@id, @projectId, 'STARTED', @payload, @scheduledFor, @runAt, @now, @maxRetries, 1, @workerId, @leaseExpiresAt, @attemptId, @now, @now,
-  @scheduleId, @scheduleFireAt, @traceparent, @tracestate) ON CONFLICT DO NOTHING`;
+  @scheduleId, @scheduleFireAt, @traceparent, @tracestate${tagged ? ', @tags' : ''}) ON CONFLICT DO NOTHING`;
+export const JobInsertStarted = jobInsertStarted(false);
+export const JobInsertStartedTagged = jobInsertStarted(true);
+/** The tag lookup's rows of a job just inserted (seq): one per entry of its tags (0015_tags.sql). */
+export const JobTagsInsert = `INSERT INTO job_tags (project_id, key, value, job_seq)
+  SELECT @projectId, key, value, @seq FROM json_each(@tags)`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**
@@ -53,15 +69,6 @@ export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = @scheduled
 export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
-/** A project's FAILED jobs in a window, by jobs_failed (project_id, failed_at): bulk replay, oldest failure first. */
-const FAILED_IN_WINDOW = `FROM jobs INDEXED BY jobs_failed WHERE project_id = @projectId AND status = 'FAILED'
-  AND failed_at >= @failedFrom AND failed_at < @failedBefore AND created_at >= @createdFrom AND created_at < @createdBefore
-  AND (@scheduleId IS NULL OR schedule_id = @scheduleId)`;
-export const JobRetryFailedMany = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
-  round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
-  WHERE seq IN (SELECT seq ${FAILED_IN_WINDOW} ORDER BY failed_at LIMIT @limit)`;
-export const JobFailedExists = `SELECT 1 AS found ${FAILED_IN_WINDOW} LIMIT 1`;
-export const JobCountFailed = `SELECT count(*) AS n ${FAILED_IN_WINDOW}`;
 /**
  * The subquery reads only the partial index jobs_due, so jobs waiting far ahead cost the claim
  * nothing. A paused project's due jobs are stepped over: they wait, QUEUED, for its resume.

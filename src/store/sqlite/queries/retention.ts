@@ -12,9 +12,12 @@
 const FINAL_AT = 'coalesce(completed_at, failed_at, cancelled_at)';
 const PRUNABLE_JOBS = `FROM jobs WHERE project_id = @projectId AND ${FINAL_AT} IS NOT NULL AND ${FINAL_AT} <= @finalBy`;
 export const ProjectListRetention = 'SELECT id AS projectId, retention_days AS retentionDays FROM projects ORDER BY id';
-export const JobListPrunable = `SELECT seq, id ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT @limit`;
+export const JobListPrunable = `SELECT seq, id, tags ${PRUNABLE_JOBS} ORDER BY ${FINAL_AT} LIMIT @limit`;
 export const AttemptDeleteByJob = 'DELETE FROM attempts WHERE job_id = ?';
 export const JobDeleteBySeq = 'DELETE FROM jobs WHERE seq = ?';
+/** The tag lookup's rows of a job with tags (0015_tags.sql), by its key, from the job's tags. */
+export const JobTagsDelete = `DELETE FROM job_tags WHERE (project_id, key, value, job_seq) IN
+  (SELECT @projectId, key, value, @seq FROM json_each(@tags))`;
 export const JobCountPrunable = `SELECT count(*) AS jobs,
   COALESCE(SUM((SELECT count(*) FROM attempts a WHERE a.job_id = jobs.id)), 0) AS attempts ${PRUNABLE_JOBS}`;
 export const IdempotencyKeyPrune = `DELETE FROM idempotency_keys WHERE (project_id, endpoint, key) IN
