@@ -1,15 +1,16 @@
 import type Database from 'better-sqlite3';
 import { isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
 
-interface Outcome {
+/** What one write came to: its value, or what it threw (as translateSqliteError made it). */
+export interface WriteOutcome {
   ok: boolean;
   value: unknown;
 }
 
-interface PendingWrite {
-  fn: () => unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
+/** Writes asked for together (a message's), answered together once their group is durable. */
+interface PendingBatch {
+  writes: (() => unknown)[];
+  done: (outcomes: WriteOutcome[]) => void;
 }
 
 /**
@@ -47,7 +48,7 @@ export type WalSync = (done: (error: Error | null) => void) => void;
  * as UNAVAILABLE, and the connection stays usable: the next group tries again.
  */
 export class GroupCommit {
-  private pending: PendingWrite[] = [];
+  private pending: PendingBatch[] = [];
   private scheduled = false;
   /** True from a write refused by the disk (full, read-only, I/O error) until a commit succeeds. */
   private refusedByDisk = false;
@@ -66,9 +67,20 @@ export class GroupCommit {
     this.inSavepoint = db.transaction((fn: () => unknown) => fn());
   }
 
-  run<T>(fn: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.pending.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+  /** One write; resolves with its value, or rejects with what it threw, once its group is durable. */
+  async run<T>(fn: () => T): Promise<T> {
+    const [outcome] = await this.runAll([fn]);
+    if (!outcome!.ok) throw outcome!.value;
+    return outcome!.value as T;
+  }
+
+  /**
+   * Writes asked for together: each one's outcome, in order, once their group is durable. One
+   * promise for the lot (the writer thread's answer to a message), not one a write.
+   */
+  runAll(writes: (() => unknown)[]): Promise<WriteOutcome[]> {
+    return new Promise<WriteOutcome[]>((done) => {
+      this.pending.push({ writes, done });
       if (!this.scheduled) {
         this.scheduled = true;
         // setImmediate runs after the current I/O phase, so every request parsed in it joins this group.
@@ -82,22 +94,24 @@ export class GroupCommit {
     return this.refusedByDisk;
   }
 
-  private fail(group: PendingWrite[], error: unknown): void {
+  private fail(batches: PendingBatch[], error: unknown): void {
     if (isSqliteUnavailable(error)) this.refusedByDisk = true;
-    for (const write of group) write.reject(translateSqliteError(error));
+    const failed: WriteOutcome = { ok: false, value: translateSqliteError(error) };
+    for (const batch of batches) batch.done(batch.writes.map(() => failed));
   }
 
   /** Runs everything pending now; also used on close so no accepted write is dropped. */
   flush(): void {
     this.scheduled = false;
-    const group = this.pending;
+    const batches = this.pending;
     this.pending = [];
-    if (group.length === 0) return;
-    let outcomes: Outcome[] | null;
+    if (batches.length === 0) return;
+    const group = batches.length === 1 ? batches[0]!.writes : batches.flatMap((batch) => batch.writes);
+    let outcomes: WriteOutcome[];
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (error) {
-      this.fail(group, error);
+      this.fail(batches, error);
       return;
     }
     try {
@@ -107,21 +121,21 @@ export class GroupCommit {
     } catch (error) {
       // On a full or read-only disk the rollback can fail too; SQLite then has rolled back already.
       this.rollback();
-      this.fail(group, error);
+      this.fail(batches, error);
       return;
     }
     const settle = (syncError: Error | null) => {
       if (syncError) {
         // Committed, but not known to be on disk: nothing may be acknowledged on it.
-        this.fail(group, Object.assign(syncError, { code: 'SQLITE_IOERR_FSYNC' }));
+        this.fail(batches, Object.assign(syncError, { code: 'SQLITE_IOERR_FSYNC' }));
         return;
       }
       if (outcomes.every((outcome) => outcome.ok)) this.refusedByDisk = false;
-      group.forEach((write, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) write.resolve(outcome.value);
-        else write.reject(outcome.value);
-      });
+      let at = 0;
+      for (const batch of batches) {
+        batch.done(batches.length === 1 ? outcomes : outcomes.slice(at, at + batch.writes.length));
+        at += batch.writes.length;
+      }
     };
     if (!this.sync) {
       settle(null);
@@ -138,10 +152,10 @@ export class GroupCommit {
    * once). A savepoint around each write cost 13 µs a write, a third of the SQL of a job's
    * creation and outcome, for the rare write that fails.
    */
-  private runTogether(group: PendingWrite[]): Outcome[] | null {
-    const outcomes: Outcome[] = [];
+  private runTogether(group: (() => unknown)[]): WriteOutcome[] | null {
+    const outcomes: WriteOutcome[] = [];
     try {
-      for (const write of group) outcomes.push({ ok: true, value: write.fn() });
+      for (const write of group) outcomes.push({ ok: true, value: write() });
     } catch {
       this.hooks.rolledBack?.();
       this.rollback();
@@ -153,11 +167,11 @@ export class GroupCommit {
   }
 
   /** Each write in its own savepoint: one that throws is rolled back alone and rejects alone. */
-  private runApart(group: PendingWrite[]): Outcome[] {
+  private runApart(group: (() => unknown)[]): WriteOutcome[] {
     return group.map((write) => {
-      let outcome: Outcome;
+      let outcome: WriteOutcome;
       try {
-        outcome = { ok: true, value: this.inSavepoint(write.fn) };
+        outcome = { ok: true, value: this.inSavepoint(write) };
       } catch (error) {
         if (isSqliteUnavailable(error)) this.refusedByDisk = true;
         outcome = { ok: false, value: translateSqliteError(error) };

@@ -82,13 +82,9 @@ function threadError(error: unknown): Outcome<never> {
 
 serveBatches<WriteRequest, unknown>({
   handle: (batch) => {
-    const answers = Promise.all(
-      batch.map((write) =>
-        writer
-          .run(() => WRITES[write.name]!(sql, write.params, tally))
-          .then((value): Outcome<unknown> => ({ ok: true, value }), threadError),
-      ),
-    );
+    const answers = writer
+      .runAll(batch.map((write) => () => WRITES[write.name]!(sql, write.params, tally)))
+      .then((outcomes) => outcomes.map((outcome): Outcome<unknown> => (outcome.ok ? { ok: true, value: outcome.value } : threadError(outcome.value))));
     void answers.then(limitWal);
     return answers;
   },
