@@ -92,6 +92,27 @@ const overviewAnswer = {
   },
 } as const;
 
+/**
+ * A project's settings, as its creation and its update take them (SPEC section 7: the same
+ * fields). The bodies are strict: the manage service refuses an unknown field, naming it
+ * (services/input/validate-manage-input.ts lists the fields).
+ */
+const projectSettings = {
+  name: { type: 'string' },
+  webhookUrl: { type: ['string', 'null'] },
+  retryPolicy: s.retryPolicy,
+  deliveryTimeoutMs: { type: 'integer', minimum: DELIVERY_TIMEOUT_RANGE[0], maximum: DELIVERY_TIMEOUT_RANGE[1] },
+  deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
+  acceptAny2xx: { type: 'boolean' },
+  retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
+  paused: { type: 'boolean' },
+  deliveryRatePerSecond: { type: ['number', 'null'] },
+  asyncCompletion: { type: 'boolean' },
+  asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
+  eventsUrl: { type: ['string', 'null'] },
+  eventsFormat: { type: 'string' },
+} as const;
+
 type TeamParams = { Params: { teamId: string } };
 type ProjectParams = { Params: { projectId: string } };
 type KeyParams = { Params: { keyId: string } };
@@ -148,9 +169,9 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   );
   app.post<TeamParams>(
     '/v1/teams/:teamId/projects',
-    opts('Create a project; its webhook secret is in the answer', {
+    opts('Create a project, with any of the settings an update takes; its webhook secret is in the answer', {
       params: idParams('teamId'),
-      body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, webhookUrl: { type: ['string', 'null'] } } },
+      body: { type: 'object', required: ['name'], properties: projectSettings },
       response: { 201: s.createdProject, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
     }),
     async (request, reply) => reply.code(201).send(await manage.createProject(request.params.teamId, request.body)),
@@ -170,24 +191,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/projects/:projectId',
     opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses, retention, pause, events, rate or async completion", {
       params: idParams('projectId'),
-      body: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          webhookUrl: { type: ['string', 'null'] },
-          retryPolicy: s.retryPolicy,
-          deliveryTimeoutMs: { type: 'integer', minimum: DELIVERY_TIMEOUT_RANGE[0], maximum: DELIVERY_TIMEOUT_RANGE[1] },
-          deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
-          acceptAny2xx: { type: 'boolean' },
-          retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
-          paused: { type: 'boolean' },
-          deliveryRatePerSecond: { type: ['number', 'null'] },
-          asyncCompletion: { type: 'boolean' },
-          asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
-          eventsUrl: { type: ['string', 'null'] },
-          eventsFormat: { type: 'string' },
-        },
-      },
+      body: { type: 'object', properties: projectSettings },
       response: { 200: s.project, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
     }),
     async (request) => manage.updateProject(request.params.projectId, request.body),
