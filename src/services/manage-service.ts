@@ -11,9 +11,20 @@ import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../t
 import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 import { followPause } from '../maintenance/project-holds.js';
+import { healthOf, type ProjectHealth } from './project-health.js';
 import type { PlansService } from './plans-service.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
 import { KEY_FIELDS, readName, webhookUrlRule, readProjectPatch, requireObject, TEAM_FIELDS } from './input/validate-manage-input.js';
+
+/** A project as the dashboard's list of a team's projects shows it. */
+export interface ProjectSummary {
+  project: ProjectRow;
+  health: ProjectHealth;
+  /** Attempts finished in the last 24 hours (the overview's window), and those that failed. */
+  attempts: number;
+  failedAttempts: number;
+  hasJobs: boolean;
+}
 
 export class ManageService {
   constructor(
@@ -182,6 +193,33 @@ export class ManageService {
     await this.requireProject(projectId);
     const at = this.deps.clock.now();
     return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
+  }
+
+  /** A project's delivery health now (project-health.ts). */
+  async health(projectId: string): Promise<ProjectHealth> {
+    return healthOf(await this.deps.store.webhookHealthGet({ projectId }));
+  }
+
+  /**
+   * The team's projects as the dashboard lists them, each with its delivery health and its
+   * attempts of the last 24 hours (the overview's figures, with its job counts cut to "any?").
+   */
+  async projectSummaries(teamId: string): Promise<ProjectSummary[]> {
+    await this.requireTeam(teamId);
+    const now = this.deps.clock.now();
+    const projects = await this.deps.store.projectListByTeam(teamId);
+    return Promise.all(
+      projects.map(async (project): Promise<ProjectSummary> => {
+        const [overview, health] = await Promise.all([this.deps.store.projectOverview({ projectId: project.id, now, jobCountLimit: 0 }), this.health(project.id)]);
+        return {
+          project,
+          health,
+          attempts: overview.deliveryMinutes.reduce((sum, m) => sum + m.attempts, 0),
+          failedAttempts: overview.deliveryMinutes.reduce((sum, m) => sum + m.failedAttempts, 0),
+          hasJobs: Object.values(overview.jobsByStatus).some((n) => n > 0),
+        };
+      }),
+    );
   }
 
   /** The same as the management API and the CLI show it: timestamps, and the windows. */
