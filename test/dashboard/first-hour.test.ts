@@ -54,7 +54,7 @@ describe('dashboard: the first hour', () => {
 
       const list = (await get(`/teams/${p.teamId}`)).body;
       const row = (id: string) => new RegExp(`<tr data-testid="project-${id}">([^]*?)</tr>`).exec(list)![1]!;
-      expect(row(broken.projectId)).toContain('<span class="badge badge-failed">failing</span>');
+      expect(row(broken.projectId)).toContain('<span class="badge badge-failing">failing</span>');
       expect(row(broken.projectId)).toContain('12 attempts in a row failed since <time datetime="2027-01-01T00:00:00.000Z">');
       expect(row(broken.projectId)).toMatch(/<strong class="rate-bad">0%<\/strong>\s*<span class="muted small">of 1 attempt<\/span>/);
       expect(row(quiet.projectId)).toContain('<span class="badge badge-paused">no webhook URL</span>');
@@ -74,7 +74,7 @@ describe('dashboard: the first hour', () => {
       // Healthy again after a success: no banner.
       await t.store.webhookHealthRecord({ projectId: broken.projectId, outcomes: [{ failed: false, error: null, at: T + 70_000, eventId: 'evt_ok' }] });
       expect((await get(`/projects/${broken.projectId}`)).body).not.toContain('failing-banner');
-      expect((await get(`/teams/${p.teamId}`)).body).not.toContain('badge-failed">failing');
+      expect((await get(`/teams/${p.teamId}`)).body).not.toContain('badge-failing">failing');
     });
   });
 

@@ -63,11 +63,14 @@ export function notice(text: string | null | undefined): SafeHtml {
   return text ? html`<div class="alert alert-ok" role="status">${text}</div>` : html``;
 }
 
-/** UTC, to the second (or the millisecond, where attempts follow each other fast); machine-readable in datetime. */
-export function time(ms: number | string | null | undefined, precise = false): SafeHtml {
+/**
+ * UTC, to the second (or the millisecond, where attempts follow each other fast); machine-readable
+ * in datetime. `suffix` false leaves out " UTC" where a table's heading says it.
+ */
+export function time(ms: number | string | null | undefined, precise = false, suffix = true): SafeHtml {
   if (ms === null || ms === undefined) return html`<span class="muted">never</span>`;
   const iso = typeof ms === 'number' ? new Date(ms).toISOString() : ms;
-  const shown = iso.replace('T', ' ').replace(precise ? /Z$/ : /\.\d{3}Z$/, ' UTC');
+  const shown = iso.replace('T', ' ').replace(precise ? /Z$/ : /\.\d{3}Z$/, suffix ? ' UTC' : '');
   return html`<time datetime="${iso}">${shown}</time>`;
 }
 

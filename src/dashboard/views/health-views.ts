@@ -42,19 +42,20 @@ export function projectStatus(project: ProjectRow, health: ProjectHealth, hasJob
   return words;
 }
 
-const TONE_CLASS: Record<StatusWord['tone'], string> = { ok: 'badge-completed', bad: 'badge-failed', warn: 'badge-paused', quiet: '' };
+const TONE_CLASS: Record<StatusWord['tone'], string> = { ok: 'badge-completed', bad: 'badge-failing', warn: 'badge-paused', quiet: '' };
 
+/** The badges, then what each means; one block, so that a phone's card keeps it beside its label. */
 export function statusBadges(words: StatusWord[]): SafeHtml {
-  return html`${words.map((w, i) => html`${i > 0 ? ' ' : ''}<span class="badge ${TONE_CLASS[w.tone]}">${w.label}</span>`)}${words
+  return html`<div class="status-words">${words.map((w, i) => html`${i > 0 ? ' ' : ''}<span class="badge ${TONE_CLASS[w.tone]}">${w.label}</span>`)}${words
     .filter((w) => w.detail !== '')
-    .map((w) => html`<br><span class="muted small">${w.detail}</span>`)}`;
+    .map((w) => html`<br><span class="muted small">${w.detail}</span>`)}</div>`;
 }
 
 /** The success rate of the last 24 hours, or a dash without attempts. */
 export function successRate(attempts: number, failedAttempts: number): SafeHtml {
   if (attempts === 0) return html`<span class="muted">— <span class="small">no attempts</span></span>`;
-  return html`<strong class="${failedAttempts === attempts ? 'rate-bad' : failedAttempts > 0 ? 'rate-warn' : ''}">${percent(attempts - failedAttempts, attempts)}</strong>
-    <span class="muted small">of ${count(attempts)} ${attempts === 1 ? 'attempt' : 'attempts'}</span>`;
+  return html`<span><strong class="${failedAttempts === attempts ? 'rate-bad' : failedAttempts > 0 ? 'rate-warn' : ''}">${percent(attempts - failedAttempts, attempts)}</strong>
+    <span class="muted small">of ${count(attempts)} ${attempts === 1 ? 'attempt' : 'attempts'}</span></span>`;
 }
 
 /**

@@ -103,6 +103,8 @@ export function jobsPage(
     ? [...schedules, { scheduleId: filter.scheduleId, name: null, cron: 'a schedule no longer here' }]
     : schedules;
   const chosenSchedule = scheduleOptions.find((s) => s.scheduleId === filter.scheduleId);
+  // The tags column only where a job of the page has some, or the filter asks for them.
+  const tagged = filter.tags.length > 0 || o.jobs.some((j) => Object.keys(j.tags).length > 0);
   const base = `/projects/${project.id}/jobs`;
   const input = (name: Exclude<keyof JobFilter, 'tags'>, label: string, type: string, hint: string) => html`<div class="field">
       <label for="f-${name}">${label}</label>
@@ -125,6 +127,7 @@ export function jobsPage(
     ctx,
     project,
     tab: 'jobs',
+    wide: true,
     body: html`<h1>Jobs</h1>
       ${notice(o.notice)}
       <form method="get" action="${base}" class="card filters" aria-label="Filter jobs">
@@ -165,15 +168,17 @@ export function jobsPage(
       ${o.jobs.length === 0
         ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. Send a test job above, or dispatch one with the curl command on the <a href="/projects/${project.id}/keys">API keys</a> tab.`}</p></section>`
         : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
-            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Payload</th><th scope="col">Created</th><th scope="col">Scheduled for</th><th scope="col">Tags</th><th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
+            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Payload</th><th scope="col">Created (UTC)</th><th scope="col">Scheduled for (UTC)</th>${
+              tagged ? html`<th scope="col">Tags</th>` : ''
+            }<th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
             <tbody>${o.jobs.map(
               (j) => html`<tr>
                 <td data-label="Job"><a href="${base}/${j.jobId}"><code class="job-id">${j.jobId}</code></a></td>
                 <td data-label="Status">${statusBadge(j.status)}</td>
                 <td data-label="Payload">${payloadPreview(j.payload)}</td>
-                <td data-label="Created">${time(j.createdAt)}</td>
-                <td data-label="Scheduled for">${j.scheduledFor ? time(j.scheduledFor) : html`<span class="muted">at once</span>`}</td>
-                <td data-label="Tags">${tagChips(j.tags)}</td>
+                <td data-label="Created (UTC)">${time(j.createdAt, false, false)}</td>
+                <td data-label="Scheduled for (UTC)">${j.scheduledFor ? time(j.scheduledFor, false, false) : html`<span class="muted">at once</span>`}</td>
+                ${tagged ? html`<td data-label="Tags">${tagChips(j.tags)}</td>` : ''}
                 <td data-label="Attempts">${j.attemptCount}</td>
                 <td data-label="Last error">${oneLine(j.lastError)}</td>
               </tr>`,
