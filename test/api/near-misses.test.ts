@@ -175,6 +175,11 @@ describe('near misses, strict management bodies and one voice per mistake', () =
       });
       const team = await t.admin({ method: 'POST', url: '/manage/v1/teams', payload: { name: 'x', plna: 'pro' } });
       expect(team.json().data).toMatchObject({ field: 'plna', didYouMean: 'plan' });
+      // A required field misspelt is named as the near miss it is, not as missing.
+      const nameless = await t.admin({ method: 'POST', url: '/manage/v1/teams', payload: { nmae: 'x' } });
+      expect(nameless.json()).toEqual({ error: 'INVALID_REQUEST', data: { message: 'nmae is not a field of a team: did you mean name?', field: 'nmae', didYouMean: 'name' } });
+      const project = await t.admin({ method: 'POST', url: `/manage/v1/teams/${p.teamId}/projects`, payload: { Name: 'x' } });
+      expect(project.json().data).toMatchObject({ field: 'Name', didYouMean: 'name' });
       const key = await t.admin({ method: 'POST', url: `/manage/v1/projects/${p.projectId}/keys`, payload: { name: 'ci', scopes: ['all'] } });
       expect(key.json().data).toMatchObject({ field: 'scopes' });
       expect(key.json().data.didYouMean).toBeUndefined();

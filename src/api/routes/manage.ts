@@ -1,4 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FieldSet } from '../../services/input/known-fields.js';
+import { refuseUnknownFields } from '../../services/input/known-fields.js';
+import { KEY_FIELDS, PROJECT_FIELDS, TEAM_FIELDS } from '../../services/input/validate-manage-input.js';
+import { isPlainObject } from '../../services/input/validate-job-input.js';
 import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import type { Services } from '../../services/services.js';
 import { viewerOf } from '../authentication.js';
@@ -129,14 +133,24 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     if (params.projectId !== undefined) await access.requireProject(viewer, params.projectId);
     if (params.keyId !== undefined) await access.requireKey(viewer, params.keyId);
   });
-  const opts = (summary: string, extra: Record<string, unknown>) => ({ schema: { summary, tags: ['manage'], security, ...extra } });
+  const opts = (summary: string, extra: Record<string, unknown>, more: object = {}) => ({ ...more, schema: { summary, tags: ['manage'], security, ...extra } });
+  /**
+   * A strict body's unknown fields are refused before its schema is checked, so `{"nmae": …}` is
+   * named as the near miss it is rather than as "name is required" (the service checks them again
+   * for the CLI and the dashboard).
+   */
+  const strict = (fields: FieldSet, where: string) => ({
+    preValidation: async (request: FastifyRequest) => {
+      if (isPlainObject(request.body)) refuseUnknownFields(request.body, fields, where);
+    },
+  });
 
   app.post(
     '/v1/teams',
     opts('Create a team', {
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 201: s.team, ...s.errors(...MANAGE, ...s.BODY_ERRORS) },
-    }),
+    }, strict(TEAM_FIELDS, 'a team')),
     async (request, reply) => {
       access.requireOperator(viewerOf(request), 'Creating a team');
       return reply.code(201).send(await manage.createTeam(request.body));
@@ -153,7 +167,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       params: idParams('teamId'),
       body: { type: 'object', properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 200: s.team, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND') },
-    }),
+    }, strict(TEAM_FIELDS, 'a team')),
     async (request) => {
       if (request.body && typeof request.body === 'object' && 'plan' in request.body) access.requireOperator(viewerOf(request), "Changing a team's plan");
       return manage.updateTeam(request.params.teamId, request.body);
@@ -173,7 +187,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       params: idParams('teamId'),
       body: { type: 'object', required: ['name'], properties: projectSettings },
       response: { 201: s.createdProject, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
-    }),
+    }, strict(PROJECT_FIELDS, 'a project')),
     async (request, reply) => reply.code(201).send(await manage.createProject(request.params.teamId, request.body)),
   );
   app.get<TeamParams>(
@@ -193,7 +207,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       params: idParams('projectId'),
       body: { type: 'object', properties: projectSettings },
       response: { 200: s.project, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
-    }),
+    }, strict(PROJECT_FIELDS, 'a project')),
     async (request) => manage.updateProject(request.params.projectId, request.body),
   );
   app.get<ProjectParams>(
@@ -217,7 +231,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
         },
         ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND'),
       },
-    }),
+    }, strict(KEY_FIELDS, 'a key')),
     async (request, reply) => reply.code(201).send(await manage.createKey(request.params.projectId, request.body)),
   );
   app.get<ProjectParams>(
