@@ -15,6 +15,6 @@ export default tseslint.config(
   {
     // The dashboard's progressive-enhancement script runs in browsers.
     files: ['src/dashboard/assets/*.js'],
-    languageOptions: { globals: { document: 'readonly', navigator: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: { globals: { document: 'readonly', navigator: 'readonly', window: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', fetch: 'readonly', URL: 'readonly' } },
   },
 );

@@ -66,6 +66,7 @@ const BOTH_STORES = [
   'test/cli/**/*.test.ts',
   'test/dashboard/behind-proxy.test.ts',
   'test/dashboard/browser.test.ts',
+  'test/dashboard/first-hour.test.ts',
   'test/dashboard/overview.test.ts',
   'test/dashboard/pages.test.ts',
   'test/dashboard/sessions.test.ts',

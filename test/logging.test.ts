@@ -50,7 +50,7 @@ async function serveAndDispatch(how: 'terminal' | 'pipe', env: Record<string, st
     const res = await fetch(`${base}/api/jobs/dispatch`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ payload: { hello: 'world' }, runAt: new Date(Date.now() + 3_600_000).toISOString() }),
+      body: JSON.stringify({ payload: { hello: 'world' }, scheduledFor: new Date(Date.now() + 3_600_000).toISOString() }),
     });
     expect(res.status).toBe(201);
     // Its request line carries the request id the answer gave (the first-start box names the route too).

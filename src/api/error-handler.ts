@@ -14,6 +14,10 @@ import {
   PunctualError,
   UnsupportedMediaTypeError,
 } from '../errors.js';
+import { CRON_RULES } from '../services/input/schedule-input.js';
+import { tagsRule } from '../services/input/tags-input.js';
+import { FIELD_RULES } from '../services/input/validate-job-input.js';
+import { webhookUrlRule } from '../services/input/validate-manage-input.js';
 
 type AjvError = { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string };
 
@@ -24,10 +28,68 @@ const FIELD_ERRORS: Record<string, new (message: string, extra: Record<string, u
   scheduleFor: InvalidScheduleError,
   maxRetries: InvalidMaxRetriesError,
   webhookUrl: InvalidWebhookUrlError,
+  eventsUrl: InvalidWebhookUrlError,
   cron: InvalidCronError,
   timezone: InvalidTimezoneError,
   tags: InvalidTagsError,
 };
+
+/**
+ * What a body field must be, in the words its service reader uses (services/input/): a schema's
+ * type check of the field says the same sentence, so one mistake has one message wherever it is
+ * made (SPEC section 2).
+ */
+const FIELD_SENTENCES: Record<string, (field: string) => string> = {
+  payload: FIELD_RULES.payload,
+  scheduledFor: FIELD_RULES.schedule,
+  scheduleFor: FIELD_RULES.schedule,
+  maxRetries: FIELD_RULES.maxRetries,
+  tags: tagsRule,
+  cron: CRON_RULES.cron,
+  timezone: CRON_RULES.timezone,
+  webhookUrl: webhookUrlRule,
+  eventsUrl: webhookUrlRule,
+};
+
+/** A JSON schema type, in words. */
+const TYPE_WORDS: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'an array',
+  null: 'null',
+};
+
+const listed = (items: string[], last: string) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} ${last} ${items[items.length - 1]}`);
+
+/** A schema failure said as a sentence about the field, never in the validator's own terms ("must be string,null"). */
+function sentence(error: AjvError, field: string): string {
+  const { params } = error;
+  switch (error.keyword) {
+    case 'required':
+      return `${field} is required`;
+    case 'type':
+      return `${field} must be ${listed([params.type].flat().map((type) => TYPE_WORDS[String(type)] ?? String(type)), 'or')}`;
+    case 'minimum':
+      return `${field} must be at least ${String(params.limit)}`;
+    case 'maximum':
+      return `${field} must be at most ${String(params.limit)}`;
+    case 'minLength':
+      return `${field} must be at least ${String(params.limit)} characters long`;
+    case 'maxLength':
+      return `${field} must be at most ${String(params.limit)} characters long`;
+    case 'enum':
+      return `${field} must be one of ${(params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`;
+    case 'format':
+      return params.format === 'date-time'
+        ? `${field} must be an RFC 3339 date-time with a time zone, such as 2027-01-05T09:30:00Z`
+        : `${field} must be ${String(params.format)}`;
+    default:
+      return `${field} is not valid`;
+  }
+}
 
 /** Turns the first schema failure into the contract's error, naming the field as the client sent it. */
 function fromValidation(errors: AjvError[], context: string | undefined): PunctualError {
@@ -40,9 +102,11 @@ function fromValidation(errors: AjvError[], context: string | undefined): Punctu
     const what = context === 'querystring' ? 'The query string' : 'The request body';
     return new InvalidRequestError(`${what} must be a JSON object`);
   }
-  const message = first.keyword === 'required' ? `${field} is required` : `${field} ${first.message ?? 'is not valid'}`;
   const top = segments[0]!;
-  const ErrorClass = context === 'body' && segments.length === 1 ? FIELD_ERRORS[top] : undefined;
+  const ownField = context === 'body' && segments.length === 1;
+  const rule = ownField && first.keyword !== 'required' ? FIELD_SENTENCES[top] : undefined;
+  const message = rule ? rule(field) : sentence(first, field);
+  const ErrorClass = ownField ? FIELD_ERRORS[top] : undefined;
   return ErrorClass ? new ErrorClass(message, { field }) : new InvalidRequestError(message, { field });
 }
 

@@ -4552,7 +4552,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a project; its webhook secret is in the answer */
+        /** Create a project, with any of the settings an update takes; its webhook secret is in the answer */
         post: {
             parameters: {
                 query?: never;
@@ -4567,6 +4567,22 @@ export interface paths {
                     "application/json": {
                         name: string;
                         webhookUrl?: string | null;
+                        retryPolicy?: {
+                            maxRetries?: number | null;
+                            initialDelayMs?: number;
+                            factor?: number;
+                            maxDelayMs?: number;
+                        };
+                        deliveryTimeoutMs?: number;
+                        deliveryConcurrency?: number;
+                        acceptAny2xx?: boolean;
+                        retentionDays?: number | null;
+                        paused?: boolean;
+                        deliveryRatePerSecond?: number | null;
+                        asyncCompletion?: boolean;
+                        asyncCompletionTimeoutMs?: number;
+                        eventsUrl?: string | null;
+                        eventsFormat?: string;
                     };
                 };
             };

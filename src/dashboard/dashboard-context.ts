@@ -60,6 +60,8 @@ const NOTICES = {
   cancelled: 'Job cancelled. It will not be delivered.',
   rescheduled: 'Job rescheduled.',
   retried: 'Job queued again, to run at once.',
+  'test-job-sent': 'Test job queued. This page shows its attempts as they happen: reload it to follow them.',
+  'schedule-created': 'Schedule created. Its next runs are below.',
   'schedule-pause': 'Schedule paused: it fires no more until resumed, and the jobs it had created ahead for later instants are cancelled.',
   'schedule-resume': 'Schedule resumed. Fires missed while it was paused are caught up as its catchUp says.',
   'schedule-trigger': 'One extra job created, to run at once.',

@@ -21,7 +21,11 @@ export interface DeliveryDeps {
   workerId: string;
   /** A failed attempt queued the job again for `runAt`: the claim loop must wake for it. */
   onRequeued: (runAt: number) => void;
-  /** Attempt outcomes of projects with an eventsUrl, for webhook.failing and webhook.recovered. */
+  /**
+   * Attempt outcomes of every project: its run of failures is its health (failing after 10 in a
+   * row, shown on the dashboard), and webhook.failing and webhook.recovered for one with an
+   * eventsUrl. A healthy project's successes cost nothing (WebhookHealth drops them).
+   */
   health?: WebhookHealth;
   /** A job reached FAILED: its job.failed event may be waiting to be sent. */
   onJobFailed?: () => void;
@@ -234,7 +238,7 @@ async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: Proj
   metrics.deliveryDuration.observe(sent.durationMs / 1000);
   if (!applied) metrics.lateResultsIgnored.inc();
   // The receiver answered, and took the job: its endpoint works, whatever the report says later.
-  if (applied && project.eventsUrl) deps.health?.success(project.id);
+  if (applied) deps.health?.success(project.id);
 }
 
 /** Stores the attempt's result and the job's next state (done, retry at a time, failed, or released). */
@@ -276,7 +280,7 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
     if (project.eventsUrl) deps.onJobFailed?.();
   }
   // Outcomes of the receiver, not of this instance: a request cut short by a shutdown says nothing.
-  if (applied && project.eventsUrl && next.kind !== 'release') {
+  if (applied && next.kind !== 'release') {
     if (result.outcome === 'success') deps.health?.success(project.id);
     else deps.health?.failure(project.id, result.error ?? result.outcome);
   }

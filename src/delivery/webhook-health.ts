@@ -1,6 +1,7 @@
 /**
- * Feeds each project's attempt outcomes to the store's run of failures (webhookHealthRecord), from
- * which webhook.failing and webhook.recovered come (SPEC section 10).
+ * Feeds each project's attempt outcomes to the store's run of failures (webhookHealthRecord): the
+ * project's health (services/project-health.ts), and for one with an eventsUrl the webhook.failing
+ * and webhook.recovered events (SPEC section 10).
  *
  * Every failure is recorded; a success only for a project that may have a run of failures: one
  * this instance saw fail, or one the store listed as failing at the last look (another instance's

@@ -19,7 +19,8 @@ import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../t
 import { attemptView, jobStatusView } from './views/job-views.js';
 import { requestHash } from './input/request-hash.js';
 import type { ImmediateDelivery } from './immediate-delivery.js';
-import { isPlainObject, readSchedule, validateEnqueueInput, type EnqueueInput } from './input/validate-job-input.js';
+import { isPlainObject, readSchedule, RESCHEDULE_FIELDS, validateEnqueueInput, type EnqueueInput } from './input/validate-job-input.js';
+import { refuseNearMisses } from './input/known-fields.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../retention.js';
 import { encodeJobCursor, pageOf, readJobCursor, readListLimit, readTimestampParam, singleValues } from './input/list-query.js';
 import { readTagParams } from './input/tags-input.js';
@@ -304,6 +305,7 @@ export class JobsService {
 
   async reschedule(ctx: JobRequestContext, jobId: string, body: unknown): Promise<Record<string, unknown>> {
     if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"scheduledFor": <timestamp|null>}');
+    refuseNearMisses(body, RESCHEDULE_FIELDS, 'a reschedule');
     const schedule = readSchedule(body, ctx.receivedAt);
     if (!schedule) throw new InvalidScheduleError('scheduledFor is required (null means "run at once")', { field: 'scheduledFor' });
     const result = await this.deps.store.jobRescheduleIfQueued({

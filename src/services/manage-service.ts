@@ -11,9 +11,20 @@ import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../t
 import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 import { followPause } from '../maintenance/project-holds.js';
+import { healthOf, type ProjectHealth } from './project-health.js';
 import type { PlansService } from './plans-service.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
-import { readName, readProjectPatch, requireObject } from './input/validate-manage-input.js';
+import { KEY_FIELDS, readName, webhookUrlRule, readProjectPatch, requireObject, TEAM_FIELDS } from './input/validate-manage-input.js';
+
+/** A project as the dashboard's list of a team's projects shows it. */
+export interface ProjectSummary {
+  project: ProjectRow;
+  health: ProjectHealth;
+  /** Attempts finished in the last 24 hours (the overview's window), and those that failed. */
+  attempts: number;
+  failedAttempts: number;
+  hasJobs: boolean;
+}
 
 export class ManageService {
   constructor(
@@ -39,7 +50,7 @@ export class ManageService {
 
   private async readWebhookUrl(value: unknown, field = 'webhookUrl'): Promise<string | null> {
     if (value === null) return null;
-    if (typeof value !== 'string') throw new InvalidWebhookUrlError(`${field} must be an absolute http(s) URL or null`, { field });
+    if (typeof value !== 'string') throw new InvalidWebhookUrlError(webhookUrlRule(field), { field });
     const check = await checkWebhookUrl(value, this.deps.allowPrivateWebhooks);
     if (!check.ok) throw new InvalidWebhookUrlError(`${field} ${check.reason}`, { field });
     return check.url.href;
@@ -58,7 +69,7 @@ export class ManageService {
   }
 
   async createTeam(input: unknown) {
-    const body = requireObject(input);
+    const body = requireObject(input, TEAM_FIELDS, 'a team');
     const name = readName(body, true)!;
     const plan = this.readPlan(body) ?? DEFAULT_PLAN_NAME;
     const team: TeamRow = { id: newTeamId(), name, plan, createdAt: this.deps.clock.now() };
@@ -71,7 +82,7 @@ export class ManageService {
   }
 
   async updateTeam(teamId: string, input: unknown) {
-    const body = requireObject(input);
+    const body = requireObject(input, TEAM_FIELDS, 'a team');
     const name = readName(body, false);
     const plan = this.readPlan(body);
     const team = await this.deps.store.teamUpdate({ teamId, ...(name !== undefined && { name }), ...(plan !== undefined && { plan }) });
@@ -84,14 +95,21 @@ export class ManageService {
     return { projects: (await this.deps.store.projectListByTeam(teamId)).map(projectView) };
   }
 
-  /** Creates a project with its first webhook secret, returned once here and readable later. */
+  private settingsReader(team: TeamRow) {
+    return { maxRetriesCap: this.deps.plans.planOf(team).maxRetriesCap, readWebhookUrl: (value: unknown, field?: string) => this.readWebhookUrl(value, field) };
+  }
+
+  /**
+   * Creates a project with its first webhook secret, returned once here and readable later. It
+   * takes every setting an update takes (SPEC section 7); those not given have their defaults.
+   */
   async createProject(teamId: string, input: unknown) {
-    const body = requireObject(input);
-    const name = readName(body, true)!;
-    const webhookUrl = 'webhookUrl' in body ? await this.readWebhookUrl(body.webhookUrl) : null;
-    await this.requireTeam(teamId);
+    // The team first: its plan caps retryPolicy.maxRetries.
+    const team = await this.requireTeam(teamId);
+    const settings = await readProjectPatch(input, this.settingsReader(team));
+    if (settings.name === undefined) throw new InvalidRequestError('name is required', { field: 'name' });
     const now = this.deps.clock.now();
-    const project: ProjectRow = { id: newProjectId(), teamId, name, webhookUrl, createdAt: now, ...PROJECT_DEFAULTS };
+    const project: ProjectRow = { ...PROJECT_DEFAULTS, webhookUrl: null, ...settings, name: settings.name, id: newProjectId(), teamId, createdAt: now };
     const webhookSecret = generateWebhookSecret();
     await this.deps.store.projectInsert({
       project,
@@ -105,10 +123,8 @@ export class ManageService {
   }
 
   async updateProject(projectId: string, input: unknown) {
-    const body = requireObject(input);
     const project = await this.requireProject(projectId);
-    const plan = this.deps.plans.planOf(await this.requireTeam(project.teamId));
-    const patch = await readProjectPatch(body, { maxRetriesCap: plan.maxRetriesCap, readWebhookUrl: (value, field) => this.readWebhookUrl(value, field) });
+    const patch = await readProjectPatch(input, this.settingsReader(await this.requireTeam(project.teamId)));
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
     await followPause(this.deps.store, projectId, { wasPaused: project.paused, paused: updated.paused }, () => this.deps.onJobDue(this.deps.clock.now()));
@@ -116,7 +132,7 @@ export class ManageService {
   }
 
   async createKey(projectId: string, input: unknown) {
-    const body = requireObject(input);
+    const body = requireObject(input, KEY_FIELDS, 'a key');
     const name = readName(body, true)!;
     await this.requireProject(projectId);
     const { key, hash, prefix } = generateApiKey();
@@ -177,6 +193,33 @@ export class ManageService {
     await this.requireProject(projectId);
     const at = this.deps.clock.now();
     return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
+  }
+
+  /** A project's delivery health now (project-health.ts). */
+  async health(projectId: string): Promise<ProjectHealth> {
+    return healthOf(await this.deps.store.webhookHealthGet({ projectId }));
+  }
+
+  /**
+   * The team's projects as the dashboard lists them, each with its delivery health and its
+   * attempts of the last 24 hours (the overview's figures, with its job counts cut to "any?").
+   */
+  async projectSummaries(teamId: string): Promise<ProjectSummary[]> {
+    await this.requireTeam(teamId);
+    const now = this.deps.clock.now();
+    const projects = await this.deps.store.projectListByTeam(teamId);
+    return Promise.all(
+      projects.map(async (project): Promise<ProjectSummary> => {
+        const [overview, health] = await Promise.all([this.deps.store.projectOverview({ projectId: project.id, now, jobCountLimit: 0 }), this.health(project.id)]);
+        return {
+          project,
+          health,
+          attempts: overview.deliveryMinutes.reduce((sum, m) => sum + m.attempts, 0),
+          failedAttempts: overview.deliveryMinutes.reduce((sum, m) => sum + m.failedAttempts, 0),
+          hasJobs: Object.values(overview.jobsByStatus).some((n) => n > 0),
+        };
+      }),
+    );
   }
 
   /** The same as the management API and the CLI show it: timestamps, and the windows. */

@@ -4,6 +4,7 @@
  */
 import type { Clock } from '../clock.js';
 import { parseCron } from '../cron/cron-expression.js';
+import { cronInWords } from '../cron/cron-words.js';
 import { nextFireAfter, nextFires } from '../cron/fire-times.js';
 import { TimeZone } from '../cron/time-zone.js';
 import { newEventId, newScheduleId } from '../crypto/random-ids.js';
@@ -211,6 +212,16 @@ export class SchedulesService {
     }
     const { expr, zone } = readCronInZone(cron, timezone, after);
     return { runs: nextFires(expr, zone, after, n).map(formatTimestamp) };
+  }
+
+  /**
+   * A schedule's next runs and its expression in words, for a person choosing it (the dashboard's
+   * form): the zone's canonical name beside them. INVALID_CRON / INVALID_TIMEZONE as in a create.
+   */
+  describe(cron: unknown, timezone: unknown, count = PREVIEW_DEFAULT_COUNT): { runs: string[]; words: string; timezone: string } {
+    const now = this.deps.clock.now();
+    const { expr, zone } = readCronInZone(cron, timezone, now);
+    return { runs: nextFires(expr, zone, now, count).map(formatTimestamp), words: cronInWords(expr, zone.name), timezone: zone.name };
   }
 
   /**

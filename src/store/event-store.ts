@@ -83,12 +83,14 @@ export interface EventStore {
   webhookHealthRecord(params: { projectId: string; outcomes: HealthOutcome[] }): Promise<void>;
   /** The projects with failures in a row now. */
   webhookHealthListFailing(): Promise<string[]>;
+  /** A project's run of failures now (whether or not it has an eventsUrl); null when its last attempt succeeded or it has none. */
+  webhookHealthGet(params: { projectId: string }): Promise<WebhookHealthRow | null>;
   /** Deletes up to `limit` events that occurred at or before `occurredBy`. */
   eventPrune(params: { occurredBy: number; limit: number }): Promise<number>;
 }
 
 /** EventStore's methods, each driver's noun object forwards them (forward-methods.ts). */
-export const EVENT_STORE_METHODS = methodList<EventStore>()(['eventInsert', 'eventList', 'eventClaimDue', 'eventReleaseClaims', 'eventFinish', 'webhookHealthRecord', 'webhookHealthListFailing', 'eventPrune'] as const);
+export const EVENT_STORE_METHODS = methodList<EventStore>()(['eventInsert', 'eventList', 'eventClaimDue', 'eventReleaseClaims', 'eventFinish', 'webhookHealthRecord', 'webhookHealthListFailing', 'webhookHealthGet', 'eventPrune'] as const);
 
 /** SPEC section 10: webhook.failing after this many failed attempts in a row, at most once an hour while it lasts. */
 export const FAILING_AFTER = 10;

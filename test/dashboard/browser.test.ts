@@ -196,6 +196,101 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     expect(await page.locator('tr', { hasText: 'ci' }).locator('td[data-label="Last used"]').innerText()).not.toBe('never');
   });
 
+  it('creates a schedule from its form, saying the cron in words and its next runs on its own clock before it is saved', async () => {
+    await page.goto(`${base}/projects/${projectId}/schedules`);
+    await page.getByRole('link', { name: 'New schedule' }).click();
+    await page.waitForURL(`**/projects/${projectId}/schedules/new`);
+    await page.getByLabel('Name (optional)').fill('weekday digest');
+    await page.getByLabel('Cron expression').fill('0 9 * * 1-5');
+    await page.getByLabel('Time zone').fill('Europe/Paris');
+    // The preview follows the typing (the page's script asks the server).
+    await expect.poll(() => page.getByTestId('cron-words').innerText().catch(() => ''), { timeout: 5_000 }).toBe('Monday to Friday at 09:00, Europe/Paris');
+    const runs = await page.getByTestId('preview-runs').locator('li').allInnerTexts();
+    expect(runs).toHaveLength(5);
+    for (const run of runs) expect(run).toMatch(/^(Mon|Tue|Wed|Thu|Fri), \d{1,2} \w{3} \d{4}, 09:00 CES?T$/);
+    await page.getByLabel('Payload (JSON object)').fill('{"digest": "weekday"}');
+    await shot('schedule-form');
+    await phoneShot(`${base}/projects/${projectId}/schedules/new`, 'schedule-form', async (phone) => {
+      await phone.getByLabel('Cron expression').fill('*/15 9-17 * * MON-FRI');
+      await phone.getByRole('button', { name: 'Preview next runs' }).click();
+      await phone.getByTestId('cron-words').waitFor();
+      expect(await phone.getByTestId('cron-words').innerText()).toBe('every 15 minutes from 09:00 to 17:59, Monday to Friday, UTC');
+    });
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.waitForURL(`**/projects/${projectId}/schedules?done=schedule-created`);
+    const row = page.locator('tr', { hasText: 'weekday digest' });
+    expect(await row.innerText()).toContain('Monday to Friday at 09:00, Europe/Paris');
+    expect(await row.locator('.runs li').count()).toBe(5);
+    await shot('schedule-created');
+  });
+
+  it('sends a test job from the jobs page, whose page opens and shows it delivered', async () => {
+    await page.goto(`${base}/projects/${projectId}/jobs`);
+    await page.getByText('Send a test job…').click();
+    await page.getByLabel('Payload (JSON object)').fill('{"hello": "from the dashboard"}');
+    await shot('jobs-send-test-job');
+    await phoneShot(`${base}/projects/${projectId}/jobs`, 'jobs-send-test-job', (phone) => phone.getByText('Send a test job…').click());
+    await page.getByRole('button', { name: 'Send the job' }).click();
+    await page.waitForURL(/\/jobs\/job_[^?]+\?done=test-job-sent$/);
+    dispatched += 1;
+    const jobId = /\/jobs\/(job_[^?]+)/.exec(page.url())![1]!;
+    await receiver.waitFor(() => receiver.forJob(jobId).length === 1);
+    expect(receiver.forJob(jobId)[0]!.json.payload).toEqual({ hello: 'from the dashboard' });
+    await reloadUntil(page.url(), 'COMPLETED');
+    // The list shows each job's payload, on one line.
+    await page.goto(`${base}/projects/${projectId}/jobs`);
+    const preview = page.locator('tbody tr', { hasText: jobId }).locator('td[data-label="Payload"] code');
+    expect(await preview.innerText()).toBe('{"hello":"from the dashboard"}');
+    const height = (await page.locator('tbody tr', { hasText: jobId }).boundingBox())!.height;
+    expect(height).toBeLessThan(60);
+  });
+
+  it('keeps the first curl on the API keys tab, the key masked, and makes a new key that fills it in', async () => {
+    await page.goto(`${base}/projects/${projectId}/keys`);
+    await page.getByText('The curl command that dispatches a job').click();
+    const curl = page.getByTestId('first-curl');
+    expect(await curl.innerText()).toMatch(/Bearer pk_[A-Za-z0-9]{8}•{29}/);
+    await shot('keys-first-curl');
+    await page.getByRole('button', { name: 'Make a new key for this command' }).click();
+    await page.waitForSelector('#new-key');
+    const key = (await page.locator('#new-key').innerText()).trim();
+    expect(await page.getByTestId('first-curl').innerText()).toContain(`Bearer ${key}`);
+    await shot('keys-first-curl-new-key');
+    await phoneShot(`${base}/projects/${projectId}/keys`, 'keys-first-curl', (phone) => phone.getByText('The curl command that dispatches a job').click());
+  });
+
+  it('shows a failing receiver where people land: a status and success rate on the projects list, a banner on the overview', async () => {
+    const flaky = await t.services.manage.createProject(teamId, { name: 'Flaky', webhookUrl: receiver.url.replace(/\/hook$/, '/flaky') });
+    const key = (await t.services.manage.createKey(flaky.projectId, { name: 'k' })).key;
+    receiver.answer((request) => (request.url === '/flaky' ? { status: 500, body: 'flaky is down' } : { status: 200, body: 'ok' }));
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const sent = await t.api(key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { flaky: i }, maxRetries: 0 } });
+      expect(sent.statusCode).toBe(201);
+      ids.push(sent.json().jobId);
+    }
+    dispatched += 10;
+    await expect.poll(async () => (await t.services.manage.health(flaky.projectId)).state, { timeout: 10_000, interval: 100 }).toBe('failing');
+    await page.goto(`${base}/teams/${teamId}`);
+    const row = page.getByTestId(`project-${flaky.projectId}`);
+    expect(await row.locator('td[data-label="Status"] .badge').innerText()).toBe('failing');
+    expect(await row.locator('td[data-label="Status"]').innerText()).toContain('10 attempts in a row failed since');
+    expect(await row.locator('td[data-label="Success, 24 h"]').innerText()).toMatch(/^0%\s+of 10 attempts$/);
+    expect(await page.getByTestId(`project-${projectId}`).locator('td[data-label="Status"] .badge').innerText()).toBe('delivering');
+    await shot('projects-failing');
+    await phoneShot(`${base}/teams/${teamId}`, 'projects-failing');
+    await row.getByRole('link', { name: 'Flaky' }).click();
+    const banner = page.getByTestId('failing-banner');
+    expect(await banner.innerText()).toMatch(/Deliveries are failing\s+The last 10 attempts in a row failed, since .+\. The last error: HTTP 500/);
+    expect(await page.getByTestId('success-rate').innerText()).toBe('0%');
+    await shot('overview-failing');
+    await phoneShot(`${base}/projects/${flaky.projectId}`, 'overview-failing');
+    // The banner's test delivery shows the receiver's answer.
+    await banner.getByRole('button', { name: 'Send a test delivery' }).click();
+    expect(await page.getByTestId('test-result').innerText()).toContain('flaky is down');
+    receiver.answer({ status: 200, body: 'ok' });
+  });
+
   it('cancels a scheduled job from its page and finds it under CANCELLED', async () => {
     const jobId = await dispatch({ payload: { later: true }, scheduledFor: new Date(Date.now() + 3_600_000).toISOString() });
     await page.goto(`${base}/projects/${projectId}/jobs/${jobId}`);
@@ -259,8 +354,13 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
 
   it('shows every failed attempt when the receiver answers 500, and retries the FAILED job', async () => {
     await page.goto(`${base}/projects/${projectId}/settings`);
-    await page.getByLabel('First retry after (ms)').fill('50');
-    await page.getByLabel('Longest wait between attempts (ms)').fill('200');
+    // Durations in a unit, and the retry schedule they give, following the typing.
+    expect(await page.getByTestId('retry-schedule').innerText()).toContain('retried after about 30 s, 2 min and 8 min');
+    await page.getByLabel('First retry after', { exact: true }).fill('50');
+    await page.getByLabel('First retry after: unit').selectOption('ms');
+    await page.getByLabel('Longest wait between attempts', { exact: true }).fill('200');
+    await page.getByLabel('Longest wait between attempts: unit').selectOption('ms');
+    await expect.poll(() => page.getByTestId('retry-schedule').innerText(), { timeout: 5_000 }).toContain('retried after about 50 ms, 200 ms and 200 ms');
     await page.getByLabel('Keep finished jobs for (days)').fill('14');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.waitForURL('**/settings?done=settings-saved');

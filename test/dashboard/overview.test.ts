@@ -136,7 +136,7 @@ describe('dashboard: project overview', () => {
     await t.services.users.create({ email: 'fresh@example.com', password: PASSWORD, teamIds: [fresh.teamId], operator: false });
     const body = (await page(`/projects/${fresh.projectId}`, await signIn('fresh@example.com'))).body;
     expect(body).toContain('Dispatch your first job');
-    expect(body).toMatch(/<pre id="first-curl" class="code">curl -X POST [^<]+\/api\/jobs\/dispatch/);
+    expect(body).toMatch(/<pre id="first-curl" class="code" data-testid="first-curl">curl -X POST [^<]+\/api\/jobs\/dispatch/);
     expect(body).toContain('data-testid="overview-empty"');
     expect(body).not.toContain('data-testid="success-rate"');
     expect(body).not.toContain(ids.b!);

@@ -49,6 +49,11 @@ describe('dashboard pages', () => {
     expect(listed((await get(base)).body)).toEqual(jobIds);
     expect(listed((await get(`${base}?from=2027-01-01T01:00&to=2027-01-01T02:00`)).body)).toEqual([jobIds[1]]);
     expect(listed((await get(`${base}?from=2027-01-01T00:30`)).body)).toEqual([jobIds[1], jobIds[2]]);
+    // The fields take UTC as people write it: a space, " UTC", a date alone for its midnight, or a timestamp with its own zone.
+    expect(listed((await get(`${base}?from=${encodeURIComponent('2027-01-01 01:00')}&to=${encodeURIComponent('2027-01-01 02:00 UTC')}`)).body)).toEqual([jobIds[1]]);
+    expect(listed((await get(`${base}?from=${encodeURIComponent('2027-01-01T02:00:00+01:00')}&to=2027-01-01T02:00`)).body)).toEqual([jobIds[1]]);
+    expect(listed((await get(`${base}?to=2027-01-02`)).body)).toHaveLength(3);
+    expect((await get(`${base}?from=2027-01-01`)).body).toMatch(/id="f-from" name="from" type="text" value="2027-01-01" aria-describedby="f-from-hint" inputmode="numeric" autocomplete="off" placeholder="YYYY-MM-DD HH:MM">/);
     expect(listed((await get(`${base}?status=CANCELLED`)).body)).toEqual([]);
     const byId = await get(`${base}?jobId=${jobIds[0]}`);
     expect(byId.statusCode).toBe(303);
@@ -56,7 +61,7 @@ describe('dashboard pages', () => {
     expect((await get(`${base}?jobId=job_nothere0000000000`)).body).toContain('No job job_nothere0000000000 in this project.');
     const bad = await get(`${base}?from=yesterday`);
     expect(bad.statusCode).toBe(400);
-    expect(bad.body).toContain('from must be a date and time, e.g. 2027-01-05T09:30');
+    expect(bad.body).toContain('from must be a date and time in UTC, such as 2027-01-05 09:30');
   });
 
   it('pages through jobs with the API cursor', async () => {
@@ -164,7 +169,8 @@ describe('dashboard pages', () => {
     expect(saved.headers.location).toBe(`${url}?done=settings-saved`);
     expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ deliveryTimeoutMs: 5000, deliveryConcurrency: 7, acceptAny2xx: true });
     const page = (await get(url)).body;
-    expect(page).toMatch(/name="deliveryTimeoutMs"[^>]*value="5000"|value="5000"[^>]*name="deliveryTimeoutMs"/);
+    // A duration is shown in the unit that says it: 5000 ms as 5 seconds.
+    expect(page).toMatch(/name="deliveryTimeoutMs" type="number" min="0" step="any" required value="5"[^]*?<option value="s" selected>seconds<\/option>/);
     expect(page).toMatch(/name="deliveryConcurrency"[^>]*value="7"|value="7"[^>]*name="deliveryConcurrency"/);
     expect(page).toMatch(/<input[^>]*name="acceptAny2xx"[^>]*checked/);
     expect((await post(url, { ...retry, deliveryTimeoutMs: '5000', deliveryConcurrency: '7' })).statusCode).toBe(303);
@@ -221,9 +227,9 @@ describe('dashboard pages', () => {
     const before = (await get(url)).body;
     expect(before).toMatch(/<input id="f-asyncCompletion" name="asyncCompletion" type="checkbox" value="true" aria-describedby/);
     expect(before).not.toMatch(/<input[^>]*name="asyncCompletion"[^>]*checked/);
-    expect(before).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="3600000"/);
+    expect(before).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="1"[^]*?<option value="h" selected>hours<\/option>/);
     expect(before).toContain('callbackToken');
-    expect(before).toContain('1,000 to 604,800,000');
+    expect(before).toContain('1 s to 7 d.');
 
     const saved = await post(url, { ...fields, asyncCompletion: 'true', asyncCompletionTimeoutMs: '120000' });
     expect(saved.statusCode).toBe(303);
@@ -231,11 +237,16 @@ describe('dashboard pages', () => {
     expect(await t.services.manage.getProject(p.projectId)).toMatchObject({ asyncCompletion: true, asyncCompletionTimeoutMs: 120_000 });
     const page = (await get(url)).body;
     expect(page).toMatch(/<input[^>]*name="asyncCompletion"[^>]*checked/);
-    expect(page).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="120000"/);
+    expect(page).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="2"[^]*?<option value="min" selected>minutes<\/option>/);
+    // A number in a unit: 3 hours.
+    expect((await post(url, { ...fields, asyncCompletion: 'true', asyncCompletionTimeoutMs: '3', 'asyncCompletionTimeoutMs.unit': 'h' })).statusCode).toBe(303);
+    expect((await t.services.manage.getProject(p.projectId)).asyncCompletionTimeoutMs).toBe(10_800_000);
+    expect((await post(url, { ...fields, asyncCompletion: 'true', asyncCompletionTimeoutMs: '120000' })).statusCode).toBe(303);
 
     const refused = await post(url, { ...fields, asyncCompletion: 'true', asyncCompletionTimeoutMs: '999' });
     expect(refused.statusCode).toBe(400);
-    expect(refused.body).toContain('id="f-asyncCompletionTimeoutMs-error">asyncCompletionTimeoutMs must be an integer from 1000 to 604800000</p>');
+    // Said in the form's terms: its label and its range in words, not the API's milliseconds.
+    expect(refused.body).toContain('id="f-asyncCompletionTimeoutMs-error">Wait for a report at most must be from 1 s to 7 d</p>');
     expect(refused.body).toMatch(/name="asyncCompletionTimeoutMs"[^>]*value="999"[^>]*aria-describedby="f-asyncCompletionTimeoutMs-hint f-asyncCompletionTimeoutMs-error" aria-invalid="true"/);
     // What was typed stays, the checkbox included.
     expect(refused.body).toMatch(/<input[^>]*name="asyncCompletion"[^>]*checked/);
@@ -415,8 +426,9 @@ describe('dashboard pages', () => {
     await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { plain: true }, scheduledFor: '2027-06-01T00:00:00Z' } });
     const filtered = (await get(`/projects/${p.projectId}/jobs?scheduleId=${scheduleId}`)).body;
     expect([...filtered.matchAll(/<a href="\/projects\/[^/]+\/jobs\/(job_[^"]+)">/g)].map((m) => m[1])).toEqual([...fired].reverse());
-    expect(filtered).toMatch(new RegExp(`id="f-scheduleId" name="scheduleId" type="search" value="${scheduleId}"`));
-    expect(filtered).toContain(`Jobs of <a href="/projects/${p.projectId}/schedules#${scheduleId}">schedule <code>${scheduleId}</code></a>`);
+    // The schedule is chosen by its name, not a pasted id.
+    expect(filtered).toContain(`<option value="${scheduleId}" selected>hourly sync (0 * * * *)</option>`);
+    expect(filtered).toContain(`Jobs of <a href="/projects/${p.projectId}/schedules#${scheduleId}">schedule <strong>hourly sync</strong></a>`);
     expect((await get(`/projects/${p.projectId}/jobs?scheduleId=sch_unknown000000000`)).body).toContain('No jobs match these filters.');
     const schedules = (await get(`/projects/${p.projectId}/schedules`)).body;
     expect(schedules).toContain(`href="/projects/${p.projectId}/jobs?scheduleId=${scheduleId}" aria-label="Jobs of hourly sync">Jobs</a>`);

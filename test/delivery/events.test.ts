@@ -140,4 +140,14 @@ describe('events to a project\'s eventsUrl', () => {
     await eventually(async () => (await t.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}` })).json().status, { what: 'FAILED', until: (s) => s === 'FAILED' });
     expect((await listEvents(p)).events).toEqual([]);
   });
+
+  it('keeps the health of a project without an eventsUrl too: failing at 10 failures in a row, healthy at the next success, and no event', async () => {
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { retryPolicy: { maxRetries: 0 }, deliveryConcurrency: 1 } });
+    for (let i = 0; i < 10; i++) await dispatch(p, { status: 503, i });
+    const health = await eventually(() => t.services.manage.health(p.projectId), { what: 'failing', until: (h) => h.state === 'failing' });
+    expect(health).toMatchObject({ state: 'failing', consecutiveFailures: 10, lastError: 'HTTP 503', since: expect.any(Number) });
+    await dispatch(p, { ok: true });
+    await eventually(() => t.services.manage.health(p.projectId), { what: 'healthy', until: (h) => h.state === 'healthy' && h.consecutiveFailures === 0 });
+    expect((await listEvents(p)).events).toEqual([]);
+  });
 });

@@ -100,6 +100,17 @@ export function eventCases(contract: ContractContext): void {
       expect(await contract.store.webhookHealthListFailing()).toEqual([]);
     });
 
+    it("keeps a project's run of failures whether or not it has an eventsUrl, and reads it back", async () => {
+      const quiet = await makeProject();
+      const fail = (at: number, n: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 3}`, at: at + i, eventId: `evt_g${at + i}` }));
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toBeNull();
+      await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: fail(T0, 12) });
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ consecutiveFailures: 12, failingSince: T0, failingEventAt: T0 + 9, lastError: 'HTTP 502' });
+      expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
+      await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: [{ failed: false, error: null, at: T0 + 20, eventId: 'evt_gok' }] });
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toBeNull();
+    });
+
     it('records schedule.skipped with the advance of its schedule only', async () => {
       const project = await withEvents();
       const schedule = { id: 'sch_ev', projectId: project.id, name: null, cron: '* * * * *', timezone: 'UTC', payload: '{}', maxRetries: null, catchUp: 'latest' as const, overlap: 'skip' as const, paused: false, tags: null, nextRunAt: T0, lastRunAt: null, lastJobId: null, skippedCount: 0, createdAt: T0, updatedAt: T0 };

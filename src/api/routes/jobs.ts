@@ -49,6 +49,14 @@ function enqueueTracing(tracer: Tracer | null): Pick<RouteShorthandOptions, 'onR
  */
 const enqueueTrace = (request: FastifyRequest): TraceContext | null => request.enqueueSpan?.context ?? readTraceContext(request.headers);
 
+/**
+ * The dispatch routes' bodies are checked by the jobs service alone (validate-job-input.ts, item by
+ * item in a batch); their schemas only describe them, in /openapi.json. So a single dispatch and a
+ * batch item answer one mistake in the same words, and a near miss (`{"data": {…}}` meant as
+ * payload) is named as such before a schema could call payload missing.
+ */
+const checkedByTheService = { validatorCompiler: () => () => true } as const;
+
 type JobParams = { Params: { jobId: string } };
 type AttemptParams = { Params: { jobId: string; attemptId: string } };
 
@@ -63,6 +71,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     '/jobs/dispatch',
     {
       ...traced,
+      ...checkedByTheService,
       schema: {
         summary: 'Queue a job',
         description: traceDescription,
@@ -88,6 +97,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     {
       bodyLimit: BATCH_BODY_LIMIT,
       ...traced,
+      ...checkedByTheService,
       schema: {
         summary: 'Queue up to 100 jobs in one transaction',
         description: `Items are validated one by one; the answer lists, in request order, each job or its error. ${traceDescription}`,

@@ -1,4 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FieldSet } from '../../services/input/known-fields.js';
+import { refuseUnknownFields } from '../../services/input/known-fields.js';
+import { KEY_FIELDS, PROJECT_FIELDS, TEAM_FIELDS } from '../../services/input/validate-manage-input.js';
+import { isPlainObject } from '../../services/input/validate-job-input.js';
 import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
 import type { Services } from '../../services/services.js';
 import { viewerOf } from '../authentication.js';
@@ -92,6 +96,27 @@ const overviewAnswer = {
   },
 } as const;
 
+/**
+ * A project's settings, as its creation and its update take them (SPEC section 7: the same
+ * fields). The bodies are strict: the manage service refuses an unknown field, naming it
+ * (services/input/validate-manage-input.ts lists the fields).
+ */
+const projectSettings = {
+  name: { type: 'string' },
+  webhookUrl: { type: ['string', 'null'] },
+  retryPolicy: s.retryPolicy,
+  deliveryTimeoutMs: { type: 'integer', minimum: DELIVERY_TIMEOUT_RANGE[0], maximum: DELIVERY_TIMEOUT_RANGE[1] },
+  deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
+  acceptAny2xx: { type: 'boolean' },
+  retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
+  paused: { type: 'boolean' },
+  deliveryRatePerSecond: { type: ['number', 'null'] },
+  asyncCompletion: { type: 'boolean' },
+  asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
+  eventsUrl: { type: ['string', 'null'] },
+  eventsFormat: { type: 'string' },
+} as const;
+
 type TeamParams = { Params: { teamId: string } };
 type ProjectParams = { Params: { projectId: string } };
 type KeyParams = { Params: { keyId: string } };
@@ -108,14 +133,24 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     if (params.projectId !== undefined) await access.requireProject(viewer, params.projectId);
     if (params.keyId !== undefined) await access.requireKey(viewer, params.keyId);
   });
-  const opts = (summary: string, extra: Record<string, unknown>) => ({ schema: { summary, tags: ['manage'], security, ...extra } });
+  const opts = (summary: string, extra: Record<string, unknown>, more: object = {}) => ({ ...more, schema: { summary, tags: ['manage'], security, ...extra } });
+  /**
+   * A strict body's unknown fields are refused before its schema is checked, so `{"nmae": …}` is
+   * named as the near miss it is rather than as "name is required" (the service checks them again
+   * for the CLI and the dashboard).
+   */
+  const strict = (fields: FieldSet, where: string) => ({
+    preValidation: async (request: FastifyRequest) => {
+      if (isPlainObject(request.body)) refuseUnknownFields(request.body, fields, where);
+    },
+  });
 
   app.post(
     '/v1/teams',
     opts('Create a team', {
       body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 201: s.team, ...s.errors(...MANAGE, ...s.BODY_ERRORS) },
-    }),
+    }, strict(TEAM_FIELDS, 'a team')),
     async (request, reply) => {
       access.requireOperator(viewerOf(request), 'Creating a team');
       return reply.code(201).send(await manage.createTeam(request.body));
@@ -132,7 +167,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
       params: idParams('teamId'),
       body: { type: 'object', properties: { name: { type: 'string' }, plan: { type: 'string' } } },
       response: { 200: s.team, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND') },
-    }),
+    }, strict(TEAM_FIELDS, 'a team')),
     async (request) => {
       if (request.body && typeof request.body === 'object' && 'plan' in request.body) access.requireOperator(viewerOf(request), "Changing a team's plan");
       return manage.updateTeam(request.params.teamId, request.body);
@@ -148,11 +183,11 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
   );
   app.post<TeamParams>(
     '/v1/teams/:teamId/projects',
-    opts('Create a project; its webhook secret is in the answer', {
+    opts('Create a project, with any of the settings an update takes; its webhook secret is in the answer', {
       params: idParams('teamId'),
-      body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, webhookUrl: { type: ['string', 'null'] } } },
+      body: { type: 'object', required: ['name'], properties: projectSettings },
       response: { 201: s.createdProject, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
-    }),
+    }, strict(PROJECT_FIELDS, 'a project')),
     async (request, reply) => reply.code(201).send(await manage.createProject(request.params.teamId, request.body)),
   );
   app.get<TeamParams>(
@@ -170,26 +205,9 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     '/v1/projects/:projectId',
     opts("Change a project's webhook URL, retry policy, timeout, concurrency, accepted statuses, retention, pause, events, rate or async completion", {
       params: idParams('projectId'),
-      body: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          webhookUrl: { type: ['string', 'null'] },
-          retryPolicy: s.retryPolicy,
-          deliveryTimeoutMs: { type: 'integer', minimum: DELIVERY_TIMEOUT_RANGE[0], maximum: DELIVERY_TIMEOUT_RANGE[1] },
-          deliveryConcurrency: { type: 'integer', minimum: DELIVERY_CONCURRENCY_RANGE[0], maximum: DELIVERY_CONCURRENCY_RANGE[1] },
-          acceptAny2xx: { type: 'boolean' },
-          retentionDays: { type: ['integer', 'null'], minimum: RETENTION_DAYS_RANGE[0], maximum: RETENTION_DAYS_RANGE[1] },
-          paused: { type: 'boolean' },
-          deliveryRatePerSecond: { type: ['number', 'null'] },
-          asyncCompletion: { type: 'boolean' },
-          asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
-          eventsUrl: { type: ['string', 'null'] },
-          eventsFormat: { type: 'string' },
-        },
-      },
+      body: { type: 'object', properties: projectSettings },
       response: { 200: s.project, ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'INVALID_WEBHOOK_URL', 'NOT_FOUND') },
-    }),
+    }, strict(PROJECT_FIELDS, 'a project')),
     async (request) => manage.updateProject(request.params.projectId, request.body),
   );
   app.get<ProjectParams>(
@@ -213,7 +231,7 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
         },
         ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND'),
       },
-    }),
+    }, strict(KEY_FIELDS, 'a key')),
     async (request, reply) => reply.code(201).send(await manage.createKey(request.params.projectId, request.body)),
   );
   app.get<ProjectParams>(

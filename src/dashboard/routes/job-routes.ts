@@ -8,32 +8,22 @@ import { readStatusParam } from '../../services/jobs-service.js';
 import type { JobBulkAction } from '../../store/store.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields } from '../form-body.js';
+import { formJson, formUtcTime } from '../form-values.js';
+import { SEND_JOB_FIELDS, type SendJobValues } from '../views/job-send-box.js';
+import type { JobRequestContext } from '../../services/jobs-service.js';
 import type { FormError } from '../views/components.js';
 import { filterQuery } from '../views/job-bulk-box.js';
-import { jobPage, jobsPage, type AttemptView, type BulkOffer, type JobFilter, type JobView } from '../views/job-pages.js';
+import { jobPage, jobsPage, type AttemptView, type BulkOffer, type JobFilter, type JobView, type ScheduleChoice } from '../views/job-pages.js';
 
 type ProjectParams = { Params: { projectId: string } };
 type JobParams = { Params: { projectId: string; jobId: string } };
 
 const PAGE_SIZE = 25;
-const DATETIME_LOCAL = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/;
-
-/** A datetime-local value read as UTC (the page says so), as an RFC 3339 timestamp; null when empty. */
-function utcFromLocalInput(value: string | undefined, field: string): string | null {
-  const text = (value ?? '').trim();
-  if (text === '') return null;
-  const m = DATETIME_LOCAL.exec(text);
-  if (!m) throw new InvalidRequestError(`${field} must be a date and time, e.g. 2027-01-05T09:30`, { field });
-  return `${m[1]}T${m[2]}${m[3] ?? ':00'}Z`;
-}
-
-function epochFromLocalInput(value: string | undefined, field: string): number | null {
-  const text = utcFromLocalInput(value, field);
-  if (text === null) return null;
-  const ms = Date.parse(text);
-  if (Number.isNaN(ms)) throw new InvalidRequestError(`${field} is not a real date and time`, { field });
-  return ms;
-}
+/** A UTC time typed in a form, as the RFC 3339 timestamp a job body takes; null when empty. */
+const utcTimestamp = (value: string | undefined, field: string): string | null => {
+  const ms = formUtcTime(value, field);
+  return ms === null ? null : new Date(ms).toISOString();
+};
 
 /** The list's filter as given in its query (or a bulk form's copy of it): each field trimmed, tags as given. */
 function filterOf(query: Record<string, unknown>): JobFilter {
@@ -49,10 +39,10 @@ function criteriaOf(filter: JobFilter): BulkFilter {
     status: readStatusParam(filter.status || undefined),
     tags: readTagParams(filter.tags),
     scheduleId: filter.scheduleId || null,
-    createdFrom: epochFromLocalInput(filter.from, 'from'),
-    createdBefore: epochFromLocalInput(filter.to, 'to'),
-    dueFrom: epochFromLocalInput(filter.dueFrom, 'dueFrom'),
-    dueBefore: epochFromLocalInput(filter.dueTo, 'dueTo'),
+    createdFrom: formUtcTime(filter.from, 'from'),
+    createdBefore: formUtcTime(filter.to, 'to'),
+    dueFrom: formUtcTime(filter.dueFrom, 'dueFrom'),
+    dueBefore: formUtcTime(filter.dueTo, 'dueTo'),
   };
 }
 
@@ -98,10 +88,22 @@ function reportDeadline(job: JobView, attempt: Omit<AttemptView, 'reportBy'>, ti
 
 /** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
 export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { access, jobs, bulk } = deps.services;
+  const { access, jobs, bulk, schedules } = deps.services;
   const jobContext = (request: FastifyRequest<ProjectParams>) => access.jobContext(signedIn(request).viewer, request.params.projectId, request.receivedAt);
 
-  app.get<ProjectParams>('/projects/:projectId/jobs', async (request, reply) => {
+  /** The project's schedules, for the list's filter by name (at most the 1,000 a project may have). */
+  async function scheduleChoices(ctx: JobRequestContext): Promise<ScheduleChoice[]> {
+    const choices: ScheduleChoice[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await schedules.list(ctx, { limit: '100', ...(cursor !== undefined && { cursor }) });
+      for (const s of page.schedules as unknown as ScheduleChoice[]) choices.push({ scheduleId: s.scheduleId, name: s.name, cron: s.cron });
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    return choices.sort((a, b) => (a.name ?? '\uffff').localeCompare(b.name ?? '\uffff') || a.scheduleId.localeCompare(b.scheduleId));
+  }
+
+  async function listPage(request: FastifyRequest<ProjectParams>, reply: FastifyReply, send: { values: SendJobValues; error: FormError & { statusCode: number } } | null = null) {
     const ctx = await jobContext(request);
     const query = request.query as Record<string, unknown>;
     const filter = filterOf(query);
@@ -130,9 +132,36 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
       filter,
       error,
       offers,
+      schedules: await scheduleChoices(ctx),
+      send,
       notice: noticeFrom(request),
     });
+    if (send) return sendPage(reply, view, send.error.statusCode);
     return sendPage(reply, view, error && !(error.field === 'jobId') ? 400 : 200);
+  }
+
+  app.get<ProjectParams>('/projects/:projectId/jobs', async (request, reply) => listPage(request, reply));
+
+  /**
+   * "Send a test job": a real dispatch of the payload typed, as POST /api/jobs/dispatch makes it
+   * (validated, counted, delivered); its page opens next. A refusal is shown in the form, with
+   * what was typed.
+   */
+  app.post<ProjectParams>('/projects/:projectId/jobs/send', async (request, reply) => {
+    const ctx = await jobContext(request);
+    const form = formFields(request.body);
+    const values: SendJobValues = { payload: form.payload ?? '', scheduledFor: form.scheduledFor ?? '' };
+    let jobId: string;
+    try {
+      const body = { payload: formJson(values.payload, 'payload'), scheduledFor: utcTimestamp(values.scheduledFor, 'scheduledFor') };
+      const answer = await jobs.enqueue(ctx, body, null, null);
+      jobId = (JSON.parse(answer.body) as { jobId: string }).jobId;
+    } catch (caught) {
+      const refused = formError(caught);
+      const field = refused.field !== undefined && SEND_JOB_FIELDS.includes(refused.field) ? refused.field : 'send';
+      return listPage(request, reply, { values, error: { ...refused, field } });
+    }
+    return redirectWithNotice(reply, `/projects/${ctx.project.id}/jobs/${jobId}`, 'test-job-sent');
   });
 
   /**
@@ -152,7 +181,7 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     }
     const action: JobBulkAction =
       kind === 'reschedule'
-        ? { kind, scheduledFor: readSchedule({ scheduledFor: utcFromLocalInput(form.scheduledFor, 'scheduledFor') }, request.receivedAt)!.value }
+        ? { kind, scheduledFor: readSchedule({ scheduledFor: utcTimestamp(form.scheduledFor, 'scheduledFor') }, request.receivedAt)!.value }
         : { kind };
     const { changed, hasMore } = await bulk.act(ctx.project.id, {
       action,
@@ -209,7 +238,7 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
   app.post<JobParams>('/projects/:projectId/jobs/:jobId/reschedule', async (request, reply) => {
     const ctx = await jobContext(request);
     const typed = formFields(request.body).scheduledFor ?? '';
-    const reschedule = async () => jobs.reschedule(ctx, request.params.jobId, { scheduledFor: utcFromLocalInput(typed, 'scheduledFor') });
+    const reschedule = async () => jobs.reschedule(ctx, request.params.jobId, { scheduledFor: utcTimestamp(typed, 'scheduledFor') });
     return act(request, reply, reschedule, 'rescheduled', typed);
   });
 };

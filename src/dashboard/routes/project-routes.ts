@@ -3,37 +3,75 @@ import { NotFoundError } from '../../errors.js';
 import type { ProjectRow } from '../../store/store.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
 import { formFields, type FormBody } from '../form-body.js';
+import { DURATION_UNITS, durationParts, formDuration, formNumber, type DurationUnit } from '../form-values.js';
 import type { FormError } from '../views/components.js';
 import { PROJECT_TABS, type ProjectTab } from '../views/layout.js';
 import { overviewPage } from '../views/overview-page.js';
-import { keysPage, settingsPage, webhookPage, type SettingsValues, type TestDeliveryView } from '../views/project-pages.js';
+import { html } from '../views/html.js';
+import { keysPage, webhookPage, type TestDeliveryView } from '../views/project-pages.js';
+import {
+  durationRefusal,
+  DURATION_FIELDS,
+  retrySchedule,
+  retryWaits,
+  settingsPage,
+  type DurationField,
+  type DurationValue,
+  type SettingsValues,
+} from '../views/settings-page.js';
 
 type ProjectParams = { Params: { projectId: string } };
 type KeyParams = { Params: { projectId: string; keyId: string } };
 
-/** A number typed in a form, as a number; anything else is passed on as typed, for the service to refuse with its own message. */
-function formNumber(text: string | undefined): unknown {
-  const value = (text ?? '').trim();
-  return /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
-}
+const durationOf = (ms: number) => durationParts(ms);
 
 function settingsValues(project: ProjectRow): SettingsValues {
   return {
     maxRetries: project.retryMaxRetries === null ? '' : String(project.retryMaxRetries),
-    initialDelayMs: String(project.retryInitialDelayMs),
+    initialDelay: durationOf(project.retryInitialDelayMs),
     factor: String(project.retryFactor),
-    maxDelayMs: String(project.retryMaxDelayMs),
-    deliveryTimeoutMs: String(project.deliveryTimeoutMs),
+    maxDelay: durationOf(project.retryMaxDelayMs),
+    deliveryTimeout: durationOf(project.deliveryTimeoutMs),
     deliveryConcurrency: String(project.deliveryConcurrency),
     deliveryRatePerSecond: project.deliveryRatePerSecond === null ? '' : String(project.deliveryRatePerSecond),
     acceptAny2xx: project.acceptAny2xx,
     asyncCompletion: project.asyncCompletion,
-    asyncCompletionTimeoutMs: String(project.asyncCompletionTimeoutMs),
+    asyncCompletionTimeout: durationOf(project.asyncCompletionTimeoutMs),
     retentionDays: project.retentionDays === null ? '' : String(project.retentionDays),
     eventsUrl: project.eventsUrl ?? '',
     eventsFormat: project.eventsFormat,
   };
 }
+
+/** A duration field as typed (its number and unit), to show it again after a refusal. */
+function typedDuration(form: FormBody, name: DurationField, saved: number): DurationValue {
+  // Without a unit (a client posting the API's milliseconds), the number is in ms, as formDuration reads it.
+  const unit = form[`${name}.unit`] ?? 'ms';
+  if (form[name] === undefined || !DURATION_UNITS.some((u) => u.unit === unit)) return durationOf(saved);
+  return { value: form[name], unit: unit as DurationUnit };
+}
+
+/** The settings as typed, to show them again beside the reason they were refused. */
+function typedValues(form: FormBody, row: ProjectRow): SettingsValues {
+  return {
+    maxRetries: form['retryPolicy.maxRetries'] ?? '',
+    initialDelay: typedDuration(form, 'retryPolicy.initialDelayMs', row.retryInitialDelayMs),
+    factor: form['retryPolicy.factor'] ?? '',
+    maxDelay: typedDuration(form, 'retryPolicy.maxDelayMs', row.retryMaxDelayMs),
+    deliveryTimeout: typedDuration(form, 'deliveryTimeoutMs', row.deliveryTimeoutMs),
+    deliveryConcurrency: form.deliveryConcurrency ?? '',
+    deliveryRatePerSecond: form.deliveryRatePerSecond ?? '',
+    acceptAny2xx: form.acceptAny2xx === 'true',
+    asyncCompletion: form.asyncCompletion === 'true',
+    asyncCompletionTimeout: typedDuration(form, 'asyncCompletionTimeoutMs', row.asyncCompletionTimeoutMs),
+    retentionDays: form.retentionDays ?? '',
+    eventsUrl: form.eventsUrl ?? row.eventsUrl ?? '',
+    eventsFormat: form.eventsFormat ?? row.eventsFormat,
+  };
+}
+
+/** A duration field of the form in ms: its number times its unit. */
+const formMs = (form: FormBody, name: DurationField) => formDuration(form[name], form[`${name}.unit`]);
 
 function settingsPatch(form: FormBody): Record<string, unknown> {
   const maxRetries = (form['retryPolicy.maxRetries'] ?? '').trim();
@@ -42,11 +80,11 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
   return {
     retryPolicy: {
       maxRetries: maxRetries === '' ? null : formNumber(maxRetries),
-      initialDelayMs: formNumber(form['retryPolicy.initialDelayMs']),
+      initialDelayMs: formMs(form, 'retryPolicy.initialDelayMs'),
       factor: formNumber(form['retryPolicy.factor']),
-      maxDelayMs: formNumber(form['retryPolicy.maxDelayMs']),
+      maxDelayMs: formMs(form, 'retryPolicy.maxDelayMs'),
     },
-    deliveryTimeoutMs: formNumber(form.deliveryTimeoutMs),
+    deliveryTimeoutMs: formMs(form, 'deliveryTimeoutMs'),
     deliveryConcurrency: formNumber(form.deliveryConcurrency),
     // Empty: no limit.
     deliveryRatePerSecond: rate === '' ? null : formNumber(rate),
@@ -54,12 +92,34 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
     acceptAny2xx: form.acceptAny2xx === 'true',
     asyncCompletion: form.asyncCompletion === 'true',
     // Changes only when the form has it (as the events fields below).
-    ...(form.asyncCompletionTimeoutMs !== undefined && { asyncCompletionTimeoutMs: formNumber(form.asyncCompletionTimeoutMs) }),
+    ...(form.asyncCompletionTimeoutMs !== undefined && { asyncCompletionTimeoutMs: formMs(form, 'asyncCompletionTimeoutMs') }),
     retentionDays: retentionDays === '' ? null : formNumber(retentionDays),
     // The events fields change only when the form has them (an empty URL means none).
     ...(form.eventsUrl !== undefined && { eventsUrl: form.eventsUrl.trim() === '' ? null : form.eventsUrl.trim() }),
     ...(form.eventsFormat !== undefined && { eventsFormat: form.eventsFormat }),
   };
+}
+
+/**
+ * The retry schedule a job gets when its dispatch does not say (SPEC section 4): of the policy
+ * typed where its values read as numbers (a refused form), else of the saved one.
+ */
+function scheduleOf(row: ProjectRow, cap: number, typed: Record<string, unknown> | null): string {
+  const policy = (typed?.retryPolicy ?? {}) as Record<string, unknown>;
+  const number = (value: unknown, saved: number) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : saved);
+  const asked = typed && 'maxRetries' in policy ? policy.maxRetries : row.retryMaxRetries;
+  const readable = asked === null || (typeof asked === 'number' && Number.isInteger(asked) && asked >= 0);
+  const chosen = readable ? (asked as number | null) : row.retryMaxRetries;
+  const retries = chosen === null ? cap : Math.min(chosen, cap);
+  const waits = retryWaits(
+    {
+      initialDelayMs: number(policy.initialDelayMs, row.retryInitialDelayMs),
+      factor: Math.max(1, number(policy.factor, row.retryFactor)),
+      maxDelayMs: number(policy.maxDelayMs, row.retryMaxDelayMs),
+    },
+    retries,
+  );
+  return retrySchedule(waits, `${retries} ${retries === 1 ? 'retry' : 'retries'}${chosen === null ? " (the plan's cap)" : ''}`);
 }
 
 /** A project's overview, its API keys, its webhook (URL, secrets, test delivery) and its delivery settings. */
@@ -72,8 +132,8 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
   app.get<ProjectParams>('/projects/:projectId', async (request, reply) => {
     const row = await project(request);
     const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
-    const [{ keys }, overview] = await Promise.all([manage.listKeys(row.id), manage.overview(row.id)]);
-    const page = overviewPage(await pageContext(deps, request, team), { project: row, overview, keys, publicUrl: deps.publicUrl, notice: noticeFrom(request) });
+    const [{ keys }, overview, health] = await Promise.all([manage.listKeys(row.id), manage.overview(row.id), manage.health(row.id)]);
+    const page = overviewPage(await pageContext(deps, request, team), { project: row, overview, health, keys, publicUrl: deps.publicUrl, notice: noticeFrom(request) });
     return sendPage(reply, page);
   });
 
@@ -165,38 +225,45 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     }
   });
 
-  async function settings(request: FastifyRequest<ProjectParams>, extra: { values?: SettingsValues; error?: FormError; notice?: string | null }) {
+  async function settings(
+    request: FastifyRequest<ProjectParams>,
+    extra: { values?: SettingsValues; typed?: Record<string, unknown>; error?: FormError; notice?: string | null },
+  ) {
     const row = await project(request);
     const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
     const cap = plans.planOf(team).maxRetriesCap;
-    return settingsPage(await pageContext(deps, request, team), { project: row, values: extra.values ?? settingsValues(row), maxRetriesCap: cap, defaultRetentionDays: deps.services.retention.defaultRetentionDays, ...extra });
+    return settingsPage(await pageContext(deps, request, team), {
+      project: row,
+      values: extra.values ?? settingsValues(row),
+      maxRetriesCap: cap,
+      defaultRetentionDays: deps.services.retention.defaultRetentionDays,
+      retrySchedule: scheduleOf(row, cap, extra.typed ?? null),
+      ...(extra.error !== undefined && { error: extra.error }),
+      ...(extra.notice !== undefined && { notice: extra.notice }),
+    });
   }
 
   app.get<ProjectParams>('/projects/:projectId/settings', async (request, reply) => sendPage(reply, await settings(request, { notice: noticeFrom(request) })));
 
+  // The retry schedule of the policy being typed, for the settings page's script.
+  app.get<ProjectParams>('/projects/:projectId/settings/retry-schedule', async (request, reply) => {
+    const row = await project(request);
+    const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
+    const typed = settingsPatch(formFields(request.query));
+    return sendPage(reply, html`${scheduleOf(row, plans.planOf(team).maxRetriesCap, typed)}`);
+  });
+
   app.post<ProjectParams>('/projects/:projectId/settings', async (request, reply) => {
     const row = await project(request);
     const form = formFields(request.body);
+    const patch = settingsPatch(form);
     try {
-      await manage.updateProject(row.id, settingsPatch(form));
+      await manage.updateProject(row.id, patch);
     } catch (error) {
       const refused = formError(error);
-      const values: SettingsValues = {
-        maxRetries: form['retryPolicy.maxRetries'] ?? '',
-        initialDelayMs: form['retryPolicy.initialDelayMs'] ?? '',
-        factor: form['retryPolicy.factor'] ?? '',
-        maxDelayMs: form['retryPolicy.maxDelayMs'] ?? '',
-        deliveryTimeoutMs: form.deliveryTimeoutMs ?? '',
-        deliveryConcurrency: form.deliveryConcurrency ?? '',
-        deliveryRatePerSecond: form.deliveryRatePerSecond ?? '',
-        acceptAny2xx: form.acceptAny2xx === 'true',
-        asyncCompletion: form.asyncCompletion === 'true',
-        asyncCompletionTimeoutMs: form.asyncCompletionTimeoutMs ?? String(row.asyncCompletionTimeoutMs),
-        retentionDays: form.retentionDays ?? '',
-        eventsUrl: form.eventsUrl ?? row.eventsUrl ?? '',
-        eventsFormat: form.eventsFormat ?? row.eventsFormat,
-      };
-      return sendPage(reply, await settings(request, { values, error: refused }), refused.statusCode);
+      // A duration is typed in a unit: its range is said in words, not in the API's milliseconds.
+      const message = refused.field !== undefined && Object.hasOwn(DURATION_FIELDS, refused.field) ? durationRefusal(refused.field as DurationField) : refused.message;
+      return sendPage(reply, await settings(request, { values: typedValues(form, row), typed: patch, error: { ...refused, message } }), refused.statusCode);
     }
     return redirectWithNotice(reply, `/projects/${row.id}/settings`, 'settings-saved');
   });

@@ -25,7 +25,7 @@ export const teamRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
 
   app.get<TeamParams>('/teams/:teamId', async (request, reply) => {
     const team = await access.requireTeam(signedIn(request).viewer, request.params.teamId);
-    const { projects } = await manage.listProjects(team.id);
+    const projects = await manage.projectSummaries(team.id);
     return sendPage(reply, projectsPage(await pageContext(deps, request, team), { team, projects }));
   });
 
@@ -40,17 +40,18 @@ export const teamRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
       created = await manage.createProject(team.id, { name, ...(webhookUrl !== '' && { webhookUrl }) });
     } catch (error) {
       const refused = formError(error);
-      const { projects } = await manage.listProjects(team.id);
+      const projects = await manage.projectSummaries(team.id);
       return sendPage(reply, projectsPage(await pageContext(deps, request, team), { team, projects, error: refused, name, webhookUrl }), refused.statusCode);
     }
     // A new project comes with its first key, shown once on the page that opens next, inside the
     // curl command that dispatches the project's first job: the empty state teaches by example.
     const key = await manage.createKey(created.projectId, { name: 'default' });
     const project = await access.requireProject(viewer, created.projectId);
-    const [{ keys }, overview] = await Promise.all([manage.listKeys(project.id), manage.overview(project.id)]);
+    const [{ keys }, overview, health] = await Promise.all([manage.listKeys(project.id), manage.overview(project.id), manage.health(project.id)]);
     const page = overviewPage(await pageContext(deps, request, team), {
       project,
       overview,
+      health,
       keys,
       publicUrl: deps.publicUrl,
       createdKey: { name: key.name, key: key.key },

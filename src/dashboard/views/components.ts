@@ -63,12 +63,47 @@ export function notice(text: string | null | undefined): SafeHtml {
   return text ? html`<div class="alert alert-ok" role="status">${text}</div>` : html``;
 }
 
-/** UTC, to the second (or the millisecond, where attempts follow each other fast); machine-readable in datetime. */
-export function time(ms: number | string | null | undefined, precise = false): SafeHtml {
+/**
+ * UTC, to the second (or the millisecond, where attempts follow each other fast); machine-readable
+ * in datetime. `suffix` false leaves out " UTC" where a table's heading says it.
+ */
+export function time(ms: number | string | null | undefined, precise = false, suffix = true): SafeHtml {
   if (ms === null || ms === undefined) return html`<span class="muted">never</span>`;
   const iso = typeof ms === 'number' ? new Date(ms).toISOString() : ms;
-  const shown = iso.replace('T', ' ').replace(precise ? /Z$/ : /\.\d{3}Z$/, ' UTC');
+  const shown = iso.replace('T', ' ').replace(precise ? /Z$/ : /\.\d{3}Z$/, suffix ? ' UTC' : '');
   return html`<time datetime="${iso}">${shown}</time>`;
+}
+
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/**
+ * An instant as the clock of a zone shows it ("Thu, 26 Nov 2026, 02:30 CET"), seconds only where
+ * it has some; its UTC time is the tooltip and the datetime. `zone` is a name the runtime knows
+ * (a schedule's, checked when it was saved).
+ */
+export function zonedTime(ms: number | string, zone: string): SafeHtml {
+  const instant = typeof ms === 'number' ? ms : Date.parse(ms);
+  const withSeconds = instant % 60_000 !== 0;
+  const key = `${zone}|${withSeconds}`;
+  let format = zoneFormats.get(key);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-GB', {
+      timeZone: zone,
+      weekday: 'short',
+      day: 'numeric',
+      month: 'short',
+      year: 'numeric',
+      hour: '2-digit',
+      minute: '2-digit',
+      ...(withSeconds && { second: '2-digit' }),
+      timeZoneName: 'short',
+      hourCycle: 'h23',
+    });
+    // Zone names the runtime knows are a few hundred: the cache stays small.
+    zoneFormats.set(key, format);
+  }
+  const iso = new Date(instant).toISOString();
+  return html`<time datetime="${iso}" title="${iso.replace('T', ' ').replace(/\.000Z$|Z$/, ' UTC')}">${format.format(instant)}</time>`;
 }
 
 export function duration(ms: number | null | undefined): string {

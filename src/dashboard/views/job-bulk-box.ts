@@ -4,10 +4,11 @@
  * would change. The form posts the filter as the list's own query, so the action runs on exactly
  * the filter the page shows.
  */
+import { formUtcTime } from '../form-values.js';
 import { postForm, time, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
 
-/** The list's filter as the form holds it (UTC datetime-local values, tags as `key:value`), checked by the route. */
+/** The list's filter as the form holds it (times typed in UTC, tags as `key:value`), checked by the route. */
 export interface JobFilter {
   status: string;
   tags: string[];
@@ -30,8 +31,8 @@ export interface BulkOffer {
 
 const plural = (n: number, one: string, many: string) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
-/** A datetime-local value of the filter (UTC, checked by the route) as shown elsewhere on the page. */
-const filterTime = (value: string) => time(Date.parse(`${value.length === 16 ? `${value}:00` : value}Z`));
+/** A time of the filter (UTC as typed, checked by the route) as shown elsewhere on the page. */
+const filterTime = (value: string) => time(formUtcTime(value, 'filter'));
 
 function window(from: string, to: string, what: string): SafeHtml | null {
   if (from && to) return html`${what} between ${filterTime(from)} and ${filterTime(to)}`;
@@ -94,8 +95,8 @@ function offerBox(ctx: PageContext, base: string, filter: JobFilter, offer: Bulk
             ${offer.action === 'reschedule'
               ? html`<div class="field">
                   <label for="f-bulk-scheduledFor">Run at (UTC)</label>
-                  <input id="f-bulk-scheduledFor" name="scheduledFor" type="datetime-local" step="1" aria-describedby="f-bulk-scheduledFor-hint">
-                  <p class="hint" id="f-bulk-scheduledFor-hint">Leave empty to run them at once.</p>
+                  <input id="f-bulk-scheduledFor" name="scheduledFor" type="text" inputmode="numeric" autocomplete="off" placeholder="YYYY-MM-DD HH:MM" aria-describedby="f-bulk-scheduledFor-hint">
+                  <p class="hint" id="f-bulk-scheduledFor-hint">In UTC, such as 2027-01-05 09:30. Leave empty to run them at once.</p>
                 </div>`
               : ''}
             <button type="submit" class="button${offer.action === 'cancel' ? ' button-danger' : ''}">${words.button} ${plural(taken, 'job', 'jobs')}</button>`,

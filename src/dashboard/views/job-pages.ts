@@ -2,9 +2,34 @@ import { JOB_STATUSES, type ProjectRow } from '../../store/store.js';
 import { duration, errorSummary, notice, postForm, statusBadge, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { bulkBox, filterQuery, type BulkOffer, type JobFilter } from './job-bulk-box.js';
+import { sendJobBox, type SendJobValues } from './job-send-box.js';
 import { layout } from './layout.js';
 
 export type { BulkOffer, JobFilter } from './job-bulk-box.js';
+
+/** A schedule as the jobs list's filter offers it: by name. */
+export interface ScheduleChoice {
+  scheduleId: string;
+  name: string | null;
+  cron: string;
+}
+
+/** How many characters of a job's payload (as JSON) the list shows, on one line; its page has it whole. */
+const PAYLOAD_PREVIEW_CHARS = 80;
+
+function payloadPreview(payload: unknown): SafeHtml {
+  const text = JSON.stringify(payload);
+  const shown = text.length <= PAYLOAD_PREVIEW_CHARS ? text : `${text.slice(0, PAYLOAD_PREVIEW_CHARS - 1)}…`;
+  return html`<code class="one-line payload-preview" title="${text.length <= 1000 ? text : `${text.slice(0, 999)}…`}">${shown}</code>`;
+}
+
+/** An error on one line, cut with an ellipsis; the whole text is its title, and on the job's page. */
+function oneLine(text: string | null): SafeHtml {
+  if (text === null) return html``;
+  return html`<span class="one-line" title="${text}">${text}</span>`;
+}
+
+const scheduleLabel = (s: ScheduleChoice) => (s.name ? `${s.name} (${s.cron})` : `${s.cron} · ${s.scheduleId}`);
 
 /** The job service's status body (SPEC section 2), as the templates read it. */
 export interface JobView {
@@ -64,14 +89,28 @@ export function jobsPage(
     error?: FormError | null;
     /** The bulk actions the filter allows, with their dry runs (job-bulk-box.ts). */
     offers?: BulkOffer[];
+    /** The project's schedules, to filter by one by name. */
+    schedules?: ScheduleChoice[];
+    /** "Send a test job": what was typed and why it was refused. */
+    send?: { values: SendJobValues; error: FormError } | null;
     notice?: string | null;
   },
 ): SafeHtml {
   const { project, filter } = o;
+  const schedules = o.schedules ?? [];
+  // A schedule deleted since (its jobs keep its id) is still offered, by id.
+  const scheduleOptions = filter.scheduleId && !schedules.some((s) => s.scheduleId === filter.scheduleId)
+    ? [...schedules, { scheduleId: filter.scheduleId, name: null, cron: 'a schedule no longer here' }]
+    : schedules;
+  const chosenSchedule = scheduleOptions.find((s) => s.scheduleId === filter.scheduleId);
+  // The tags column only where a job of the page has some, or the filter asks for them.
+  const tagged = filter.tags.length > 0 || o.jobs.some((j) => Object.keys(j.tags).length > 0);
   const base = `/projects/${project.id}/jobs`;
   const input = (name: Exclude<keyof JobFilter, 'tags'>, label: string, type: string, hint: string) => html`<div class="field">
       <label for="f-${name}">${label}</label>
-      <input id="f-${name}" name="${name}" type="${type}" value="${filter[name]}" aria-describedby="f-${name}-hint"${o.error?.field === name ? html` aria-invalid="true"` : ''}>
+      <input id="f-${name}" name="${name}" type="${type}" value="${filter[name]}" aria-describedby="f-${name}-hint"${o.error?.field === name ? html` aria-invalid="true"` : ''}${
+        type === 'text' ? html` inputmode="numeric" autocomplete="off" placeholder="YYYY-MM-DD HH:MM"` : ''
+      }>
       <p class="hint" id="f-${name}-hint">${hint}</p>
     </div>`;
   // One input per tag of the filter, and an empty one to add a tag with.
@@ -88,6 +127,7 @@ export function jobsPage(
     ctx,
     project,
     tab: 'jobs',
+    wide: true,
     body: html`<h1>Jobs</h1>
       ${notice(o.notice)}
       <form method="get" action="${base}" class="card filters" aria-label="Filter jobs">
@@ -99,12 +139,19 @@ export function jobsPage(
           </select>
         </div>
         ${tagInputs}
-        ${input('from', 'Created from (UTC)', 'datetime-local', 'Inclusive.')}
-        ${input('to', 'Created before (UTC)', 'datetime-local', 'Exclusive.')}
-        ${input('dueFrom', 'Due from (UTC)', 'datetime-local', 'Inclusive: QUEUED jobs whose next attempt is due then.')}
-        ${input('dueTo', 'Due before (UTC)', 'datetime-local', 'Exclusive.')}
-        ${input('scheduleId', 'Schedule id', 'search', "A schedule's jobs only.")}
-        ${input('jobId', 'Job id', 'search', 'Goes straight to that job.')}
+        ${input('from', 'Created from (UTC)', 'text', 'Inclusive. Such as 2027-01-05 09:30, or a date alone.')}
+        ${input('to', 'Created before (UTC)', 'text', 'Exclusive.')}
+        ${input('dueFrom', 'Due from (UTC)', 'text', 'Inclusive: QUEUED jobs whose next attempt is due then.')}
+        ${input('dueTo', 'Due before (UTC)', 'text', 'Exclusive.')}
+        <div class="field">
+          <label for="f-scheduleId">Schedule</label>
+          <select id="f-scheduleId" name="scheduleId" aria-describedby="f-scheduleId-hint">
+            <option value="">Any, or none</option>
+            ${scheduleOptions.map((s) => html`<option value="${s.scheduleId}"${filter.scheduleId === s.scheduleId ? html` selected` : ''}>${scheduleLabel(s)}</option>`)}
+          </select>
+          <p class="hint" id="f-scheduleId-hint">${scheduleOptions.length === 0 ? 'This project has no schedules.' : "The jobs a schedule created."}</p>
+        </div>
+        ${input('jobId', 'Find a job by id', 'search', 'job_…: goes straight to that job.')}
         <div class="filter-actions">
           <button type="submit" class="button">Filter</button>
           ${filtered ? html`<a href="${base}" class="button button-secondary">Clear</a>` : ''}
@@ -112,22 +159,28 @@ export function jobsPage(
       </form>
       ${errorSummary(o.error)}
       ${filter.scheduleId
-        ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">schedule <code>${filter.scheduleId}</code></a>.</p>`
+        ? html`<p>Jobs of <a href="/projects/${project.id}/schedules#${filter.scheduleId}">${chosenSchedule?.name ? html`schedule <strong>${chosenSchedule.name}</strong>` : html`schedule <code>${filter.scheduleId}</code>`}</a>.</p>`
         : ''}
-      ${bulkBox(ctx, base, filter, o.offers ?? [], project.paused)}
+      <div class="list-actions">
+        ${sendJobBox(ctx, project, { values: o.send?.values ?? null, error: o.send?.error ?? null })}
+        ${bulkBox(ctx, base, filter, o.offers ?? [], project.paused)}
+      </div>
       ${o.jobs.length === 0
-        ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. The <a href="/projects/${project.id}">project page</a> shows the curl command that dispatches the first one.`}</p></section>`
+        ? html`<section class="card empty"><p>${filtered || o.paged ? 'No jobs match these filters.' : html`No jobs yet. Send a test job above, or dispatch one with the curl command on the <a href="/projects/${project.id}/keys">API keys</a> tab.`}</p></section>`
         : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
-            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Scheduled for</th><th scope="col">Tags</th><th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
+            <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Payload</th><th scope="col">Created (UTC)</th><th scope="col">Scheduled for (UTC)</th>${
+              tagged ? html`<th scope="col">Tags</th>` : ''
+            }<th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
             <tbody>${o.jobs.map(
               (j) => html`<tr>
-                <td data-label="Job"><a href="${base}/${j.jobId}"><code>${j.jobId}</code></a></td>
+                <td data-label="Job"><a href="${base}/${j.jobId}"><code class="job-id">${j.jobId}</code></a></td>
                 <td data-label="Status">${statusBadge(j.status)}</td>
-                <td data-label="Created">${time(j.createdAt)}</td>
-                <td data-label="Scheduled for">${j.scheduledFor ? time(j.scheduledFor) : html`<span class="muted">at once</span>`}</td>
-                <td data-label="Tags">${tagChips(j.tags)}</td>
+                <td data-label="Payload">${payloadPreview(j.payload)}</td>
+                <td data-label="Created (UTC)">${time(j.createdAt, false, false)}</td>
+                <td data-label="Scheduled for (UTC)">${j.scheduledFor ? time(j.scheduledFor, false, false) : html`<span class="muted">at once</span>`}</td>
+                ${tagged ? html`<td data-label="Tags">${tagChips(j.tags)}</td>` : ''}
                 <td data-label="Attempts">${j.attemptCount}</td>
-                <td data-label="Last error" class="clip">${j.lastError ?? ''}</td>
+                <td data-label="Last error">${oneLine(j.lastError)}</td>
               </tr>`,
             )}</tbody>
           </table></div>`}
@@ -256,8 +309,8 @@ export function jobPage(
                 `${base}/reschedule`,
                 html`<div class="field${o.error?.field === 'scheduledFor' ? ' field-error' : ''}">
                   <label for="f-scheduledFor">Run at (UTC)</label>
-                  <input id="f-scheduledFor" name="scheduledFor" type="datetime-local" step="1" value="${o.rescheduleValue ?? ''}" aria-describedby="f-scheduledFor-hint">
-                  <p class="hint" id="f-scheduledFor-hint">Leave empty to run it at once.</p>
+                  <input id="f-scheduledFor" name="scheduledFor" type="text" inputmode="numeric" autocomplete="off" placeholder="YYYY-MM-DD HH:MM" value="${o.rescheduleValue ?? ''}" aria-describedby="f-scheduledFor-hint">
+                  <p class="hint" id="f-scheduledFor-hint">In UTC, such as 2027-01-05 09:30. Leave empty to run it at once.</p>
                 </div>
                 <button type="submit" class="button">Reschedule</button>`,
               )}

@@ -22,6 +22,8 @@ interface LayoutOptions {
   project?: ProjectRow | null;
   /** Which tab is current, for aria-current. */
   tab?: 'projects' | 'usage' | 'account' | ProjectTab;
+  /** A page whose table has many columns (the jobs list): the whole width of a large screen. */
+  wide?: boolean;
   body: Renderable;
 }
 
@@ -96,7 +98,7 @@ export function layout(o: LayoutOptions): SafeHtml {
     : ''}
 </header>
 ${ctx ? teamNav(ctx, o.tab) : ''}
-<main id="main">
+<main id="main"${o.wide ? html` class="wide"` : ''}>
 ${o.project ? html`<p class="crumbs"><a href="/teams/${o.project.teamId}">Projects</a> / <span>${o.project.name}</span></p>` : ''}
 ${o.project ? projectNav(o.project, o.tab) : ''}
 ${o.project?.paused && ctx ? pausedBanner(ctx, o.project, o.tab) : ''}

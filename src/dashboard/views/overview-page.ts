@@ -13,10 +13,13 @@ import { deliveryChart, hourlyTotals } from './delivery-chart.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
 import { createdKeyCard, deliveriesCard, firstJobCard, projectFactsCard } from './project-pages.js';
+import { healthBanner, percent } from './health-views.js';
+import type { ProjectHealth } from '../../services/project-health.js';
 
 interface OverviewOptions {
   project: ProjectRow;
   overview: ProjectOverview & { at: number };
+  health: ProjectHealth;
   keys: ReturnType<typeof apiKeyView>[];
   publicUrl: string;
   /** A key just created with the project: its full text, shown this once. */
@@ -36,11 +39,6 @@ const STATUS_MEANING: Record<JobStatus, string> = {
 
 const count = (n: number) => n.toLocaleString('en-US');
 const jobCount = (n: number) => (n > JOB_COUNT_LIMIT ? `${count(JOB_COUNT_LIMIT)}+` : count(n));
-
-/** A share as a percentage with one decimal, rounded down: 99.96% with a failure shows 99.9%, never 100%. */
-function percent(part: number, whole: number): string {
-  return `${(Math.floor((part / whole) * 1000) / 10).toFixed(part === whole || part === 0 ? 0 : 1)}%`;
-}
 
 function statusCounts(project: ProjectRow, counts: Record<JobStatus, number>): SafeHtml {
   const jobs = `/projects/${project.id}/jobs`;
@@ -147,10 +145,11 @@ export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
     tab: 'overview',
     body: html`<h1>${project.name}</h1>
       ${notice(o.notice)}
+      ${healthBanner(ctx, project, o.health)}
       ${createdKeyCard(o.createdKey)}
-      ${hasJobs ? '' : firstJobCard({ ...o, keysOnPage: false })}
+      ${hasJobs ? '' : firstJobCard(ctx, { ...o, open: true })}
       ${health}
-      ${deliveriesCard(ctx, project)}
+      ${deliveriesCard(ctx, project, o.health)}
       ${projectFactsCard(project)}`,
   });
 }

@@ -1,21 +1,22 @@
 import type { apiKeyView } from '../../services/views/manage-views.js';
-import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_RATE_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
-import { EVENTS_FORMATS, type EventsFormat, type ProjectRow } from '../../store/store.js';
-import { copyable, duration, emptyState, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
+import type { ProjectRow } from '../../store/store.js';
+import { copyable, duration, errorSummary, field, notice, postForm, time, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
-import { RETENTION_DAYS_RANGE } from '../../retention.js';
+import type { ProjectHealth } from '../../services/project-health.js';
 
 type ApiKeyView = ReturnType<typeof apiKeyView>;
 
-/** The command that dispatches a project's first job: its own URL, and its key when we have it in clear. */
-function firstJobCurl(publicUrl: string, key: string | null, prefix: string | null): string {
-  const bearer = key ?? `${prefix ?? 'pk_'}…  (your API key)`;
+/** The command that dispatches a project's first job: its own URL, and a key (in clear just after it was made, else masked). */
+function firstJobCurl(publicUrl: string, key: string): string {
   return `curl -X POST ${publicUrl}/api/jobs/dispatch \\
-  -H "Authorization: Bearer ${bearer}" \\
+  -H "Authorization: Bearer ${key}" \\
   -H "Content-Type: application/json" \\
   -d '{"payload": {"hello": "world"}}'`;
 }
+
+/** The name of a key made from the first-job card for its command. */
+export const CURL_KEY_NAME = 'curl';
 
 interface KeysOptions {
   project: ProjectRow;
@@ -46,13 +47,18 @@ function keyRow(ctx: PageContext, project: ProjectRow, key: ApiKeyView): SafeHtm
   </tr>`;
 }
 
-/** Pause (with a confirmation) while deliveries run; while paused, the banner above every tab resumes. */
-export function deliveriesCard(ctx: PageContext, project: ProjectRow): SafeHtml {
+/**
+ * Pause (with a confirmation) while deliveries run; while paused, the banner above every tab
+ * resumes. Running is green only while the receiver answers: a failing one says so.
+ */
+export function deliveriesCard(ctx: PageContext, project: ProjectRow, health: ProjectHealth): SafeHtml {
   return html`<section class="card" aria-labelledby="deliveries-title">
     <h2 id="deliveries-title">Deliveries</h2>
     ${project.paused
       ? html`<p><span class="badge badge-paused">paused</span> Jobs wait, QUEUED, until you resume them with <strong>Resume deliveries</strong> above.</p>`
-      : html`<p><span class="badge badge-completed">running</span> Jobs are sent to the webhook when they are due.</p>
+      : html`${health.state === 'healthy'
+          ? html`<p><span class="badge badge-completed">running</span> Jobs are sent to the webhook when they are due.</p>`
+          : html`<p><span class="badge badge-failing">running, failing</span> Jobs are sent when they are due, and the receiver fails them (see above).</p>`}
         <details class="confirm">
           <summary class="button button-danger">Pause deliveries…</summary>
           <div class="confirm-box">
@@ -75,25 +81,39 @@ export function createdKeyCard(createdKey: { name: string; key: string } | null 
 }
 
 /**
- * A project without jobs yet: the curl command that dispatches its first one, with the key just
- * created in it (else the prefix of one, as a placeholder), or how to get there without a webhook URL.
+ * The curl command that dispatches a job, always reachable (the API keys tab): open on a project
+ * without jobs yet, folded away once it has some. It carries the key just made, in clear, or else
+ * the newest key masked (its full text was shown once) with the way to make a new one for it.
+ * Without a webhook URL it says so first: the command would answer WEBHOOK_NOT_CONFIGURED.
  */
-export function firstJobCard(o: { project: ProjectRow; keys: ApiKeyView[]; publicUrl: string; createdKey?: { name: string; key: string } | null; keysOnPage: boolean }): SafeHtml {
+export function firstJobCard(
+  ctx: PageContext,
+  o: { project: ProjectRow; keys: ApiKeyView[]; publicUrl: string; createdKey?: { name: string; key: string } | null; open: boolean },
+): SafeHtml {
   const { project } = o;
-  const activeKey = o.keys.find((k) => k.revokedAt === null) ?? null;
-  const curl = firstJobCurl(o.publicUrl, o.createdKey?.key ?? null, activeKey?.prefix ?? null);
-  const createOne = o.keysOnPage ? 'create a key below' : html`create one on the <a href="/projects/${project.id}/keys">API keys</a> tab`;
-  return emptyState(
-    'Dispatch your first job',
-    html`${project.webhookUrl
-      ? html`<p>Run this to queue a job; Punctual POSTs it to <code>${project.webhookUrl}</code> at once.
-          ${o.createdKey ? '' : html` Put the API key you saved in place of the placeholder (or ${createOne}: it is shown once).`}</p>
-          <div class="copyable"><pre id="first-curl" class="code">${curl}</pre>
-          <button type="button" class="button button-small" data-copy="first-curl" aria-label="Copy the curl command" hidden>Copy</button></div>
-          <p>Then watch it on the <a href="/projects/${project.id}/jobs">Jobs</a> page.</p>`
-      : html`<p>This project has no webhook URL yet, so a dispatch would answer <code>WEBHOOK_NOT_CONFIGURED</code>.
-          <a href="/projects/${project.id}/webhook">Set the webhook URL</a> first, then come back for the curl command.</p>`}`,
+  const activeKey = [...o.keys].reverse().find((k) => k.revokedAt === null) ?? null;
+  const key = o.createdKey?.key ?? (activeKey ? `${activeKey.prefix}${'•'.repeat(29)}` : 'pk_…');
+  const makeKey = postForm(
+    ctx,
+    `/projects/${project.id}/keys`,
+    html`<input type="hidden" name="name" value="${CURL_KEY_NAME}"><button type="submit" class="button button-small button-secondary">Make a new key for this command</button>`,
+    { class: 'inline-action' },
   );
+  const body = html`${project.webhookUrl
+      ? html`<p>Run this to queue a job; Punctual POSTs it to <code>${project.webhookUrl}</code> at once.</p>`
+      : html`<div class="alert alert-note" data-testid="curl-needs-webhook">This project has no webhook URL yet, so this command would answer <code>WEBHOOK_NOT_CONFIGURED</code>.
+          <a href="/projects/${project.id}/webhook">Set the webhook URL</a> first; the command stays here.</div>`}
+    <div class="copyable"><pre id="first-curl" class="code" data-testid="first-curl">${firstJobCurl(o.publicUrl, key)}</pre>
+    <button type="button" class="button button-small" data-copy="first-curl" aria-label="Copy the curl command" hidden>Copy</button></div>
+    ${o.createdKey
+      ? ''
+      : activeKey
+        ? html`<div class="curl-key"><p>The key is masked: the full text of <strong>${activeKey.name}</strong> (<code>${activeKey.prefix}…</code>) was shown once, when it was made.
+            Paste it in place of the dots, or make a new key and this command is shown with it, ready to run.</p>${makeKey}</div>`
+        : html`<div class="curl-key"><p>This project has no active key: make one and this command is shown with it, ready to run.</p>${makeKey}</div>`}
+    <p>Then watch it on the <a href="/projects/${project.id}/jobs">Jobs</a> page, or send a test job from there.</p>`;
+  if (o.open) return html`<section class="card first-job" aria-labelledby="first-job-title" data-testid="first-job"><h2 id="first-job-title">Dispatch your first job</h2>${body}</section>`;
+  return html`<details class="card first-job" data-testid="first-job"><summary><strong>The curl command that dispatches a job</strong></summary>${body}</details>`;
 }
 
 export function projectFactsCard(project: ProjectRow): SafeHtml {
@@ -118,7 +138,7 @@ export function keysPage(ctx: PageContext, o: KeysOptions): SafeHtml {
     body: html`<h1>API keys</h1>
       ${notice(o.notice)}
       ${createdKeyCard(o.createdKey)}
-      ${o.hasJobs ? '' : firstJobCard({ ...o, keysOnPage: true })}
+      ${firstJobCard(ctx, { ...o, open: !o.hasJobs || Boolean(o.createdKey) })}
       <section class="card">
         <h2>Keys</h2>
         ${o.keys.length === 0
@@ -236,126 +256,5 @@ export function webhookPage(
           </details>
         </div>
       </section>`,
-  });
-}
-
-export interface SettingsValues {
-  maxRetries: string;
-  initialDelayMs: string;
-  factor: string;
-  maxDelayMs: string;
-  deliveryTimeoutMs: string;
-  deliveryConcurrency: string;
-  deliveryRatePerSecond: string;
-  acceptAny2xx: boolean;
-  asyncCompletion: boolean;
-  asyncCompletionTimeoutMs: string;
-  retentionDays: string;
-  eventsUrl: string;
-  eventsFormat: string;
-}
-
-const EVENTS_FORMAT_LABELS: Record<EventsFormat, string> = {
-  json: 'JSON: the event as an object',
-  slack: 'Slack-compatible: {"text": "<one readable line>"}',
-};
-
-/** Where events go and in which shape (SPEC section 10). */
-function eventsCard(project: ProjectRow, v: SettingsValues, error: FormError | null | undefined): SafeHtml {
-  const formatFailed = error?.field === 'eventsFormat';
-  return html`<section class="card">
-    <h2>Events</h2>
-    <p>Punctual POSTs an event when a job fails for good (<code>job.failed</code>), when 10 attempts in a row fail
-      (<code>webhook.failing</code>, at most once an hour) and at the first success after that (<code>webhook.recovered</code>),
-      and when a schedule skips a fire because its previous job is still running (<code>schedule.skipped</code>).
-      Events are signed exactly as deliveries (the secrets on the <a href="/projects/${project.id}/webhook">Webhook</a> tab; <code>webhook-id</code> is the event id)
-      and retried with the retry policy above. The <a href="/projects/${project.id}/events">Events</a> tab lists them.</p>
-    ${field({
-      name: 'eventsUrl',
-      label: 'Events URL',
-      type: 'url',
-      value: v.eventsUrl,
-      hint: 'Any URL a webhook URL may be. Leave empty for no events: none are sent or recorded.',
-      error,
-    })}
-    <div class="field${formatFailed ? ' field-error' : ''}">
-      <label for="f-eventsFormat">Events format</label>
-      <p class="hint" id="f-eventsFormat-hint">Slack-compatible lets a Slack incoming webhook URL be the Events URL as it is.</p>
-      ${formatFailed ? html`<p class="error" id="f-eventsFormat-error">${error!.message}</p>` : ''}
-      <select id="f-eventsFormat" name="eventsFormat" aria-describedby="f-eventsFormat-hint${formatFailed ? ' f-eventsFormat-error' : ''}"${formatFailed ? html` aria-invalid="true"` : ''}>
-        ${EVENTS_FORMATS.map((format) => html`<option value="${format}"${v.eventsFormat === format ? html` selected` : ''}>${EVENTS_FORMAT_LABELS[format]}</option>`)}
-      </select>
-    </div>
-  </section>`;
-}
-
-/** Async completion (SPEC section 11): a 202 means "accepted, working on it", and the receiver reports the result later. */
-function asyncCompletionCard(v: SettingsValues, error: FormError | null | undefined): SafeHtml {
-  const [min, max] = ASYNC_COMPLETION_TIMEOUT_RANGE;
-  const checkFailed = error?.field === 'asyncCompletion';
-  return html`<section class="card">
-    <h2>Async completion</h2>
-    <div class="field field-check${checkFailed ? ' field-error' : ''}">
-      <input id="f-asyncCompletion" name="asyncCompletion" type="checkbox" value="true"${v.asyncCompletion ? html` checked` : ''} aria-describedby="f-asyncCompletion-hint${checkFailed ? ' f-asyncCompletion-error' : ''}"${checkFailed ? html` aria-invalid="true"` : ''}>
-      <label for="f-asyncCompletion">Async completion: a 202 answer means "accepted, working on it"</label>
-    </div>
-    ${checkFailed ? html`<p class="error" id="f-asyncCompletion-error">${error!.message}</p>` : ''}
-    <p class="hint" id="f-asyncCompletion-hint">The job then stays STARTED until the receiver reports the result
-      (<code>success</code>, <code>failure</code> or <code>running</code>) with <code>POST /api/jobs/:jobId/attempts/:attemptId/result</code>,
-      authenticated by the <code>callbackToken</code> each delivery carries. Other answers count as before.</p>
-    ${field({
-      name: 'asyncCompletionTimeoutMs',
-      label: 'Wait for a report at most (ms)',
-      type: 'number',
-      value: v.asyncCompletionTimeoutMs,
-      required: true,
-      hint: `${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')} (7 days). From the 202, or from the last "running" report; past it the attempt ends as timeout and is retried as the retry policy says.`,
-      error,
-      attrs: html`min="${min}" max="${max}"`,
-    })}
-  </section>`;
-}
-
-export function settingsPage(
-  ctx: PageContext,
-  o: { project: ProjectRow; values: SettingsValues; maxRetriesCap: number; defaultRetentionDays: number; error?: FormError | null; notice?: string | null },
-): SafeHtml {
-  const { project, values: v } = o;
-  return layout({
-    title: `${project.name}: delivery settings`,
-    ctx,
-    project,
-    tab: 'settings',
-    body: html`<h1>Delivery settings</h1>
-      ${notice(o.notice)}
-      ${errorSummary(o.error)}
-      ${postForm(
-        ctx,
-        `/projects/${project.id}/settings`,
-        html`<section class="card">
-          <h2>Retry policy</h2>
-          ${field({ name: 'retryPolicy.maxRetries', label: 'Retries per job', type: 'number', value: v.maxRetries, hint: `Used when a dispatch does not say; empty means the plan's cap (${o.maxRetriesCap}). At most ${o.maxRetriesCap}.`, error: o.error, attrs: html`min="0" max="${o.maxRetriesCap}"` })}
-          ${field({ name: 'retryPolicy.initialDelayMs', label: 'First retry after (ms)', type: 'number', value: v.initialDelayMs, required: true, error: o.error, attrs: html`min="0"` })}
-          ${field({ name: 'retryPolicy.factor', label: 'Backoff factor', type: 'number', value: v.factor, required: true, hint: 'Each wait is the previous one times this (plus up to 10% jitter).', error: o.error, attrs: html`min="1" step="any"` })}
-          ${field({ name: 'retryPolicy.maxDelayMs', label: 'Longest wait between attempts (ms)', type: 'number', value: v.maxDelayMs, required: true, error: o.error, attrs: html`min="0"` })}
-        </section>
-        <section class="card">
-          <h2>Each attempt</h2>
-          ${field({ name: 'deliveryTimeoutMs', label: 'Timeout per attempt (ms)', type: 'number', value: v.deliveryTimeoutMs, required: true, hint: `${DELIVERY_TIMEOUT_RANGE[0]} to ${DELIVERY_TIMEOUT_RANGE[1]}; the receiver must answer within this.`, error: o.error, attrs: html`min="${DELIVERY_TIMEOUT_RANGE[0]}" max="${DELIVERY_TIMEOUT_RANGE[1]}"` })}
-          ${field({ name: 'deliveryConcurrency', label: 'Deliveries in flight at once', type: 'number', value: v.deliveryConcurrency, required: true, hint: `${DELIVERY_CONCURRENCY_RANGE[0]} to ${DELIVERY_CONCURRENCY_RANGE[1]}, for this project.`, error: o.error, attrs: html`min="${DELIVERY_CONCURRENCY_RANGE[0]}" max="${DELIVERY_CONCURRENCY_RANGE[1]}"` })}
-          ${field({ name: 'deliveryRatePerSecond', label: 'Attempts started per second at most', type: 'number', value: v.deliveryRatePerSecond, hint: `Empty: no limit. ${DELIVERY_RATE_RANGE[0]} to ${DELIVERY_RATE_RANGE[1].toLocaleString('en-US')}; jobs over the rate wait QUEUED. Shared by every instance with REDIS_URL, else each instance keeps it alone.`, error: o.error, attrs: html`min="${DELIVERY_RATE_RANGE[0]}" max="${DELIVERY_RATE_RANGE[1]}" step="any"` })}
-          <div class="field field-check">
-            <input id="f-acceptAny2xx" name="acceptAny2xx" type="checkbox" value="true"${v.acceptAny2xx ? html` checked` : ''}>
-            <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>
-          </div>
-        </section>
-        ${asyncCompletionCard(v, o.error)}
-        <section class="card">
-          <h2>Retention</h2>
-          ${field({ name: 'retentionDays', label: 'Keep finished jobs for (days)', type: 'number', value: v.retentionDays, hint: `Completed, failed and cancelled jobs are deleted with their attempts this many days after they finished. Empty means the server's default (${o.defaultRetentionDays} days). ${RETENTION_DAYS_RANGE[0]} to ${RETENTION_DAYS_RANGE[1]}.`, error: o.error, attrs: html`min="${RETENTION_DAYS_RANGE[0]}" max="${RETENTION_DAYS_RANGE[1]}"` })}
-        </section>
-        ${eventsCard(project, v, o.error)}
-        <button type="submit" class="button">Save settings</button>`,
-      )}`,
   });
 }

@@ -1,5 +1,5 @@
 import type { ProjectRow } from '../../store/store.js';
-import { emptyState, errorSummary, notice, postForm, time, type FormError, type PageContext } from './components.js';
+import { emptyState, errorSummary, notice, postForm, time, zonedTime, type FormError, type PageContext } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
 
@@ -18,15 +18,14 @@ export interface ScheduleView {
   skippedCount: number;
 }
 
-function scheduleRow(ctx: PageContext, project: ProjectRow, s: ScheduleView, nextRuns: string[]): SafeHtml {
+function scheduleRow(ctx: PageContext, project: ProjectRow, s: ScheduleView, words: string, nextRuns: string[]): SafeHtml {
   const base = `/projects/${project.id}/schedules/${s.scheduleId}`;
   return html`<tr id="${s.scheduleId}">
-    <td data-label="Schedule"><strong>${s.name ?? s.scheduleId}</strong><br><code>${s.cron}</code></td>
-    <td data-label="Time zone">${s.timezone}</td>
+    <td data-label="Schedule"><strong>${s.name ?? s.scheduleId}</strong><br><code>${s.cron}</code><br><span class="cron-words">${words}</span></td>
     <td data-label="Next runs">${s.paused
       ? html`<span class="muted">paused</span>`
       : nextRuns.length > 0
-        ? html`<ol class="runs">${nextRuns.map((run) => html`<li>${time(run)}</li>`)}</ol>`
+        ? html`<ol class="runs">${nextRuns.map((run) => html`<li>${zonedTime(run, s.timezone)}</li>`)}</ol>`
         : html`<span class="muted">none</span>`}</td>
     <td data-label="Last job">${s.lastJobId
       ? html`<a href="/projects/${project.id}/jobs/${s.lastJobId}"><code>${s.lastJobId}</code></a><br>${time(s.lastRunAt)}`
@@ -49,7 +48,7 @@ function scheduleRow(ctx: PageContext, project: ProjectRow, s: ScheduleView, nex
 /** A project's recurring schedules with their next five runs and last job; pause, resume, run now, delete. */
 export function schedulesPage(
   ctx: PageContext,
-  o: { project: ProjectRow; schedules: { schedule: ScheduleView; nextRuns: string[] }[]; notice?: string | null; error?: FormError | null },
+  o: { project: ProjectRow; schedules: { schedule: ScheduleView; words: string; nextRuns: string[] }[]; notice?: string | null; error?: FormError | null },
 ): SafeHtml {
   const { project } = o;
   return layout({
@@ -57,18 +56,19 @@ export function schedulesPage(
     ctx,
     project,
     tab: 'schedules',
-    body: html`<h1>Schedules</h1>
+    body: html`<div class="page-head"><h1>Schedules</h1><a class="button" href="/projects/${project.id}/schedules/new">New schedule</a></div>
       ${notice(o.notice)}
       ${errorSummary(o.error)}
       ${o.schedules.length === 0
         ? emptyState(
             'No schedules yet',
-            html`<p>Create one with <code>POST /api/schedules</code> (see the README's "Recurring schedules"), for example
-              <code>{"cron": "30 2 * * *", "timezone": "Europe/Paris", "payload": {…}}</code>.</p>`,
+            html`<p>A schedule creates a job at each time its cron expression says, in its own time zone.
+              <a href="/projects/${project.id}/schedules/new">Create one</a>: the form shows its next runs before you save it.
+              (The API's <code>POST /api/schedules</code> does the same.)</p>`,
           )
-        : html`<table class="table table-cards">
-            <thead><tr><th>Schedule</th><th>Time zone</th><th>Next runs</th><th>Last job</th><th>Actions</th></tr></thead>
-            <tbody>${o.schedules.map(({ schedule, nextRuns }) => scheduleRow(ctx, project, schedule, nextRuns))}</tbody>
-          </table>`}`,
+        : html`<div class="table-wrap"><table class="table table-cards" aria-label="Schedules">
+            <thead><tr><th scope="col">Schedule</th><th scope="col">Next runs, on its clock</th><th scope="col">Last job</th><th scope="col">Actions</th></tr></thead>
+            <tbody>${o.schedules.map(({ schedule, words, nextRuns }) => scheduleRow(ctx, project, schedule, words, nextRuns))}</tbody>
+          </table></div>`}`,
   });
 }

@@ -1,10 +1,21 @@
-import type { projectView } from '../../services/views/manage-views.js';
+import type { ProjectSummary } from '../../services/manage-service.js';
 import type { TeamRow } from '../../store/store.js';
 import { errorSummary, field, postForm, time, type FormError, type PageContext } from './components.js';
+import { projectStatus, statusBadges, successRate } from './health-views.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
 
-export function projectsPage(ctx: PageContext, o: { team: TeamRow; projects: ReturnType<typeof projectView>[]; error?: FormError | null; name?: string; webhookUrl?: string }): SafeHtml {
+function projectRow(p: ProjectSummary): SafeHtml {
+  return html`<tr data-testid="project-${p.project.id}">
+    <td data-label="Project"><a href="/projects/${p.project.id}"><strong>${p.project.name}</strong></a></td>
+    <td data-label="Status">${statusBadges(projectStatus(p.project, p.health, p.hasJobs))}</td>
+    <td data-label="Success, 24 h" class="nowrap">${successRate(p.attempts, p.failedAttempts)}</td>
+    <td data-label="Webhook URL" class="clip">${p.project.webhookUrl ?? html`<span class="muted">not set</span>`}</td>
+    <td data-label="Created" class="nowrap">${time(p.project.createdAt)}</td>
+  </tr>`;
+}
+
+export function projectsPage(ctx: PageContext, o: { team: TeamRow; projects: ProjectSummary[]; error?: FormError | null; name?: string; webhookUrl?: string }): SafeHtml {
   return layout({
     title: `${o.team.name}: projects`,
     ctx,
@@ -14,11 +25,10 @@ export function projectsPage(ctx: PageContext, o: { team: TeamRow; projects: Ret
         <h2>Projects</h2>
         ${o.projects.length === 0
           ? html`<p>No projects yet. A project has its own API keys, webhook URL and secrets: create one below.</p>`
-          : html`<ul class="list">${o.projects.map(
-              (p) => html`<li><a href="/projects/${p.projectId}"><strong>${p.name}</strong></a>
-                <span class="muted">${p.webhookUrl ?? 'no webhook URL yet'}</span>
-                <span class="muted small">created ${time(p.createdAt)}</span></li>`,
-            )}</ul>`}
+          : html`<div class="table-wrap"><table class="table table-cards" aria-label="Projects">
+              <thead><tr><th scope="col">Project</th><th scope="col">Status</th><th scope="col">Success, last 24 h</th><th scope="col">Webhook URL</th><th scope="col">Created</th></tr></thead>
+              <tbody>${o.projects.map(projectRow)}</tbody>
+            </table></div>`}
       </section>
       <section class="card">
         <h2>Create a project</h2>

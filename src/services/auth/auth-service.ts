@@ -44,7 +44,7 @@ export class AuthService {
   async authenticateApiKey(authorization: string | undefined): Promise<AuthenticatedKey> {
     const token = bearerToken(authorization);
     if (!token) throw new UnauthorizedError('Send your API key as "Authorization: Bearer pk_…"');
-    if (!looksLikeApiKey(token)) throw new UnauthorizedError('That API key is not valid');
+    if (!looksLikeApiKey(token)) throw new UnauthorizedError(this.notAnApiKey(token));
     const known = this.knownKeyHashes.get(token);
     const hash = known ?? hashApiKey(token);
     const principal = await this.deps.store.apiKeyFindByHash(hash);
@@ -62,6 +62,21 @@ export class AuthService {
     return { ...principal, plan: this.deps.planOf(principal.team) };
   }
 
+  /**
+   * Why a token that is not shaped like an API key was refused: when it is another kind of
+   * Punctual credential, the answer says which and what this API takes instead (a key is never
+   * hashed for this: only tokens already refused get here).
+   */
+  private notAnApiKey(token: string): string {
+    const takesKeys = 'the job API takes a project\'s API key ("Authorization: Bearer pk_…"), made on the dashboard\'s API keys tab or with POST /manage/v1/projects/:projectId/keys';
+    if (timingSafeEqual(sha256(token), this.deps.adminTokenHash)) {
+      return `That is the admin token, which opens the management API (/manage/v1) and the CLI; ${takesKeys}`;
+    }
+    if (token.startsWith('whsec_')) return `That is a webhook secret, which signs deliveries to your receiver; ${takesKeys}`;
+    if (looksLikeCallbackToken(token)) return `That is a callback token, which reports the result of its own attempt only; ${takesKeys}`;
+    return 'That API key is not valid';
+  }
+
   /** The bearer token when it is an async completion callback token (checked by the report itself, against its attempt). */
   callbackToken(authorization: string | undefined): string | null {
     const token = bearerToken(authorization);
@@ -71,6 +86,12 @@ export class AuthService {
   authenticateAdmin(authorization: string | undefined): void {
     const token = bearerToken(authorization);
     if (!token) throw new UnauthorizedError('Send the admin token as "Authorization: Bearer <PUNCTUAL_ADMIN_TOKEN>"');
-    if (!timingSafeEqual(sha256(token), this.deps.adminTokenHash)) throw new UnauthorizedError('That admin token is not valid');
+    if (!timingSafeEqual(sha256(token), this.deps.adminTokenHash)) {
+      throw new UnauthorizedError(
+        looksLikeApiKey(token)
+          ? 'That is a project API key, which the job API (/api) takes; the management API takes the admin token (PUNCTUAL_ADMIN_TOKEN) or a dashboard session'
+          : 'That admin token is not valid',
+      );
+    }
   }
 }

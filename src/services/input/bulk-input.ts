@@ -7,6 +7,7 @@
  */
 import { InvalidRequestError, InvalidScheduleError } from '../../errors.js';
 import type { JobBulkAction, JobStatus, JobTagPair } from '../../store/store.js';
+import { fieldSet, refuseNearMisses, refuseUnknownFields } from './known-fields.js';
 import { readTimestampParam } from './list-query.js';
 import { readFilterTags } from './tags-input.js';
 import { isPlainObject, readSchedule } from './validate-job-input.js';
@@ -38,15 +39,11 @@ export interface BulkRequest {
   limit: number;
 }
 
-const BODY_FIELDS = ['action', 'filter', 'scheduledFor', 'scheduleFor', 'dryRun', 'limit'];
+const BODY_FIELDS = fieldSet(['action', 'filter', 'scheduledFor', 'scheduleFor', 'dryRun', 'limit']);
 export const FILTER_FIELDS = ['status', 'tags', 'scheduleId', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore'] as const;
-
-function refuseUnknown(object: Record<string, unknown>, known: readonly string[], prefix: string): void {
-  const unknown = Object.keys(object).find((name) => !known.includes(name));
-  if (unknown !== undefined) {
-    throw new InvalidRequestError(`${prefix}${unknown} is not a field of a bulk action; the fields are ${known.join(', ')}`, { field: `${prefix}${unknown}` });
-  }
-}
+const FILTER_FIELD_SET = fieldSet(FILTER_FIELDS);
+/** Bulk replay's body: a near miss is refused (`failed_after` dropped would replay every failure). */
+const REPLAY_FIELDS = fieldSet(['status', 'failedAfter', 'failedBefore', 'limit']);
 
 /** Whether the filter names anything: a bulk action is never "every job" by accident. */
 export const filterIsEmpty = (filter: BulkFilter): boolean =>
@@ -56,7 +53,7 @@ export const filterIsEmpty = (filter: BulkFilter): boolean =>
 /** A filter object (a bulk body's `filter`), each field checked; null stands for a field not given. */
 export function readBulkFilter(value: unknown): BulkFilter {
   if (!isPlainObject(value)) throw new InvalidRequestError('filter must be a JSON object, such as {"tags": {"order": "123"}}', { field: 'filter' });
-  refuseUnknown(value, FILTER_FIELDS, 'filter.');
+  refuseUnknownFields(value, FILTER_FIELD_SET, 'a bulk action', 'filter.');
   const { status, tags, scheduleId } = value;
   if (status != null && !JOB_STATUSES.includes(status as JobStatus)) {
     throw new InvalidRequestError(`filter.status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'filter.status' });
@@ -86,7 +83,7 @@ function readLimit(body: Record<string, unknown>): number {
 /** `POST /api/jobs/bulk`'s body (SPEC section 14); `receivedAt` bounds a reschedule's time as a dispatch's. */
 export function readBulkRequest(body: unknown, receivedAt: number): BulkRequest {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"action": ..., "filter": {...}}');
-  refuseUnknown(body, BODY_FIELDS, '');
+  refuseUnknownFields(body, BODY_FIELDS, 'a bulk action');
   if (!BULK_ACTIONS.includes(body.action as (typeof BULK_ACTIONS)[number])) {
     throw new InvalidRequestError(`action must be one of ${BULK_ACTIONS.join(', ')}`, { field: 'action' });
   }
@@ -114,6 +111,7 @@ export function readBulkRequest(body: unknown, receivedAt: number): BulkRequest 
  */
 export function readReplayRequest(body: unknown): BulkRequest {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object: {"status": "FAILED", ...}');
+  refuseNearMisses(body, REPLAY_FIELDS, 'a bulk replay');
   if (body.status !== 'FAILED') throw new InvalidRequestError('status must be "FAILED": only failed jobs can be replayed', { field: 'status' });
   const filter: BulkFilter = {
     status: 'FAILED',

@@ -7,11 +7,28 @@ import { nextFireAfter } from '../../cron/fire-times.js';
 import { TimeZone } from '../../cron/time-zone.js';
 import { InvalidCronError, InvalidRequestError } from '../../errors.js';
 import { CATCH_UP_MODES, OVERLAP_MODES, type ScheduleSettings } from '../../store/schedule-store.js';
+import { fieldSet, JOB_FIELD_ALIASES, refuseNearMisses } from './known-fields.js';
 import { readTags } from './tags-input.js';
 import { isPlainObject, readMaxRetries, readPayload } from './validate-job-input.js';
 
 export const SCHEDULE_NAME_MAX = 200;
+
+/**
+ * The fields of a schedule body, POST and PATCH (SPEC section 9): a near miss of one is refused as a
+ * dispatch's is. `tz` sent for timezone would otherwise leave the schedule firing in UTC.
+ */
+export const SCHEDULE_FIELDS = fieldSet(['cron', 'timezone', 'payload', 'maxRetries', 'name', 'catchUp', 'overlap', 'paused', 'tags'], {
+  ...JOB_FIELD_ALIASES,
+  tz: 'timezone',
+  zone: 'timezone',
+});
 const CRON_MAX = 200;
+
+/** What a schedule's cron and timezone must be; the error handler says the same of a schema's type check. */
+export const CRON_RULES = {
+  cron: () => `cron must be a string of at most ${CRON_MAX} characters, such as "30 2 * * *"`,
+  timezone: () => 'timezone must be a string (an IANA zone name such as "Europe/Paris")',
+} as const;
 
 /** A schedule's expression and zone, both checked. */
 export interface CronInZone {
@@ -25,7 +42,7 @@ export interface CronInZone {
  */
 export function readCronInZone(cron: unknown, timezone: unknown, now: number): CronInZone & { firstFire: number } {
   if (typeof cron !== 'string' || cron.length > CRON_MAX) {
-    throw new InvalidCronError(`cron must be a string of at most ${CRON_MAX} characters`, { field: 'cron' });
+    throw new InvalidCronError(CRON_RULES.cron(), { field: 'cron' });
   }
   const expr = parseCron(cron);
   if (timezone !== undefined && typeof timezone !== 'string') throw timezoneNotString();
@@ -36,7 +53,7 @@ export function readCronInZone(cron: unknown, timezone: unknown, now: number): C
 }
 
 function timezoneNotString() {
-  return new InvalidRequestError('timezone must be a string (an IANA zone name such as "Europe/Paris")', { field: 'timezone' });
+  return new InvalidRequestError(CRON_RULES.timezone(), { field: 'timezone' });
 }
 
 function readEnum<T extends string>(body: Record<string, unknown>, field: string, allowed: readonly T[]): T | undefined {
@@ -73,6 +90,7 @@ function readScheduleMaxRetries(body: Record<string, unknown>): number | null | 
 /** POST /api/schedules: every field, with the defaults of the contract. */
 export function readNewSchedule(body: unknown, now: number): { settings: ScheduleSettings; firstFire: number } {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  refuseNearMisses(body, SCHEDULE_FIELDS, 'a schedule');
   const cron = readCronInZone(body.cron, body.timezone, now);
   const settings: ScheduleSettings = {
     cron: body.cron as string,
@@ -91,6 +109,7 @@ export function readNewSchedule(body: unknown, now: number): { settings: Schedul
 /** PATCH /api/schedules/:id: the fields given, over the schedule's. */
 export function readSchedulePatch(body: unknown, current: ScheduleSettings, now: number): { settings: ScheduleSettings; firstFire: number } {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  refuseNearMisses(body, SCHEDULE_FIELDS, 'a schedule');
   const cronText = 'cron' in body ? body.cron : current.cron;
   const timezone = 'timezone' in body ? body.timezone : current.timezone;
   const cron = readCronInZone(cronText, timezone, now);

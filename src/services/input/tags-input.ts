@@ -26,9 +26,12 @@ function checkTag(key: string, value: unknown, refuse: Refuse, where: string): v
   }
 }
 
+/** What tags must be, said where they are not an object (`where`: `tags`, `filter.tags`); the error handler says it too. */
+export const tagsRule = (where: string): string => `${where} must be a JSON object of string values, such as {"order": "123"}; leave it out for none`;
+
 /** An object of tags, checked entry by entry; `where` is how messages name it (`tags`, `filter.tags`). */
 function readTagObject(value: unknown, refuse: Refuse, where: string): JobTagPair[] {
-  if (!isObject(value)) throw refuse(`${where} must be a JSON object of string values, such as {"order": "123"}; leave it out for none`);
+  if (!isObject(value)) throw refuse(tagsRule(where));
   const entries = Object.entries(value);
   if (entries.length > TAGS_MAX) throw refuse(`${where} has ${entries.length} entries; at most ${TAGS_MAX} are allowed`);
   for (const [key, tag] of entries) checkTag(key, tag, refuse, where);

@@ -6,6 +6,7 @@ import {
   PayloadTooLargeError,
 } from '../../errors.js';
 import { parseTimestamp } from '../../timestamp.js';
+import { fieldSet, JOB_FIELD_ALIASES, refuseNearMisses } from './known-fields.js';
 import { readTags } from './tags-input.js';
 
 const PAYLOAD_LIMIT_BYTES = 10_240;
@@ -14,6 +15,22 @@ const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The fields of a dispatch body and of a batch item (SPEC sections 2 and 14): a near miss of one is refused. */
+export const DISPATCH_FIELDS = fieldSet(['payload', 'scheduledFor', 'scheduleFor', 'maxRetries', 'tags'], JOB_FIELD_ALIASES);
+/** The body of PATCH /api/jobs/:jobId. */
+export const RESCHEDULE_FIELDS = fieldSet(['scheduledFor', 'scheduleFor'], JOB_FIELD_ALIASES);
+
+/**
+ * The sentences that say what a job field must be: the readers below throw them, and the error
+ * handler gives them for a route schema's type check of the same field, so a mistake reads the
+ * same wherever it is made.
+ */
+export const FIELD_RULES = {
+  payload: () => 'payload must be a JSON object (not an array, string, number, boolean or null)',
+  schedule: (field: string) => `${field} must be an RFC 3339 timestamp string with a time zone, such as 2027-01-05T09:30:00Z, or null to run at once`,
+  maxRetries: () => 'maxRetries must be an integer >= 0 (a number, not a string)',
+} as const;
 
 /**
  * Reads scheduledFor or its alias scheduleFor. `undefined` when neither is present.
@@ -29,9 +46,7 @@ export function readSchedule(body: Record<string, unknown>, receivedAt: number):
   const field = hasLong ? 'scheduledFor' : 'scheduleFor';
   const raw = body[field];
   if (raw === null) return { value: null, field };
-  if (typeof raw !== 'string') {
-    throw new InvalidScheduleError(`${field} must be an RFC 3339 timestamp string or null`, { field });
-  }
+  if (typeof raw !== 'string') throw new InvalidScheduleError(FIELD_RULES.schedule(field), { field });
   const value = parseTimestamp(raw);
   if (value === null) {
     throw new InvalidScheduleError(
@@ -56,7 +71,8 @@ export interface EnqueueInput {
 
 /** Validates one body of POST /api/jobs/dispatch (SPEC section 2); the batch endpoint calls it per item. */
 export function validateEnqueueInput(body: unknown, receivedAt: number): EnqueueInput {
-  if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  if (!isPlainObject(body)) throw new InvalidRequestError('A dispatch must be a JSON object, such as {"payload": {"hello": "world"}}');
+  refuseNearMisses(body, DISPATCH_FIELDS, 'a dispatch');
   // Alias conflicts are an envelope error, reported before any field.
   const schedule = readSchedule(body, receivedAt);
   const input: EnqueueInput = { payload: readPayload(body), scheduledFor: schedule?.value ?? null, maxRetries: readMaxRetries(body) };
@@ -68,11 +84,9 @@ export function validateEnqueueInput(body: unknown, receivedAt: number): Enqueue
 /** The payload as stored (SPEC section 2): a JSON object of at most 10,240 bytes as JSON. */
 export function readPayload(body: Record<string, unknown>): string {
   if (!('payload' in body)) {
-    throw new InvalidPayloadError('payload is required and must be a JSON object', { field: 'payload' });
+    throw new InvalidPayloadError('payload is required: a JSON object, such as {"payload": {"hello": "world"}}', { field: 'payload' });
   }
-  if (!isPlainObject(body.payload)) {
-    throw new InvalidPayloadError('payload must be a JSON object (not an array, string, number, boolean or null)', { field: 'payload' });
-  }
+  if (!isPlainObject(body.payload)) throw new InvalidPayloadError(FIELD_RULES.payload(), { field: 'payload' });
   const payload = JSON.stringify(body.payload);
   const size = Buffer.byteLength(payload, 'utf8');
   if (size > PAYLOAD_LIMIT_BYTES) {
@@ -90,10 +104,9 @@ export function readMaxRetries(body: Record<string, unknown>): number | null {
   if (!('maxRetries' in body)) return null;
   const value = body.maxRetries;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw new InvalidMaxRetriesError('maxRetries must be an integer >= 0 (a number, not a string)', { field: 'maxRetries' });
+    throw new InvalidMaxRetriesError(FIELD_RULES.maxRetries(), { field: 'maxRetries' });
   }
   return value;
-
 }
 
 /** Idempotency-Key: 1 to 255 printable ASCII characters. */

@@ -16,9 +16,39 @@ import {
 } from '../project-settings.js';
 import { isPlainObject } from './validate-job-input.js';
 import { RETENTION_DAYS_RANGE } from '../../retention.js';
+import { fieldSet, refuseUnknownFields, type FieldSet } from './known-fields.js';
 
-export function requireObject(body: unknown): Record<string, unknown> {
+/**
+ * The fields of each management body (SPEC section 7): these bodies are strict, so a field not
+ * listed here is refused, naming it (with didYouMean when a known one is near). A project's
+ * creation takes every field its update does.
+ */
+export const PROJECT_FIELDS = fieldSet([
+  'name',
+  'webhookUrl',
+  'retryPolicy',
+  'deliveryTimeoutMs',
+  'deliveryConcurrency',
+  'acceptAny2xx',
+  'retentionDays',
+  'paused',
+  'deliveryRatePerSecond',
+  'asyncCompletion',
+  'asyncCompletionTimeoutMs',
+  'eventsUrl',
+  'eventsFormat',
+]);
+export const RETRY_POLICY_FIELDS = fieldSet(['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs']);
+export const TEAM_FIELDS = fieldSet(['name', 'plan']);
+export const KEY_FIELDS = fieldSet(['name']);
+
+/** A management body: a JSON object of the known fields only (`where` names it in a message: "a team"). */
+/** What a webhook or events URL must be, when it is not even a string; manage-service.ts checks the URL itself. */
+export const webhookUrlRule = (field: string): string => `${field} must be an absolute http(s) URL, or null to unset it`;
+
+export function requireObject(body: unknown, fields: FieldSet, where: string): Record<string, unknown> {
   if (!isPlainObject(body)) throw new InvalidRequestError('The request body must be a JSON object');
+  refuseUnknownFields(body, fields, where);
   return body;
 }
 
@@ -46,18 +76,25 @@ function readInteger(value: unknown, field: string, [min, max]: readonly [number
   return value;
 }
 
-/** A PATCH of a project's delivery settings: only the fields present change. */
+/**
+ * A project's settings as a creation or a PATCH gives them (strict: PROJECT_FIELDS): only the
+ * fields present are in the patch.
+ */
 export async function readProjectPatch(
-  body: Record<string, unknown>,
+  input: unknown,
   options: { maxRetriesCap: number; readWebhookUrl: (value: unknown, field?: string) => Promise<string | null> },
 ): Promise<ProjectPatch> {
+  const body = requireObject(input, PROJECT_FIELDS, 'a project');
   const patch: ProjectPatch = {};
   const name = readName(body, false);
   if (name !== undefined) patch.name = name;
   if ('webhookUrl' in body) patch.webhookUrl = await options.readWebhookUrl(body.webhookUrl);
   if ('retryPolicy' in body) {
     const policy = body.retryPolicy;
-    if (!isPlainObject(policy)) throw new InvalidRequestError('retryPolicy must be an object', { field: 'retryPolicy' });
+    if (!isPlainObject(policy)) {
+      throw new InvalidRequestError('retryPolicy must be an object, such as {"maxRetries": 3, "initialDelayMs": 30000}', { field: 'retryPolicy' });
+    }
+    refuseUnknownFields(policy, RETRY_POLICY_FIELDS, 'a retry policy', 'retryPolicy.');
     if ('maxRetries' in policy) {
       patch.retryMaxRetries =
         policy.maxRetries === null ? null : readInteger(policy.maxRetries, 'retryPolicy.maxRetries', [0, options.maxRetriesCap]);

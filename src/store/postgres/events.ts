@@ -10,7 +10,7 @@ import {
   type WebhookHealthRow,
 } from '../event-store.js';
 import type { ConnectionPool, Queryable } from './connection-pool.js';
-import { EventClaimDue, EventFinish, EventInsert, EventList, EventPrune, EventReleaseClaims, WebhookHealthDelete, WebhookHealthGetForUpdate, WebhookHealthListFailing, WebhookHealthLockProject, WebhookHealthUpsert } from './queries/events.js';
+import { EventClaimDue, EventFinish, EventInsert, EventList, EventPrune, EventReleaseClaims, WebhookHealthDelete, WebhookHealthGet, WebhookHealthGetForUpdate, WebhookHealthListFailing, WebhookHealthLockProject, WebhookHealthUpsert } from './queries/events.js';
 
 export class PostgresEvents implements EventStore {
   constructor(private readonly db: ConnectionPool) {}
@@ -70,6 +70,10 @@ export class PostgresEvents implements EventStore {
 
   async webhookHealthListFailing(): Promise<string[]> {
     return (await this.db.rows<{ projectId: string }>(WebhookHealthListFailing)).map((row) => row.projectId);
+  }
+
+  async webhookHealthGet(params: { projectId: string }): Promise<WebhookHealthRow | null> {
+    return (await this.db.rows<WebhookHealthRow>(WebhookHealthGet, [params.projectId]))[0] ?? null;
   }
 
   async eventPrune(params: { occurredBy: number; limit: number }): Promise<number> {

@@ -2,9 +2,9 @@
  * Events in the embedded store (../event-store.ts, SPEC section 10): reads on the reader
  * connection, writes on the writer thread (event-writes.ts).
  */
-import type { ClaimedEvent, EventAttemptOutcome, EventRow, EventStore, HealthOutcome, NewEvent } from '../event-store.js';
+import type { ClaimedEvent, EventAttemptOutcome, EventRow, EventStore, HealthOutcome, NewEvent, WebhookHealthRow } from '../event-store.js';
 import * as eventWrites from './event-writes.js';
-import { EventList, WebhookHealthListFailing } from './queries/events.js';
+import { EventList, WebhookHealthGet, WebhookHealthListFailing } from './queries/events.js';
 import type { Sql } from './sql.js';
 import type { SqliteWriter } from './writer.js';
 
@@ -40,6 +40,10 @@ export class SqliteEvents implements EventStore {
 
   async webhookHealthListFailing(): Promise<string[]> {
     return (this.sql(WebhookHealthListFailing).all() as { projectId: string }[]).map((row) => row.projectId);
+  }
+
+  async webhookHealthGet(params: { projectId: string }): Promise<WebhookHealthRow | null> {
+    return (this.sql(WebhookHealthGet).get(params.projectId) as WebhookHealthRow | undefined) ?? null;
   }
 
   eventPrune(params: { occurredBy: number; limit: number }): Promise<number> {

@@ -38,3 +38,5 @@ export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, cons
   failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
 export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = $1';
 export const WebhookHealthListFailing = 'SELECT project_id AS "projectId" FROM webhook_health';
+export const WebhookHealthGet = `SELECT consecutive_failures AS "consecutiveFailures", failing_since AS "failingSince",
+  failing_event_at AS "failingEventAt", last_error AS "lastError" FROM webhook_health WHERE project_id = $1`;
