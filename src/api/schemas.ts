@@ -30,6 +30,12 @@ const tagsField = {
   examples: [{ order: '123', customer: 'cus_42' }],
 } as const;
 /** Tags as an answer shows them: {} for none. */
+/** SPEC section 15. */
+const concurrencyKeyField = {
+  type: 'string',
+  description: "Of a project's jobs with one key, at most its keyConcurrency run at once; at 1, strictly in order (1 to 128 printable ASCII characters)",
+  examples: ['customer-42'],
+} as const;
 const tagsAnswer = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
 export const dispatchBody = {
@@ -41,6 +47,7 @@ export const dispatchBody = {
     scheduleFor: { ...scheduleField, description: 'Alias of scheduledFor' },
     maxRetries: { type: 'integer', minimum: 0, description: 'Capped by the plan (at most 3)' },
     tags: tagsField,
+    concurrencyKey: concurrencyKeyField,
   },
 } as const;
 
@@ -74,6 +81,7 @@ export const jobStatus = {
     lastError: { type: ['string', 'null'] },
     scheduleId: { type: 'string', description: 'Only on a job a schedule created' },
     tags: { ...tagsAnswer, description: 'Its tags; {} when it has none' },
+    concurrencyKey: { type: 'string', description: 'Only on a job with a key' },
     payload: { type: 'object', additionalProperties: true },
   },
 } as const;
@@ -196,6 +204,7 @@ const projectProperties = {
   deliveryRatePerSecond: { type: ['number', 'null'] },
   asyncCompletion: { type: 'boolean' },
   asyncCompletionTimeoutMs: { type: 'integer' },
+  keyConcurrency: { type: 'integer', description: "Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order" },
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string', enum: ['json', 'slack'] },
   retentionDays: { type: ['integer', 'null'] },
@@ -306,6 +315,7 @@ const scheduleFields = {
   overlap: { type: 'string', enum: ['allow', 'skip'] },
   paused: { type: 'boolean' },
   tags: { ...tagsField, description: `${tagsField.description} The schedule's jobs carry them; {} in a PATCH removes them.` },
+  concurrencyKey: { ...concurrencyKeyField, type: ['string', 'null'], description: "The concurrencyKey the schedule's jobs carry; null in a PATCH removes it" },
 } as const;
 
 export const scheduleBody = { type: 'object', properties: scheduleFields } as const;
@@ -318,6 +328,7 @@ const scheduleProperties = {
   lastJobId: { type: ['string', 'null'] },
   skippedCount: { type: 'integer' },
   tags: { ...tagsAnswer, description: 'The tags its jobs carry; {} for none' },
+  concurrencyKey: { type: ['string', 'null'], description: 'The concurrencyKey its jobs carry; null for none' },
   createdAt: timestamp,
   updatedAt: timestamp,
 } as const;

@@ -251,6 +251,11 @@ export interface paths {
                         tags?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description Of a project's jobs with one key, at most its keyConcurrency run at once; at 1, strictly in order (1 to 128 printable ASCII characters)
+                         * @example customer-42
+                         */
+                        concurrencyKey?: string;
                     };
                 };
             };
@@ -745,6 +750,8 @@ export interface paths {
                                 tags: {
                                     [key: string]: string;
                                 };
+                                /** @description Only on a job with a key */
+                                concurrencyKey?: string;
                                 payload: {
                                     [key: string]: unknown;
                                 };
@@ -1353,6 +1360,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description Only on a job with a key */
+                            concurrencyKey?: string;
                             payload: {
                                 [key: string]: unknown;
                             };
@@ -2119,6 +2128,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description Only on a job with a key */
+                            concurrencyKey?: string;
                             payload: {
                                 [key: string]: unknown;
                             };
@@ -2584,6 +2595,8 @@ export interface paths {
                                 tags: {
                                     [key: string]: string;
                                 };
+                                /** @description The concurrencyKey its jobs carry; null for none */
+                                concurrencyKey: string | null;
                                 /** Format: date-time */
                                 nextRunAt: string | null;
                                 /** Format: date-time */
@@ -2739,6 +2752,11 @@ export interface paths {
                         tags?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description The concurrencyKey the schedule's jobs carry; null in a PATCH removes it
+                         * @example customer-42
+                         */
+                        concurrencyKey?: string | null;
                     };
                 };
             };
@@ -2770,6 +2788,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3143,6 +3163,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3299,6 +3321,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3514,6 +3538,11 @@ export interface paths {
                         tags?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description The concurrencyKey the schedule's jobs carry; null in a PATCH removes it
+                         * @example customer-42
+                         */
+                        concurrencyKey?: string | null;
                     };
                 };
             };
@@ -3545,6 +3574,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -4459,6 +4490,8 @@ export interface paths {
                                 deliveryRatePerSecond: number | null;
                                 asyncCompletion: boolean;
                                 asyncCompletionTimeoutMs: number;
+                                /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                                keyConcurrency: number;
                                 eventsUrl: string | null;
                                 /** @enum {string} */
                                 eventsFormat: "json" | "slack";
@@ -4581,6 +4614,7 @@ export interface paths {
                         deliveryRatePerSecond?: number | null;
                         asyncCompletion?: boolean;
                         asyncCompletionTimeoutMs?: number;
+                        keyConcurrency?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
                     };
@@ -4611,6 +4645,8 @@ export interface paths {
                             deliveryRatePerSecond: number | null;
                             asyncCompletion: boolean;
                             asyncCompletionTimeoutMs: number;
+                            /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                            keyConcurrency: number;
                             eventsUrl: string | null;
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
@@ -4948,6 +4984,8 @@ export interface paths {
                             deliveryRatePerSecond: number | null;
                             asyncCompletion: boolean;
                             asyncCompletionTimeoutMs: number;
+                            /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                            keyConcurrency: number;
                             eventsUrl: string | null;
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
@@ -5073,6 +5111,7 @@ export interface paths {
                         deliveryRatePerSecond?: number | null;
                         asyncCompletion?: boolean;
                         asyncCompletionTimeoutMs?: number;
+                        keyConcurrency?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
                     };
@@ -5103,6 +5142,8 @@ export interface paths {
                             deliveryRatePerSecond: number | null;
                             asyncCompletion: boolean;
                             asyncCompletionTimeoutMs: number;
+                            /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                            keyConcurrency: number;
                             eventsUrl: string | null;
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";

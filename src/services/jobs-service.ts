@@ -85,6 +85,7 @@ export class JobsService {
       tracestate: trace?.tracestate ?? null,
     };
     if (input.tags !== undefined) job.tags = input.tags;
+    if (input.concurrencyKey !== undefined) job.concurrencyKey = input.concurrencyKey;
     return job;
   }
 
@@ -220,7 +221,7 @@ export class JobsService {
    */
   async createForSchedule(
     ctx: JobRequestContext,
-    schedule: { id: string; payload: string; maxRetries: number | null; tags: string | null },
+    schedule: { id: string; payload: string; maxRetries: number | null; tags: string | null; concurrencyKey: string | null },
     fires: { fireAt: number | null; runAt: number }[],
     now: number,
   ): Promise<{ jobs: NewJob[]; created: boolean[]; usedBefore: number }> {
@@ -234,6 +235,8 @@ export class JobsService {
       schedule: { id: schedule.id, fireAt: fire.fireAt },
       // A schedule's jobs carry its tags (SPEC section 14).
       ...(schedule.tags !== null && { tags: schedule.tags }),
+      // And its concurrencyKey (SPEC section 15).
+      ...(schedule.concurrencyKey !== null && { concurrencyKey: schedule.concurrencyKey }),
     }));
     const result = await this.create(ctx, 'schedule', null, null, jobs, now, { kind: 'single', statusCode: 201, body: '' });
     if (result.kind !== 'created') throw new Error('a schedule fire has no Idempotency-Key to replay');

@@ -64,6 +64,7 @@ export function startedJobs(
         traceparent: job.traceparent ?? null,
         tracestate: job.tracestate ?? null,
         tags: job.tags ?? null,
+        concurrencyKey: job.concurrencyKey ?? null,
         leaseExpiresAt: params.startDueNow.leaseExpiresAt,
       },
       attempt: { attemptId, attemptNumber: 1, startedAt: now },

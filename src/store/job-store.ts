@@ -50,6 +50,11 @@ export interface JobRow {
    * whatever changes a job's tags must rewrite both in one transaction.
    */
   tags: string | null;
+  /**
+   * Its concurrencyKey (SPEC section 15), null for none: of a project's jobs with one key, at most
+   * its keyConcurrency run at once, in their key's order (0016_concurrency_keys.sql).
+   */
+  concurrencyKey: string | null;
 }
 
 /**
@@ -79,6 +84,8 @@ export interface NewJob {
    * for none (an empty object is none), so that a job without tags writes nothing for them.
    */
   tags?: string;
+  /** Its concurrencyKey (JobRow.concurrencyKey); absent for none. Never created started: its key's turn decides. */
+  concurrencyKey?: string;
 }
 
 /** A response kept under an Idempotency-Key, replayed byte for byte. */

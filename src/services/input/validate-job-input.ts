@@ -16,8 +16,8 @@ const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The fields of a dispatch body and of a batch item (SPEC sections 2 and 14): a near miss of one is refused. */
-export const DISPATCH_FIELDS = fieldSet(['payload', 'scheduledFor', 'scheduleFor', 'maxRetries', 'tags'], JOB_FIELD_ALIASES);
+/** The fields of a dispatch body and of a batch item (SPEC sections 2, 14 and 15): a near miss of one is refused. */
+export const DISPATCH_FIELDS = fieldSet(['payload', 'scheduledFor', 'scheduleFor', 'maxRetries', 'tags', 'concurrencyKey'], JOB_FIELD_ALIASES);
 /** The body of PATCH /api/jobs/:jobId. */
 export const RESCHEDULE_FIELDS = fieldSet(['scheduledFor', 'scheduleFor'], JOB_FIELD_ALIASES);
 
@@ -67,6 +67,8 @@ export interface EnqueueInput {
   maxRetries: number | null;
   /** As stored (tags-input.ts); absent for none. */
   tags?: string;
+  /** SPEC section 15; absent for none. */
+  concurrencyKey?: string;
 }
 
 /** Validates one body of POST /api/jobs/dispatch (SPEC section 2); the batch endpoint calls it per item. */
@@ -78,7 +80,22 @@ export function validateEnqueueInput(body: unknown, receivedAt: number): Enqueue
   const input: EnqueueInput = { payload: readPayload(body), scheduledFor: schedule?.value ?? null, maxRetries: readMaxRetries(body) };
   const tags = readTags(body);
   if (tags !== undefined) input.tags = tags;
+  const concurrencyKey = readKey(body, 'concurrencyKey');
+  if (concurrencyKey !== undefined) input.concurrencyKey = concurrencyKey;
   return input;
+}
+
+/** A key's characters (SPEC section 15): 1 to 128 printable ASCII. */
+const KEY_PATTERN = /^[\x20-\x7e]{1,128}$/;
+
+/** A concurrencyKey (or, the same characters, a debounceKey) as given; undefined when absent (null is absent too). */
+export function readKey(body: Record<string, unknown>, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !KEY_PATTERN.test(value)) {
+    throw new InvalidRequestError(`${field} must be a string of 1 to 128 printable ASCII characters`, { field });
+  }
+  return value;
 }
 
 /** The payload as stored (SPEC section 2): a JSON object of at most 10,240 bytes as JSON. */

@@ -34,6 +34,10 @@ function allot(requests: JobCreateParams[], used: Map<string, number>): Outcome[
   });
 }
 
+/** Keyed jobs after the others, by (project, key) in code-point order (keyOf). */
+const keyOrder = (job: { concurrencyKey?: string }): number => (job.concurrencyKey === undefined ? 0 : 1);
+const keyOf = (job: { projectId: string; concurrencyKey?: string }): string => (job.concurrencyKey === undefined ? '' : `${job.projectId}/${job.concurrencyKey}`);
+
 type PendingCreate = { params: JobCreateParams; resolve: (result: JobCreateResult) => void; reject: (error: unknown) => void };
 
 /**
@@ -147,11 +151,16 @@ export class JobCreator {
 
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
   private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): { args: unknown[]; fires: boolean; tagged: boolean } {
-    const jobs = group.flatMap(({ params }, i) =>
+    const unordered = group.flatMap(({ params }, i) =>
       params.jobs
         .filter((_, k) => outcomes[i]!.created[k])
         .map((job) => ({ ...job, projectId: params.projectId, teamId: params.teamId, day: utcDay(params.now), createdAt: params.now })),
     );
+    // Each keyed job's insert takes its key's lock (0016_concurrency_keys.sql): keyed jobs go in
+    // (project, key) order, the same on every instance, or two groups taking two keys' locks in
+    // opposite orders deadlock. The sort is stable: one key's jobs keep their order.
+    const keyed = unordered.some((j) => j.concurrencyKey !== undefined);
+    const jobs = keyed ? [...unordered].sort((a, b) => keyOrder(a) - keyOrder(b) || (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)) : unordered;
     // Each request's jobs count on the UTC day of its own time (a group can span midnight).
     const counts = new Map<string, { teamId: string; day: string; n: number }>();
     for (const [i, { params }] of group.entries()) {
@@ -190,6 +199,7 @@ export class JobCreator {
       // JobInsertGroupWithFires counts usage from these.
       ...(fires ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
       ...(tagged ? [jobs.map((j) => j.tags ?? null)] : []),
+      keyed ? jobs.map((j) => j.concurrencyKey ?? null) : null,
     ];
     return { args, fires, tagged };
   }

@@ -13,7 +13,7 @@ import { latenessBucket, minuteOf } from '../overview-store.js';
 import { attemptFinish } from './attempt-writes.js';
 import type { OverviewTally } from './overview-tally.js';
 import { AttemptInsert } from './queries/attempts.js';
-import { IdempotencyKeyGet, IdempotencyKeyUpsert, JobCancelIfQueued, JobClaimDue, JobHoldBatchEnd, JobHoldRange, JobInsert, JobInsertStarted, JobInsertStartedTagged, JobInsertTagged, JobLeaseExpiredCheck, JobLeaseRenew, JobReleaseDispatched, JobReleaseHeldBatch, JobRequeueExpired, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, JobTagsInsert } from './queries/jobs.js';
+import { IdempotencyKeyGet, IdempotencyKeyUpsert, JobCancelIfQueued, JobClaimDue, JobConcurrencyKeySet, JobHoldBatchEnd, JobHoldRange, JobInsert, JobInsertStarted, JobInsertStartedTagged, JobInsertTagged, JobLeaseExpiredCheck, JobLeaseRenew, JobReleaseDispatched, JobReleaseHeldBatch, JobRequeueExpired, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, JobTagsInsert } from './queries/jobs.js';
 import { SchedulePausedAtGet } from './queries/schedules.js';
 import { ProjectCreationStateGet, UsageAdd, UsageSum } from './queries/tenancy.js';
 import type { Sql } from './sql.js';
@@ -69,7 +69,8 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
       traceparent: job.traceparent ?? null,
       tracestate: job.tracestate ?? null,
     };
-    if (start && started.length < start.limit && job.runAt <= params.now) {
+    // A keyed job is never created started: its key's turn (0016_concurrency_keys.sql) decides.
+    if (start && started.length < start.limit && job.runAt <= params.now && job.concurrencyKey === undefined) {
       const attemptId = newAttemptId(params.now);
       const result = sql(job.tags ? JobInsertStartedTagged : JobInsertStarted).run({ ...row, workerId: start.workerId, leaseExpiresAt: start.leaseExpiresAt, attemptId });
       // No change: this schedule fire's job exists already (created, and counted, before).
@@ -79,13 +80,14 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
       tally.started(params.projectId, minuteOf(params.now), latenessBucket(0));
       started.push({ jobId: job.id, seq: Number(result.lastInsertRowid), attemptId });
       if (job.tags) sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
-    } else if (job.tags) {
+    } else {
       // A job with tags (SPEC section 14): its row with them, then its rows of the tag lookup.
-      const result = sql(JobInsertTagged).run(row);
+      const result = job.tags ? sql(JobInsertTagged).run(row) : insert.run(row);
+      // No change: this schedule fire's job exists already (created, and counted, before).
       if (result.changes === 0) return true;
-      sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
-    } else if (insert.run(row).changes === 0) {
-      return true;
+      if (job.tags) sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
+      // A keyed job (SPEC section 15): its key, which sets its order and its key's turn (the triggers of 0016).
+      if (job.concurrencyKey !== undefined) sql(JobConcurrencyKeySet).run({ key: job.concurrencyKey, seq: result.lastInsertRowid });
     }
     used += 1;
     return true;

@@ -14,7 +14,7 @@ export const jobColumns = (t?: string) => {
   ${c}queued_at AS queuedAt, ${c}max_retries AS maxRetries, ${c}attempt_count AS attemptCount,
   ${c}round_start_attempt_count AS roundStartAttemptCount, ${c}last_error AS lastError, ${c}created_at AS createdAt,
   ${c}updated_at AS updatedAt, ${c}completed_at AS completedAt, ${c}failed_at AS failedAt, ${c}cancelled_at AS cancelledAt,
-  ${c}schedule_id AS scheduleId, ${c}traceparent, ${c}tracestate, ${c}tags`;
+  ${c}schedule_id AS scheduleId, ${c}traceparent, ${c}tracestate, ${c}tags, ${c}concurrency_key AS concurrencyKey`;
 };
 const JOB_COLUMNS = jobColumns();
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
@@ -46,6 +46,11 @@ export const JobInsertStartedTagged = jobInsertStarted(true);
 /** The tag lookup's rows of a job just inserted (seq): one per entry of its tags (0015_tags.sql). */
 export const JobTagsInsert = `INSERT INTO job_tags (project_id, key, value, job_seq)
   SELECT @projectId, key, value, @seq FROM json_each(@tags)`;
+/**
+ * A keyed job's key, set just after its insert (one statement for jobs with a key or without): the
+ * triggers of 0016_concurrency_keys.sql then set its order and its key's turn.
+ */
+export const JobConcurrencyKeySet = 'UPDATE jobs SET concurrency_key = @key WHERE seq = @seq';
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**
@@ -99,7 +104,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
       (ranked.run_at <= @now AND ranked.place <= COALESCE(json_extract(@startable, '$."' || ranked.project_id || '"'), 0)) AS starts
     FROM (
       SELECT seq, project_id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
-        SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
+        SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at <= @dueBy
           AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
           AND project_id NOT IN (${BACKED_OFF_PROJECTS})
         ORDER BY run_at LIMIT @limit)
@@ -108,7 +113,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
   ) AS picked
   WHERE jobs.seq = picked.picked_seq
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt, lease_attempt_id AS startedAttemptId`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at > @after`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at > @after`;
 /**
  * Idempotent for one attempt: started again with the same attempt id, it counts nothing twice.
  * A job of a paused or backed-off project is not started (JobReleaseHeldBack gives it back).
