@@ -48,6 +48,14 @@ export const dispatchBody = {
     maxRetries: { type: 'integer', minimum: 0, description: 'Capped by the plan (at most 3)' },
     tags: tagsField,
     concurrencyKey: concurrencyKeyField,
+    debounceKey: {
+      type: 'string',
+      description:
+        'While a QUEUED job of this key exists in the project and has not started, a dispatch creates no job: that job takes its payload and moves to now + debounceMs (never later than its first dispatch + maxWaitMs), answered 200 with debounced. Not with scheduledFor; not on batch items.',
+      examples: ['digest-user-42'],
+    },
+    debounceMs: { type: 'integer', minimum: 1_000, maximum: 86_400_000, description: 'Required with debounceKey' },
+    maxWaitMs: { type: 'integer', minimum: 1_000, maximum: 31_622_400_000, description: 'At least debounceMs; the longest a debounced job waits from its first dispatch' },
   },
 } as const;
 
@@ -59,6 +67,8 @@ export const dispatchAnswer = {
     status: { type: 'string', enum: ['QUEUED'] },
     scheduledFor: nullableTimestamp,
     maxRetries: { type: 'integer' },
+    debounced: { type: 'boolean', description: 'Only on a dispatch absorbed by its debounceKey\'s job (answered 200): true' },
+    debouncedCount: { type: 'integer', description: 'With debounced: the dispatches that job absorbed so far' },
   },
 } as const;
 

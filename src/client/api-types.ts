@@ -256,11 +256,20 @@ export interface paths {
                          * @example customer-42
                          */
                         concurrencyKey?: string;
+                        /**
+                         * @description While a QUEUED job of this key exists in the project and has not started, a dispatch creates no job: that job takes its payload and moves to now + debounceMs (never later than its first dispatch + maxWaitMs), answered 200 with debounced. Not with scheduledFor; not on batch items.
+                         * @example digest-user-42
+                         */
+                        debounceKey?: string;
+                        /** @description Required with debounceKey */
+                        debounceMs?: number;
+                        /** @description At least debounceMs; the longest a debounced job waits from its first dispatch */
+                        maxWaitMs?: number;
                     };
                 };
             };
             responses: {
-                /** @description The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true) */
+                /** @description The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true); or, for a dispatch its debounceKey's job absorbed, that job's answer with debounced */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -273,6 +282,10 @@ export interface paths {
                             /** Format: date-time */
                             scheduledFor: string | null;
                             maxRetries: number;
+                            /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                            debounced?: boolean;
+                            /** @description With debounced: the dispatches that job absorbed so far */
+                            debouncedCount?: number;
                         };
                     };
                 };
@@ -289,6 +302,10 @@ export interface paths {
                             /** Format: date-time */
                             scheduledFor: string | null;
                             maxRetries: number;
+                            /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                            debounced?: boolean;
+                            /** @description With debounced: the dispatches that job absorbed so far */
+                            debouncedCount?: number;
                         };
                     };
                 };
@@ -503,6 +520,10 @@ export interface paths {
                                 /** Format: date-time */
                                 scheduledFor: string | null;
                                 maxRetries: number;
+                                /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                                debounced?: boolean;
+                                /** @description With debounced: the dispatches that job absorbed so far */
+                                debouncedCount?: number;
                             } | {
                                 error: string;
                                 data: {
@@ -3787,6 +3808,10 @@ export interface paths {
                             /** Format: date-time */
                             scheduledFor: string | null;
                             maxRetries: number;
+                            /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                            debounced?: boolean;
+                            /** @description With debounced: the dispatches that job absorbed so far */
+                            debouncedCount?: number;
                         };
                     };
                 };

@@ -51,6 +51,9 @@ describe('concurrency keys (SPEC section 15)', () => {
     const idsOf = (key: string) => jobIds.filter((_, i) => items[i]?.concurrencyKey === key);
     // k0's second job fails once and waits 10.5 s (injected) for its retry.
     failOnce.add(idsOf('k0')[1]!);
+    // Before any claim: each key's first job in its turn, the four behind it held.
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(Number(/^punctual_keys_waiting (\d+)$/m.exec(metrics)![1])).toBe(4);
 
     await tickUntil(() => keys.slice(1).every((key) => ofKey(key).length === 5) && ofKey('k0').length === 2, 'the other keys delivered, k0 waiting');
     // Nothing of k0 after its failed job while its retry waits, however long the others took.

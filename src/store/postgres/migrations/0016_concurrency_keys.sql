@@ -83,3 +83,13 @@ BEGIN
 END $$;
 CREATE TRIGGER projects_key_concurrency AFTER UPDATE OF key_concurrency ON projects FOR EACH ROW
   WHEN (NEW.key_concurrency <> OLD.key_concurrency) EXECUTE FUNCTION projects_key_concurrency();
+
+-- Debounce (SPEC section 15): a job dispatched with a debounceKey, its deadline (its first
+-- dispatch + maxWaitMs; null for none) and the dispatches it absorbed. The open job of a key (QUEUED,
+-- never attempted) is found through jobs_debounce; dispatches of one key take turns under the
+-- key's advisory lock, so that concurrent ones, on any instance, leave exactly one.
+ALTER TABLE jobs ADD COLUMN debounce_key text;
+ALTER TABLE jobs ADD COLUMN debounce_deadline bigint;
+ALTER TABLE jobs ADD COLUMN debounced_count integer NOT NULL DEFAULT 0;
+CREATE INDEX jobs_debounce ON jobs (project_id, debounce_key)
+  WHERE debounce_key IS NOT NULL AND status = 'QUEUED' AND attempt_count = 0;

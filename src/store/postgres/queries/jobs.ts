@@ -94,6 +94,26 @@ export const JobInsertGroup = jobInsertGroup(USAGE_OF_TEAMS);
 export const JobInsertGroupWithFires = jobInsertGroup(USAGE_OF_INSERTED, true);
 export const JobInsertGroupTagged = jobInsertGroup(USAGE_OF_TEAMS, false, true);
 export const JobInsertGroupWithFiresTagged = jobInsertGroup(USAGE_OF_INSERTED, true, true);
+/**
+ * Debounce (SPEC section 15), as in ../../sqlite/queries/jobs.ts: dispatches of one debounceKey take
+ * turns under the key's advisory lock ($1 project, $2 key); then the key's open job (QUEUED, never
+ * attempted; jobs_debounce), a dispatch it absorbs, and a new job's key and deadline.
+ */
+export const JobDebounceLock = "SELECT pg_advisory_xact_lock(hashtextextended('debounce/' || $1 || '/' || $2, 0))";
+export const JobDebounceOpenGet = `SELECT seq, tags FROM jobs WHERE project_id = $1 AND debounce_key = $2
+  AND debounce_key IS NOT NULL AND status = 'QUEUED' AND attempt_count = 0 LIMIT 1 FOR UPDATE`;
+/** $1 seq, $2 payload, $3 tags given, $4 tags, $5 maxRetries given, $6 maxRetries, $7 runAt, $8 now; QUEUED still (a claim may have taken it). */
+export const JobDebounceAbsorb = `UPDATE jobs SET payload = $2, tags = CASE WHEN $3::boolean THEN $4::text ELSE tags END,
+  max_retries = CASE WHEN $5::boolean THEN $6::int ELSE max_retries END,
+  run_at = LEAST($7::bigint, COALESCE(debounce_deadline, $7::bigint)), debounced_count = debounced_count + 1, updated_at = $8
+  WHERE seq = $1 AND status = 'QUEUED' AND attempt_count = 0
+  RETURNING id, scheduled_for AS "scheduledFor", max_retries AS "maxRetries", run_at AS "runAt", debounced_count AS "debouncedCount"`;
+export const JobDebounceSet = 'UPDATE jobs SET debounce_key = $2, debounce_deadline = $3 WHERE id = $1';
+/** A job's rows of the tag lookup for its tags $3 (as stored), then those of its new tags $4. */
+export const JobTagsReplace = `WITH gone AS (
+    DELETE FROM job_tags WHERE project_id = $1 AND job_seq = $2 AND (key, value) IN (SELECT key, value FROM json_each_text(COALESCE($3::text, '{}')::json))
+  )
+  INSERT INTO job_tags (project_id, key, value, job_seq) SELECT $1, key, value, $2 FROM json_each_text($4::text::json) ON CONFLICT DO NOTHING`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
 /**
@@ -164,6 +184,9 @@ export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_I
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "leaseExpiresAt" FROM jobs
   WHERE status = 'DISPATCHED' AND lease_owner = $1`;
 export const JobCountByStatus = 'SELECT status, count(*)::int AS n FROM jobs GROUP BY status';
+/** Keys with a job waiting for their turn, as in ../../sqlite/queries/jobs.ts. */
+export const JobCountKeysWaiting = `SELECT count(*)::int AS n FROM (SELECT DISTINCT project_id, concurrency_key FROM jobs
+  WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' AND key_held) AS waiting`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`;
 /** The attempt still waits for its report and its deadline is after $3 (now); locked for the report's transaction. */
 export const JobAwaitingReportLock = `SELECT 1 AS waiting FROM jobs WHERE id = $1 AND status = 'STARTED' AND lease_owner = '${AWAITING_REPORT}'

@@ -66,3 +66,13 @@ BEGIN
       AND q.status = 'QUEUED'
   ) AS turn WHERE jobs.seq = turn.seq AND jobs.key_held <> turn.held;
 END;
+
+-- Debounce (SPEC section 15): a job dispatched with a debounceKey, its deadline (its first
+-- dispatch + maxWaitMs; null for none) and the dispatches it absorbed. The open job of a key (QUEUED,
+-- never attempted) is found through jobs_debounce; dispatches of one key take turns (here on the
+-- one writer), so that concurrent ones leave exactly one.
+ALTER TABLE jobs ADD COLUMN debounce_key TEXT;
+ALTER TABLE jobs ADD COLUMN debounce_deadline INTEGER;
+ALTER TABLE jobs ADD COLUMN debounced_count INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_debounce ON jobs (project_id, debounce_key)
+  WHERE debounce_key IS NOT NULL AND status = 'QUEUED' AND attempt_count = 0;

@@ -51,6 +51,20 @@ export const JobTagsInsert = `INSERT INTO job_tags (project_id, key, value, job_
  * triggers of 0016_concurrency_keys.sql then set its order and its key's turn.
  */
 export const JobConcurrencyKeySet = 'UPDATE jobs SET concurrency_key = @key WHERE seq = @seq';
+/**
+ * Debounce (SPEC section 15): the open job of a debounceKey (QUEUED, never attempted; jobs_debounce),
+ * a dispatch it absorbs, and a new job's key and deadline, set just after its insert.
+ */
+export const JobDebounceOpenGet = `SELECT seq, tags FROM jobs INDEXED BY jobs_debounce WHERE project_id = @projectId AND debounce_key = @key
+  AND debounce_key IS NOT NULL AND status = 'QUEUED' AND attempt_count = 0 LIMIT 1`;
+export const JobDebounceAbsorb = `UPDATE jobs SET payload = @payload, tags = CASE WHEN @tagsGiven THEN @tags ELSE tags END,
+  max_retries = CASE WHEN @maxRetriesGiven THEN @maxRetries ELSE max_retries END,
+  run_at = MIN(@runAt, COALESCE(debounce_deadline, @runAt)), debounced_count = debounced_count + 1, updated_at = @now
+  WHERE seq = @seq RETURNING id, scheduled_for AS scheduledFor, max_retries AS maxRetries, run_at AS runAt, debounced_count AS debouncedCount`;
+export const JobDebounceSet = 'UPDATE jobs SET debounce_key = @key, debounce_deadline = @deadline WHERE seq = @seq';
+/** A job's rows of the tag lookup for its tags `@tags` (as stored), before they are replaced. */
+export const JobTagsDelete = `DELETE FROM job_tags WHERE project_id = @projectId AND job_seq = @seq
+  AND (key, value) IN (SELECT key, value FROM json_each(@tags))`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**
@@ -173,6 +187,9 @@ export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_I
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
   WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
+/** Keys with a job waiting for their turn: read from jobs_key (keyed jobs only), each key's QUEUED jobs until one is held. */
+export const JobCountKeysWaiting = `SELECT count(*) AS n FROM (SELECT DISTINCT project_id, concurrency_key FROM jobs INDEXED BY jobs_key
+  WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' AND key_held = 1)`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,
   created_at AS createdAt FROM idempotency_keys WHERE project_id = ? AND endpoint = ? AND key = ?`;
