@@ -63,7 +63,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(store: Pick<Store, 'jobCountByStatus' | 'storeSize'>) {
+  constructor(store: Pick<Store, 'jobCountByStatus' | 'jobCountKeysWaiting' | 'storeSize'>) {
     const countByStatus = () => store.jobCountByStatus();
     new Gauge({
       name: 'punctual_store_size_bytes',
@@ -95,6 +95,22 @@ export class Metrics {
         }
         const counts = await cached.counts;
         for (const state of JOB_STATUSES) this.set({ state }, counts[state]);
+      },
+    });
+    let keysCached: { at: number; count: Promise<number> } | null = null;
+    new Gauge({
+      name: 'punctual_keys_waiting',
+      help: 'Concurrency keys with a job waiting for its turn (counted at most every 5 s)',
+      registers: [this.registry],
+      async collect() {
+        if (!keysCached || Date.now() - keysCached.at > DEPTH_CACHE_MS) {
+          const count = store.jobCountKeysWaiting();
+          keysCached = { at: Date.now(), count };
+          count.catch(() => {
+            if (keysCached?.count === count) keysCached = null;
+          });
+        }
+        this.set(await keysCached.count);
       },
     });
   }

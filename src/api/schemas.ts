@@ -30,6 +30,12 @@ const tagsField = {
   examples: [{ order: '123', customer: 'cus_42' }],
 } as const;
 /** Tags as an answer shows them: {} for none. */
+/** SPEC section 15. */
+const concurrencyKeyField = {
+  type: 'string',
+  description: "Of a project's jobs with one key, at most its keyConcurrency run at once; at 1, strictly in order (1 to 128 printable ASCII characters)",
+  examples: ['customer-42'],
+} as const;
 const tagsAnswer = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
 export const dispatchBody = {
@@ -41,6 +47,15 @@ export const dispatchBody = {
     scheduleFor: { ...scheduleField, description: 'Alias of scheduledFor' },
     maxRetries: { type: 'integer', minimum: 0, description: 'Capped by the plan (at most 3)' },
     tags: tagsField,
+    concurrencyKey: concurrencyKeyField,
+    debounceKey: {
+      type: 'string',
+      description:
+        'While a QUEUED job of this key exists in the project and has not started, a dispatch creates no job: that job takes its payload and moves to now + debounceMs (never later than its first dispatch + maxWaitMs), answered 200 with debounced. Not with scheduledFor; not on batch items.',
+      examples: ['digest-user-42'],
+    },
+    debounceMs: { type: 'integer', minimum: 1_000, maximum: 86_400_000, description: 'Required with debounceKey' },
+    maxWaitMs: { type: 'integer', minimum: 1_000, maximum: 31_622_400_000, description: 'At least debounceMs; the longest a debounced job waits from its first dispatch' },
   },
 } as const;
 
@@ -52,6 +67,8 @@ export const dispatchAnswer = {
     status: { type: 'string', enum: ['QUEUED'] },
     scheduledFor: nullableTimestamp,
     maxRetries: { type: 'integer' },
+    debounced: { type: 'boolean', description: 'Only on a dispatch absorbed by its debounceKey\'s job (answered 200): true' },
+    debouncedCount: { type: 'integer', description: 'With debounced: the dispatches that job absorbed so far' },
   },
 } as const;
 
@@ -74,6 +91,7 @@ export const jobStatus = {
     lastError: { type: ['string', 'null'] },
     scheduleId: { type: 'string', description: 'Only on a job a schedule created' },
     tags: { ...tagsAnswer, description: 'Its tags; {} when it has none' },
+    concurrencyKey: { type: 'string', description: 'Only on a job with a key' },
     payload: { type: 'object', additionalProperties: true },
   },
 } as const;
@@ -196,6 +214,7 @@ const projectProperties = {
   deliveryRatePerSecond: { type: ['number', 'null'] },
   asyncCompletion: { type: 'boolean' },
   asyncCompletionTimeoutMs: { type: 'integer' },
+  keyConcurrency: { type: 'integer', description: "Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order" },
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string', enum: ['json', 'slack'] },
   retentionDays: { type: ['integer', 'null'] },
@@ -306,6 +325,7 @@ const scheduleFields = {
   overlap: { type: 'string', enum: ['allow', 'skip'] },
   paused: { type: 'boolean' },
   tags: { ...tagsField, description: `${tagsField.description} The schedule's jobs carry them; {} in a PATCH removes them.` },
+  concurrencyKey: { ...concurrencyKeyField, type: ['string', 'null'], description: "The concurrencyKey the schedule's jobs carry; null in a PATCH removes it" },
 } as const;
 
 export const scheduleBody = { type: 'object', properties: scheduleFields } as const;
@@ -318,6 +338,7 @@ const scheduleProperties = {
   lastJobId: { type: ['string', 'null'] },
   skippedCount: { type: 'integer' },
   tags: { ...tagsAnswer, description: 'The tags its jobs carry; {} for none' },
+  concurrencyKey: { type: ['string', 'null'], description: 'The concurrencyKey its jobs carry; null for none' },
   createdAt: timestamp,
   updatedAt: timestamp,
 } as const;

@@ -251,11 +251,25 @@ export interface paths {
                         tags?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description Of a project's jobs with one key, at most its keyConcurrency run at once; at 1, strictly in order (1 to 128 printable ASCII characters)
+                         * @example customer-42
+                         */
+                        concurrencyKey?: string;
+                        /**
+                         * @description While a QUEUED job of this key exists in the project and has not started, a dispatch creates no job: that job takes its payload and moves to now + debounceMs (never later than its first dispatch + maxWaitMs), answered 200 with debounced. Not with scheduledFor; not on batch items.
+                         * @example digest-user-42
+                         */
+                        debounceKey?: string;
+                        /** @description Required with debounceKey */
+                        debounceMs?: number;
+                        /** @description At least debounceMs; the longest a debounced job waits from its first dispatch */
+                        maxWaitMs?: number;
                     };
                 };
             };
             responses: {
-                /** @description The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true) */
+                /** @description The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true); or, for a dispatch its debounceKey's job absorbed, that job's answer with debounced */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -268,6 +282,10 @@ export interface paths {
                             /** Format: date-time */
                             scheduledFor: string | null;
                             maxRetries: number;
+                            /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                            debounced?: boolean;
+                            /** @description With debounced: the dispatches that job absorbed so far */
+                            debouncedCount?: number;
                         };
                     };
                 };
@@ -284,6 +302,10 @@ export interface paths {
                             /** Format: date-time */
                             scheduledFor: string | null;
                             maxRetries: number;
+                            /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                            debounced?: boolean;
+                            /** @description With debounced: the dispatches that job absorbed so far */
+                            debouncedCount?: number;
                         };
                     };
                 };
@@ -498,6 +520,10 @@ export interface paths {
                                 /** Format: date-time */
                                 scheduledFor: string | null;
                                 maxRetries: number;
+                                /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                                debounced?: boolean;
+                                /** @description With debounced: the dispatches that job absorbed so far */
+                                debouncedCount?: number;
                             } | {
                                 error: string;
                                 data: {
@@ -745,6 +771,8 @@ export interface paths {
                                 tags: {
                                     [key: string]: string;
                                 };
+                                /** @description Only on a job with a key */
+                                concurrencyKey?: string;
                                 payload: {
                                     [key: string]: unknown;
                                 };
@@ -1353,6 +1381,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description Only on a job with a key */
+                            concurrencyKey?: string;
                             payload: {
                                 [key: string]: unknown;
                             };
@@ -2119,6 +2149,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description Only on a job with a key */
+                            concurrencyKey?: string;
                             payload: {
                                 [key: string]: unknown;
                             };
@@ -2584,6 +2616,8 @@ export interface paths {
                                 tags: {
                                     [key: string]: string;
                                 };
+                                /** @description The concurrencyKey its jobs carry; null for none */
+                                concurrencyKey: string | null;
                                 /** Format: date-time */
                                 nextRunAt: string | null;
                                 /** Format: date-time */
@@ -2739,6 +2773,11 @@ export interface paths {
                         tags?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description The concurrencyKey the schedule's jobs carry; null in a PATCH removes it
+                         * @example customer-42
+                         */
+                        concurrencyKey?: string | null;
                     };
                 };
             };
@@ -2770,6 +2809,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3143,6 +3184,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3299,6 +3342,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3514,6 +3559,11 @@ export interface paths {
                         tags?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description The concurrencyKey the schedule's jobs carry; null in a PATCH removes it
+                         * @example customer-42
+                         */
+                        concurrencyKey?: string | null;
                     };
                 };
             };
@@ -3545,6 +3595,8 @@ export interface paths {
                             tags: {
                                 [key: string]: string;
                             };
+                            /** @description The concurrencyKey its jobs carry; null for none */
+                            concurrencyKey: string | null;
                             /** Format: date-time */
                             nextRunAt: string | null;
                             /** Format: date-time */
@@ -3756,6 +3808,10 @@ export interface paths {
                             /** Format: date-time */
                             scheduledFor: string | null;
                             maxRetries: number;
+                            /** @description Only on a dispatch absorbed by its debounceKey's job (answered 200): true */
+                            debounced?: boolean;
+                            /** @description With debounced: the dispatches that job absorbed so far */
+                            debouncedCount?: number;
                         };
                     };
                 };
@@ -4459,6 +4515,8 @@ export interface paths {
                                 deliveryRatePerSecond: number | null;
                                 asyncCompletion: boolean;
                                 asyncCompletionTimeoutMs: number;
+                                /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                                keyConcurrency: number;
                                 eventsUrl: string | null;
                                 /** @enum {string} */
                                 eventsFormat: "json" | "slack";
@@ -4581,6 +4639,7 @@ export interface paths {
                         deliveryRatePerSecond?: number | null;
                         asyncCompletion?: boolean;
                         asyncCompletionTimeoutMs?: number;
+                        keyConcurrency?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
                     };
@@ -4611,6 +4670,8 @@ export interface paths {
                             deliveryRatePerSecond: number | null;
                             asyncCompletion: boolean;
                             asyncCompletionTimeoutMs: number;
+                            /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                            keyConcurrency: number;
                             eventsUrl: string | null;
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
@@ -4948,6 +5009,8 @@ export interface paths {
                             deliveryRatePerSecond: number | null;
                             asyncCompletion: boolean;
                             asyncCompletionTimeoutMs: number;
+                            /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                            keyConcurrency: number;
                             eventsUrl: string | null;
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
@@ -5073,6 +5136,7 @@ export interface paths {
                         deliveryRatePerSecond?: number | null;
                         asyncCompletion?: boolean;
                         asyncCompletionTimeoutMs?: number;
+                        keyConcurrency?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
                     };
@@ -5103,6 +5167,8 @@ export interface paths {
                             deliveryRatePerSecond: number | null;
                             asyncCompletion: boolean;
                             asyncCompletionTimeoutMs: number;
+                            /** @description Attempts of one concurrencyKey's jobs at once; at 1 (the default) a key's jobs run in strict order */
+                            keyConcurrency: number;
                             eventsUrl: string | null;
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";

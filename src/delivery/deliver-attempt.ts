@@ -62,22 +62,24 @@ async function untilDue(clock: Clock, runAt: number, shutdown?: AbortSignal): Pr
  * The body of SPEC section 4. The payload is spliced in as stored, so it goes out byte for byte as
  * accepted. A schedule's job also carries its schedule and fire instant (null for a trigger), and
  * a delivery to a project with asyncCompletion its attempt's callbackToken (SPEC section 11). A job
- * with tags carries them as stored (SPEC section 14); one without has no `tags` at all.
+ * with tags carries them as stored (SPEC section 14); one without has no `tags` at all. So with
+ * a concurrencyKey (SPEC section 15).
  */
 export function webhookBody(
   jobId: string,
   attemptId: string,
   attemptNumber: number,
   payload: string,
-  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null; tags?: string | null } = {},
+  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null; tags?: string | null; concurrencyKey?: string | null } = {},
 ): string {
-  const { schedule, callbackToken, tags } = extra;
+  const { schedule, callbackToken, tags, concurrencyKey } = extra;
   const fromSchedule = schedule
     ? `"scheduleId":${JSON.stringify(schedule.id)},"scheduledFor":${JSON.stringify(formatNullableTimestamp(schedule.scheduledFor))},`
     : '';
   const token = callbackToken ? `"callbackToken":${JSON.stringify(callbackToken)},` : '';
   const tagged = tags ? `"tags":${tags},` : '';
-  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}"payload":${payload}}`;
+  const keyed = concurrencyKey ? `"concurrencyKey":${JSON.stringify(concurrencyKey)},` : '';
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}${keyed}"payload":${payload}}`;
 }
 
 function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
@@ -202,6 +204,7 @@ async function callWebhook(
         schedule: job.scheduleId === null ? null : { id: job.scheduleId, scheduledFor: job.scheduledFor },
         callbackToken: project.asyncCompletion ? deps.callbackTokens.issue(job.id, attempt.attemptId) : null,
         tags: job.tags,
+        concurrencyKey: job.concurrencyKey,
       }),
       timeoutMs: project.deliveryTimeoutMs,
       sendAt,

@@ -85,6 +85,13 @@ export class JobsService {
       tracestate: trace?.tracestate ?? null,
     };
     if (input.tags !== undefined) job.tags = input.tags;
+    if (input.concurrencyKey !== undefined) job.concurrencyKey = input.concurrencyKey;
+    if (input.debounce !== undefined) {
+      // Due debounceMs from now (SPEC section 15); a dispatch the key's open job absorbs moves that job here.
+      job.runAt = now + input.debounce.debounceMs;
+      const { key, maxWaitMs } = input.debounce;
+      job.debounce = { key, deadline: maxWaitMs === null ? null : now + maxWaitMs, maxRetriesGiven: input.maxRetries !== null };
+    }
     return job;
   }
 
@@ -144,6 +151,7 @@ export class JobsService {
         field: 'Idempotency-Key',
       });
     }
+    if (result.kind === 'debounced') this.deps.onJobDue(result.runAt);
     if (result.kind === 'created') {
       if (claimSpans && started.length > 0) claimSpans.end(started.map(({ job }) => job), { workerId: startDueNow!.workerId, atEnqueue: true });
       this.created(jobs, result.created, started);
@@ -168,6 +176,8 @@ export class JobsService {
     });
     const result = await this.create(ctx, 'dispatch', body, idempotencyKey, [job], now, { kind: 'single', statusCode: 201, body: answer });
     if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
+    // Absorbed by its debounceKey's open job: no job created, none counted (SPEC section 15).
+    if (result.kind === 'debounced') return { statusCode: 200, body: result.response.body, replayed: false };
     if (!result.created[0]) {
       this.deps.metrics.quotaRejections.inc();
       throw this.quotaError(ctx, result.usedBefore, now);
@@ -186,7 +196,7 @@ export class JobsService {
     const now = this.deps.clock.now();
     const checked = items.map((item): { job: NewJob } | { error: PunctualError } => {
       try {
-        return { job: this.newJob(validateEnqueueInput(item, ctx.receivedAt), ctx, now, trace) };
+        return { job: this.newJob(validateEnqueueInput(item, ctx.receivedAt, false), ctx, now, trace) };
       } catch (error) {
         if (error instanceof PunctualError) return { error };
         throw error;
@@ -206,7 +216,7 @@ export class JobsService {
       quotaRefusal: [`${refusal[0]}"used":`, refusal[1] ?? ''],
     };
     const result = await this.create(ctx, 'dispatch/batch', body, idempotencyKey, jobs, now, answer);
-    if (result.kind === 'replayed') return { statusCode: 200, body: result.response.body, replayed: true };
+    if (result.kind === 'replayed' || result.kind === 'debounced') return { statusCode: 200, body: result.response.body, replayed: result.kind === 'replayed' };
     const refused = result.created.filter((created) => !created).length;
     if (refused > 0) this.deps.metrics.quotaRejections.inc(refused);
     return { statusCode: 200, body: result.response!.body, replayed: false };
@@ -220,7 +230,7 @@ export class JobsService {
    */
   async createForSchedule(
     ctx: JobRequestContext,
-    schedule: { id: string; payload: string; maxRetries: number | null; tags: string | null },
+    schedule: { id: string; payload: string; maxRetries: number | null; tags: string | null; concurrencyKey: string | null },
     fires: { fireAt: number | null; runAt: number }[],
     now: number,
   ): Promise<{ jobs: NewJob[]; created: boolean[]; usedBefore: number }> {
@@ -234,6 +244,8 @@ export class JobsService {
       schedule: { id: schedule.id, fireAt: fire.fireAt },
       // A schedule's jobs carry its tags (SPEC section 14).
       ...(schedule.tags !== null && { tags: schedule.tags }),
+      // And its concurrencyKey (SPEC section 15).
+      ...(schedule.concurrencyKey !== null && { concurrencyKey: schedule.concurrencyKey }),
     }));
     const result = await this.create(ctx, 'schedule', null, null, jobs, now, { kind: 'single', statusCode: 201, body: '' });
     if (result.kind !== 'created') throw new Error('a schedule fire has no Idempotency-Key to replay');

@@ -14,6 +14,7 @@ export const PROJECT_DEFAULTS = {
   deliveryRatePerSecond: null,
   asyncCompletion: false,
   asyncCompletionTimeoutMs: 3_600_000,
+  keyConcurrency: 1,
 } as const;
 /** SPEC section 11: attempts a project may start per second, when it sets a rate. */
 export const DELIVERY_RATE_RANGE = [0.1, 10_000] as const;
@@ -21,6 +22,8 @@ export const DELIVERY_RATE_RANGE = [0.1, 10_000] as const;
 export const ASYNC_COMPLETION_TIMEOUT_RANGE = [1_000, 604_800_000] as const;
 export const DELIVERY_TIMEOUT_RANGE = [1_000, 300_000] as const;
 export const DELIVERY_CONCURRENCY_RANGE = [1, 1_000] as const;
+/** SPEC section 15: attempts of one concurrencyKey's jobs at once. */
+export const KEY_CONCURRENCY_RANGE = [1, 1_000] as const;
 /** Our bounds where the contract is silent: up to a day before the first retry, a week at most between two. */
 export const RETRY_INITIAL_DELAY_RANGE = [0, 86_400_000] as const;
 export const RETRY_MAX_DELAY_RANGE = [0, 604_800_000] as const;

@@ -84,6 +84,7 @@ export function scheduleView(schedule: ScheduleRow): Record<string, unknown> {
     lastJobId: schedule.lastJobId,
     skippedCount: schedule.skippedCount,
     tags: tagsView(schedule.tags),
+    concurrencyKey: schedule.concurrencyKey,
     createdAt: formatTimestamp(schedule.createdAt),
     updatedAt: formatTimestamp(schedule.updatedAt),
   };

@@ -64,6 +64,7 @@ export function startedJobs(
         traceparent: job.traceparent ?? null,
         tracestate: job.tracestate ?? null,
         tags: job.tags ?? null,
+        concurrencyKey: job.concurrencyKey ?? null,
         leaseExpiresAt: params.startDueNow.leaseExpiresAt,
       },
       attempt: { attemptId, attemptNumber: 1, startedAt: now },
@@ -160,6 +161,27 @@ export function assembleAnswer(answer: AnswerTemplate, created: boolean[], usedB
     return created[index++] ? item.job : `${answer.quotaRefusal[0]}${usedAfter}${answer.quotaRefusal[1]}`;
   });
   return { statusCode: answer.statusCode, body: `{"jobs":[${items.join(',')}]}` };
+}
+
+/** The open job of a debounceKey as a dispatch it absorbs reads it back (NewJob.debounce). */
+export interface DebouncedJob {
+  id: string;
+  scheduledFor: number | null;
+  maxRetries: number;
+  runAt: number;
+  debouncedCount: number;
+}
+
+/**
+ * The answer to a dispatch its debounceKey's open job absorbed (SPEC section 15): 200 with that
+ * job's dispatch answer, `debounced` and the dispatches it absorbed so far.
+ */
+export function debouncedAnswer(job: DebouncedJob): StoredResponse {
+  const scheduledFor = job.scheduledFor === null ? null : new Date(job.scheduledFor).toISOString();
+  return {
+    statusCode: 200,
+    body: JSON.stringify({ jobId: job.id, status: 'QUEUED', scheduledFor, maxRetries: job.maxRetries, debounced: true, debouncedCount: job.debouncedCount }),
+  };
 }
 
 /**

@@ -50,6 +50,11 @@ export interface JobRow {
    * whatever changes a job's tags must rewrite both in one transaction.
    */
   tags: string | null;
+  /**
+   * Its concurrencyKey (SPEC section 15), null for none: of a project's jobs with one key, at most
+   * its keyConcurrency run at once, in their key's order (0016_concurrency_keys.sql).
+   */
+  concurrencyKey: string | null;
 }
 
 /**
@@ -79,6 +84,17 @@ export interface NewJob {
    * for none (an empty object is none), so that a job without tags writes nothing for them.
    */
   tags?: string;
+  /** Its concurrencyKey (JobRow.concurrencyKey); absent for none. Never created started: its key's turn decides. */
+  concurrencyKey?: string;
+  /**
+   * A dispatch with a debounceKey (SPEC section 15), alone in its request: when the project has a
+   * job of the key QUEUED and never attempted, no job is created; that one takes this one's
+   * payload (its tags when given, its maxRetries when `maxRetriesGiven`) and its runAt, but never
+   * later than its own deadline, and the dispatch is answered as absorbed (JobCreateResult
+   * `debounced`). Otherwise this job is created with the key and `deadline` (its first dispatch +
+   * maxWaitMs; null for none).
+   */
+  debounce?: { key: string; deadline: number | null; maxRetriesGiven: boolean };
 }
 
 /** A response kept under an Idempotency-Key, replayed byte for byte. */
@@ -130,6 +146,8 @@ export interface StartedAtCreation {
 export type JobCreateResult =
   | { kind: 'created'; created: boolean[]; usedBefore: number; response: StoredResponse | null; started: StartedAtCreation[] }
   | { kind: 'replayed'; response: StoredResponse }
+  /** The dispatch was absorbed by its debounceKey's open job (NewJob.debounce): no job created, none counted; the job is due at `runAt`. */
+  | { kind: 'debounced'; response: StoredResponse; runAt: number }
   | { kind: 'idempotency_conflict' };
 
 /** A guarded transition either happened or tells why not (null status: no such job). */
@@ -354,7 +372,9 @@ export interface JobStore {
   /** On shutdown: this worker's DISPATCHED jobs (never sent) return to QUEUED, due at once. */
   jobReleaseDispatched(params: { workerId: string; now: number }): Promise<number>;
   jobCountByStatus(): Promise<Record<JobStatus, number>>;
+  /** Concurrency keys (SPEC section 15) with at least one job waiting for its key's turn, all projects (`/metrics`). */
+  jobCountKeysWaiting(): Promise<number>;
 }
 
 /** JobStore's methods, each driver's noun object forwards them (forward-methods.ts). */
-export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus'] as const);
+export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus', 'jobCountKeysWaiting'] as const);

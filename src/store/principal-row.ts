@@ -36,6 +36,7 @@ export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal 
       deliveryRatePerSecond: row.deliveryRatePerSecond as number | null,
       asyncCompletion: row.asyncCompletion === true || row.asyncCompletion === 1,
       asyncCompletionTimeoutMs: row.asyncCompletionTimeoutMs as number,
+      keyConcurrency: row.keyConcurrency as number,
       createdAt: row.createdAt as number,
     },
     team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },

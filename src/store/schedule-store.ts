@@ -26,6 +26,8 @@ export interface ScheduleSettings {
   paused: boolean;
   /** The tags its jobs carry (SPEC section 14), as JSON.stringify wrote them; null for none. */
   tags: string | null;
+  /** The concurrencyKey its jobs carry (SPEC section 15); null for none. */
+  concurrencyKey: string | null;
 }
 
 export interface ScheduleRow extends ScheduleSettings {

@@ -36,6 +36,8 @@ interface ProjectSettings {
   asyncCompletion: boolean;
   /** How long an accepted attempt waits for its report (and a "running" report extends it by). */
   asyncCompletionTimeoutMs: number;
+  /** Attempts of one concurrencyKey's jobs at once (SPEC section 15); at 1, a key's jobs run in strict order. */
+  keyConcurrency: number;
 }
 
 export const EVENTS_FORMATS = ['json', 'slack'] as const;

@@ -70,6 +70,7 @@ describe('/manage/v1', () => {
       deliveryRatePerSecond: null,
       asyncCompletion: false,
       asyncCompletionTimeoutMs: 3_600_000,
+      keyConcurrency: 1,
       eventsUrl: null,
       eventsFormat: 'json',
       retentionDays: null,

@@ -60,6 +60,7 @@ describe('recurring schedules: /api/schedules', () => {
       lastJobId: null,
       skippedCount: 0,
       tags: {},
+      concurrencyKey: null,
       createdAt: iso(T0),
       updatedAt: iso(T0),
     });

@@ -113,7 +113,7 @@ export function eventCases(contract: ContractContext): void {
 
     it('records schedule.skipped with the advance of its schedule only', async () => {
       const project = await withEvents();
-      const schedule = { id: 'sch_ev', projectId: project.id, name: null, cron: '* * * * *', timezone: 'UTC', payload: '{}', maxRetries: null, catchUp: 'latest' as const, overlap: 'skip' as const, paused: false, tags: null, nextRunAt: T0, lastRunAt: null, lastJobId: null, skippedCount: 0, createdAt: T0, updatedAt: T0 };
+      const schedule = { id: 'sch_ev', projectId: project.id, name: null, cron: '* * * * *', timezone: 'UTC', payload: '{}', maxRetries: null, catchUp: 'latest' as const, overlap: 'skip' as const, paused: false, tags: null, concurrencyKey: null, nextRunAt: T0, lastRunAt: null, lastJobId: null, skippedCount: 0, createdAt: T0, updatedAt: T0 };
       await contract.store.scheduleInsert({ schedule, maxPerProject: 10 });
       const skipped = { id: 'evt_sk', projectId: project.id, type: 'schedule.skipped' as const, occurredAt: T0, data: JSON.stringify({ scheduleId: 'sch_ev', fireAt: new Date(T0).toISOString() }) };
       // A stale advance (the schedule moved on) records nothing.

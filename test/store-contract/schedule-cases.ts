@@ -21,6 +21,7 @@ export function scheduleCases(contract: ContractContext): void {
       overlap: 'allow',
       paused: false,
       tags: null,
+      concurrencyKey: null,
       nextRunAt: T0 + MINUTE,
       lastRunAt: null,
       lastJobId: null,
@@ -51,7 +52,7 @@ export function scheduleCases(contract: ContractContext): void {
       const project = await makeProject();
       const other = await makeProject();
       await contract.store.scheduleInsert({ schedule: schedule(project, 'sch_u'), maxPerProject: 10 });
-      const settings = { name: 'n', cron: '0 * * * *', timezone: 'Europe/Paris', payload: '{"b":2}', maxRetries: 1, catchUp: 'all' as const, overlap: 'skip' as const, paused: true, tags: '{"team":"billing"}' };
+      const settings = { name: 'n', cron: '0 * * * *', timezone: 'Europe/Paris', payload: '{"b":2}', maxRetries: 1, catchUp: 'all' as const, overlap: 'skip' as const, paused: true, tags: '{"team":"billing"}', concurrencyKey: 'customer-9' };
       expect(await contract.store.scheduleUpdate({ projectId: other.id, scheduleId: 'sch_u', settings, nextRunAt: T0 + 60 * MINUTE, now: T0 + 1 })).toBeNull();
       const updated = await contract.store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_u', settings, nextRunAt: T0 + 60 * MINUTE, now: T0 + 1 });
       expect(updated).toMatchObject({ ...settings, nextRunAt: T0 + 60 * MINUTE, updatedAt: T0 + 1, createdAt: T0 });
@@ -123,7 +124,7 @@ export function scheduleCases(contract: ContractContext): void {
       const start = (jobId: string, now: number) => contract.store.attemptStart({ jobId, attemptId: `att_${jobId}`, workerId: 'wrk_a', now, leaseExpiresAt: now + 60_000 });
       expect(await start('job_started', T0 + 3_000)).toEqual({ attemptNumber: 1 });
 
-      const settings = { name: null, cron: '* * * * * *', timezone: 'UTC', payload: '{"s":1}', maxRetries: null, catchUp: 'latest' as const, overlap: 'allow' as const, tags: null };
+      const settings = { name: null, cron: '* * * * * *', timezone: 'UTC', payload: '{"s":1}', maxRetries: null, catchUp: 'latest' as const, overlap: 'allow' as const, tags: null, concurrencyKey: null };
       const pause = (now: number, name: string | null = null) => contract.store.scheduleUpdate({ projectId: project.id, scheduleId: 'sch_p', settings: { ...settings, name, paused: true }, nextRunAt: T0 + 2_000, now });
       expect(await pause(P)).toMatchObject({ paused: true, nextRunAt: T0 + 2_000, updatedAt: P });
       const status = async (jobId: string) => (await contract.store.jobGet({ projectId: project.id, jobId }))?.status;

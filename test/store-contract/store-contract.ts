@@ -7,6 +7,7 @@ import { deliveryCases } from './delivery-cases.js';
 import { eventCases } from './event-cases.js';
 import { filterCases } from './filter-cases.js';
 import { jobCases } from './job-cases.js';
+import { keyCases } from './key-cases.js';
 import { overviewCases } from './overview-cases.js';
 import { retentionCases } from './retention-cases.js';
 import { scheduleCases } from './schedule-cases.js';
@@ -88,6 +89,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
     jobCases(c);
     filterCases(c);
     deliveryCases(c);
+    keyCases(c);
     overviewCases(c);
     retentionCases(c);
     eventCases(c);

@@ -80,7 +80,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
         body: s.dispatchBody,
         response: {
           201: s.dispatchAnswer,
-          200: { ...s.dispatchAnswer, description: 'The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true)' },
+          200: { ...s.dispatchAnswer, description: 'The first answer again, for a replayed Idempotency-Key (header Idempotent-Replayed: true); or, for a dispatch its debounceKey\'s job absorbed, that job\'s answer with debounced' },
           ...s.errors(...API, ...s.BODY_ERRORS, 'INVALID_PAYLOAD', 'INVALID_SCHEDULE', 'INVALID_MAX_RETRIES', 'IDEMPOTENCY_KEY_REUSED', 'WEBHOOK_NOT_CONFIGURED', 'QUOTA_EXCEEDED'),
         },
       },

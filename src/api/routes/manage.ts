@@ -3,7 +3,7 @@ import type { FieldSet } from '../../services/input/known-fields.js';
 import { refuseUnknownFields } from '../../services/input/known-fields.js';
 import { KEY_FIELDS, PROJECT_FIELDS, TEAM_FIELDS } from '../../services/input/validate-manage-input.js';
 import { isPlainObject } from '../../services/input/validate-job-input.js';
-import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE } from '../../services/project-settings.js';
+import { ASYNC_COMPLETION_TIMEOUT_RANGE, DELIVERY_CONCURRENCY_RANGE, DELIVERY_TIMEOUT_RANGE, KEY_CONCURRENCY_RANGE } from '../../services/project-settings.js';
 import type { Services } from '../../services/services.js';
 import { viewerOf } from '../authentication.js';
 import * as s from '../schemas.js';
@@ -113,6 +113,7 @@ const projectSettings = {
   deliveryRatePerSecond: { type: ['number', 'null'] },
   asyncCompletion: { type: 'boolean' },
   asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
+  keyConcurrency: { type: 'integer', minimum: KEY_CONCURRENCY_RANGE[0], maximum: KEY_CONCURRENCY_RANGE[1] },
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string' },
 } as const;

@@ -9,7 +9,7 @@ import { InvalidCronError, InvalidRequestError } from '../../errors.js';
 import { CATCH_UP_MODES, OVERLAP_MODES, type ScheduleSettings } from '../../store/schedule-store.js';
 import { fieldSet, JOB_FIELD_ALIASES, refuseNearMisses } from './known-fields.js';
 import { readTags } from './tags-input.js';
-import { isPlainObject, readMaxRetries, readPayload } from './validate-job-input.js';
+import { isPlainObject, readKey, readMaxRetries, readPayload } from './validate-job-input.js';
 
 export const SCHEDULE_NAME_MAX = 200;
 
@@ -17,7 +17,7 @@ export const SCHEDULE_NAME_MAX = 200;
  * The fields of a schedule body, POST and PATCH (SPEC section 9): a near miss of one is refused as a
  * dispatch's is. `tz` sent for timezone would otherwise leave the schedule firing in UTC.
  */
-export const SCHEDULE_FIELDS = fieldSet(['cron', 'timezone', 'payload', 'maxRetries', 'name', 'catchUp', 'overlap', 'paused', 'tags'], {
+export const SCHEDULE_FIELDS = fieldSet(['cron', 'timezone', 'payload', 'maxRetries', 'name', 'catchUp', 'overlap', 'paused', 'tags', 'concurrencyKey'], {
   ...JOB_FIELD_ALIASES,
   tz: 'timezone',
   zone: 'timezone',
@@ -102,6 +102,7 @@ export function readNewSchedule(body: unknown, now: number): { settings: Schedul
     overlap: readEnum(body, 'overlap', OVERLAP_MODES) ?? 'allow',
     paused: false,
     tags: readTags(body) ?? null,
+    concurrencyKey: readKey(body, 'concurrencyKey') ?? null,
   };
   return { settings, firstFire: cron.firstFire };
 }
@@ -124,6 +125,8 @@ export function readSchedulePatch(body: unknown, current: ScheduleSettings, now:
     paused: readPaused(body) ?? current.paused,
     // Given, they replace the schedule's tags ({} for none) for the jobs it creates from now on.
     tags: 'tags' in body ? (readTags(body) ?? null) : current.tags,
+    // Given, it replaces the schedule's key (null for none) for the jobs it creates from now on.
+    concurrencyKey: 'concurrencyKey' in body ? (readKey(body, 'concurrencyKey') ?? null) : current.concurrencyKey,
   };
   return { settings, firstFire: cron.firstFire };
 }

@@ -16,8 +16,14 @@ const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The fields of a dispatch body and of a batch item (SPEC sections 2 and 14): a near miss of one is refused. */
-export const DISPATCH_FIELDS = fieldSet(['payload', 'scheduledFor', 'scheduleFor', 'maxRetries', 'tags'], JOB_FIELD_ALIASES);
+/** The fields of a dispatch body and of a batch item (SPEC sections 2, 14 and 15): a near miss of one is refused. */
+export const DISPATCH_FIELDS = fieldSet(
+  ['payload', 'scheduledFor', 'scheduleFor', 'maxRetries', 'tags', 'concurrencyKey', 'debounceKey', 'debounceMs', 'maxWaitMs'],
+  JOB_FIELD_ALIASES,
+);
+/** SPEC section 15: a debounce's window, and its longest wait (366 days, as scheduledFor's reach). */
+export const DEBOUNCE_MS_RANGE = [1_000, 86_400_000] as const;
+const MAX_WAIT_MS_MAX = MAX_SCHEDULE_AHEAD_MS;
 /** The body of PATCH /api/jobs/:jobId. */
 export const RESCHEDULE_FIELDS = fieldSet(['scheduledFor', 'scheduleFor'], JOB_FIELD_ALIASES);
 
@@ -67,10 +73,17 @@ export interface EnqueueInput {
   maxRetries: number | null;
   /** As stored (tags-input.ts); absent for none. */
   tags?: string;
+  /** SPEC section 15; absent for none. */
+  concurrencyKey?: string;
+  /** SPEC section 15: a dispatch with a debounceKey; absent for none. */
+  debounce?: { key: string; debounceMs: number; maxWaitMs: number | null };
 }
 
-/** Validates one body of POST /api/jobs/dispatch (SPEC section 2); the batch endpoint calls it per item. */
-export function validateEnqueueInput(body: unknown, receivedAt: number): EnqueueInput {
+/**
+ * Validates one body of POST /api/jobs/dispatch (SPEC section 2); the batch endpoint calls it per
+ * item, where a debounce is refused (`single` false: SPEC section 15 debounces dispatches).
+ */
+export function validateEnqueueInput(body: unknown, receivedAt: number, single = true): EnqueueInput {
   if (!isPlainObject(body)) throw new InvalidRequestError('A dispatch must be a JSON object, such as {"payload": {"hello": "world"}}');
   refuseNearMisses(body, DISPATCH_FIELDS, 'a dispatch');
   // Alias conflicts are an envelope error, reported before any field.
@@ -78,7 +91,49 @@ export function validateEnqueueInput(body: unknown, receivedAt: number): Enqueue
   const input: EnqueueInput = { payload: readPayload(body), scheduledFor: schedule?.value ?? null, maxRetries: readMaxRetries(body) };
   const tags = readTags(body);
   if (tags !== undefined) input.tags = tags;
+  const concurrencyKey = readKey(body, 'concurrencyKey');
+  if (concurrencyKey !== undefined) input.concurrencyKey = concurrencyKey;
+  const debounce = readDebounce(body, schedule?.field ?? null, single);
+  if (debounce !== undefined) input.debounce = debounce;
   return input;
+}
+
+/** debounceKey with debounceMs and maxWaitMs (SPEC section 15); undefined when none is given. */
+function readDebounce(body: Record<string, unknown>, scheduleField: string | null, single: boolean): EnqueueInput['debounce'] {
+  const key = readKey(body, 'debounceKey');
+  if (key === undefined) {
+    for (const field of ['debounceMs', 'maxWaitMs']) {
+      if (body[field] !== undefined && body[field] !== null) throw new InvalidRequestError(`${field} goes with a debounceKey`, { field });
+    }
+    return undefined;
+  }
+  if (!single) throw new InvalidRequestError('debounceKey is taken by POST /api/jobs/dispatch, not by batch items', { field: 'debounceKey' });
+  if (scheduleField !== null && body[scheduleField] !== null) {
+    throw new InvalidRequestError(`${scheduleField} is not allowed with debounceKey: the job is due debounceMs after the last dispatch`, { field: scheduleField });
+  }
+  const [min, max] = DEBOUNCE_MS_RANGE;
+  const debounceMs = body.debounceMs;
+  if (typeof debounceMs !== 'number' || !Number.isInteger(debounceMs) || debounceMs < min || debounceMs > max) {
+    throw new InvalidRequestError(`debounceMs is required with debounceKey: an integer from ${min} to ${max}`, { field: 'debounceMs' });
+  }
+  const maxWaitMs = body.maxWaitMs ?? null;
+  if (maxWaitMs !== null && (typeof maxWaitMs !== 'number' || !Number.isInteger(maxWaitMs) || maxWaitMs < debounceMs || maxWaitMs > MAX_WAIT_MS_MAX)) {
+    throw new InvalidRequestError(`maxWaitMs must be an integer from debounceMs (${debounceMs}) to ${MAX_WAIT_MS_MAX} (366 days)`, { field: 'maxWaitMs' });
+  }
+  return { key, debounceMs, maxWaitMs };
+}
+
+/** A key's characters (SPEC section 15): 1 to 128 printable ASCII. */
+const KEY_PATTERN = /^[\x20-\x7e]{1,128}$/;
+
+/** A concurrencyKey (or, the same characters, a debounceKey) as given; undefined when absent (null is absent too). */
+export function readKey(body: Record<string, unknown>, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !KEY_PATTERN.test(value)) {
+    throw new InvalidRequestError(`${field} must be a string of 1 to 128 printable ASCII characters`, { field });
+  }
+  return value;
 }
 
 /** The payload as stored (SPEC section 2): a JSON object of at most 10,240 bytes as JSON. */

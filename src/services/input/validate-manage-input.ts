@@ -6,6 +6,7 @@ import { InvalidRequestError } from '../../errors.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../../store/store.js';
 import {
   ASYNC_COMPLETION_TIMEOUT_RANGE,
+  KEY_CONCURRENCY_RANGE,
   DELIVERY_CONCURRENCY_RANGE,
   DELIVERY_RATE_RANGE,
   DELIVERY_TIMEOUT_RANGE,
@@ -35,6 +36,7 @@ export const PROJECT_FIELDS = fieldSet([
   'deliveryRatePerSecond',
   'asyncCompletion',
   'asyncCompletionTimeoutMs',
+  'keyConcurrency',
   'eventsUrl',
   'eventsFormat',
 ]);
@@ -137,6 +139,7 @@ export async function readProjectPatch(
   if ('asyncCompletionTimeoutMs' in body) {
     patch.asyncCompletionTimeoutMs = readInteger(body.asyncCompletionTimeoutMs, 'asyncCompletionTimeoutMs', ASYNC_COMPLETION_TIMEOUT_RANGE);
   }
+  if ('keyConcurrency' in body) patch.keyConcurrency = readInteger(body.keyConcurrency, 'keyConcurrency', KEY_CONCURRENCY_RANGE);
   if ('paused' in body) {
     if (typeof body.paused !== 'boolean') throw new InvalidRequestError('paused must be true or false', { field: 'paused' });
     patch.paused = body.paused;

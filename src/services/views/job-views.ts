@@ -24,6 +24,8 @@ export function jobStatusView(job: JobRow): Record<string, unknown> {
   // SPEC section 2: present only on a job a schedule created.
   if (job.scheduleId !== null) view.scheduleId = job.scheduleId;
   view.tags = tagsView(job.tags);
+  // SPEC section 15: present only on a job with a key.
+  if (job.concurrencyKey !== null) view.concurrencyKey = job.concurrencyKey;
   view.payload = JSON.parse(job.payload) as unknown;
   return view;
 }

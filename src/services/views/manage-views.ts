@@ -35,6 +35,7 @@ export function projectView(project: ProjectRow) {
     deliveryRatePerSecond: project.deliveryRatePerSecond,
     asyncCompletion: project.asyncCompletion,
     asyncCompletionTimeoutMs: project.asyncCompletionTimeoutMs,
+    keyConcurrency: project.keyConcurrency,
     eventsUrl: project.eventsUrl,
     eventsFormat: project.eventsFormat,
     retentionDays: project.retentionDays,

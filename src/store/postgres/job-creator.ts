@@ -1,9 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { utcDay } from '../../timestamp.js';
-import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
-import type { JobCreateParams, JobCreateResult } from '../store.js';
+import { assembleAnswer, debouncedAnswer, idempotentAnswer, type DebouncedJob } from '../job-rules.js';
+import type { JobCreateParams, JobCreateResult, NewJob, StoredResponse } from '../store.js';
 import { NOTIFY_HORIZON_MS, type ConnectionPool, type Queryable } from './connection-pool.js';
-import { IdempotencyKeyClaim, IdempotencyKeyDelete, IdempotencyKeyGet, IdempotencyKeyStore, JobInsertGroup, JobInsertGroupTagged, JobInsertGroupWithFires, JobInsertGroupWithFiresTagged } from './queries/jobs.js';
+import { IdempotencyKeyClaim, IdempotencyKeyDelete, IdempotencyKeyGet, IdempotencyKeyStore, JobDebounceAbsorb, JobDebounceLock, JobDebounceOpenGet, JobDebounceSet, JobInsertGroup, JobInsertGroupTagged, JobInsertGroupWithFires, JobInsertGroupWithFiresTagged, JobTagsReplace } from './queries/jobs.js';
 import { TeamsLock, UsageSumMany } from './queries/tenancy.js';
 
 /**
@@ -34,6 +34,10 @@ function allot(requests: JobCreateParams[], used: Map<string, number>): Outcome[
   });
 }
 
+/** Keyed jobs after the others, by (project, key) in code-point order (keyOf). */
+const keyOrder = (job: { concurrencyKey?: string }): number => (job.concurrencyKey === undefined ? 0 : 1);
+const keyOf = (job: { projectId: string; concurrencyKey?: string }): string => (job.concurrencyKey === undefined ? '' : `${job.projectId}/${job.concurrencyKey}`);
+
 type PendingCreate = { params: JobCreateParams; resolve: (result: JobCreateResult) => void; reject: (error: unknown) => void };
 
 /**
@@ -47,27 +51,61 @@ export class JobCreator {
   constructor(private readonly db: ConnectionPool) {}
 
   create(params: JobCreateParams): Promise<JobCreateResult> {
-    return params.idempotency ? this.createIdempotent(params) : this.createGrouped(params);
+    return params.idempotency || params.jobs[0]?.debounce ? this.createInTransaction(params) : this.createGrouped(params);
   }
 
-  /** With an Idempotency-Key: a transaction of its own, claiming the key before storing anything. */
-  private createIdempotent(params: JobCreateParams): Promise<JobCreateResult> {
-    const { quota } = params;
-    const idempotency = params.idempotency!;
+  /**
+   * With an Idempotency-Key or a debounceKey (NewJob.debounce): a transaction of its own, claiming
+   * the Idempotency-Key first, then taking the debounceKey's turn, before storing anything.
+   */
+  private createInTransaction(params: JobCreateParams): Promise<JobCreateResult> {
+    const { quota, idempotency } = params;
+    const keyArgs = idempotency ? [params.projectId, idempotency.endpoint, idempotency.key] : [];
     return this.db.transaction(async (client): Promise<JobCreateResult> => {
-      const keyArgs = [params.projectId, idempotency.endpoint, idempotency.key];
-      const claimed = await this.db.rows(IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
-      if (claimed.length === 0) {
-        const previous = (await this.db.rows<{ requestHash: string; statusCode: number; body: string }>(IdempotencyKeyGet, keyArgs, client))[0];
-        if (previous) return idempotentAnswer(previous, idempotency.requestHash);
+      if (idempotency) {
+        const claimed = await this.db.rows(IdempotencyKeyClaim, [...keyArgs, idempotency.requestHash, params.now, idempotency.validAfter], client);
+        if (claimed.length === 0) {
+          const previous = (await this.db.rows<{ requestHash: string; statusCode: number; body: string }>(IdempotencyKeyGet, keyArgs, client))[0];
+          if (previous) return idempotentAnswer(previous, idempotency.requestHash);
+        }
+      }
+      const storeAnswer = async (response: StoredResponse | null) => {
+        if (!idempotency) return;
+        if (response) await this.db.query(IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
+        else await this.db.query(IdempotencyKeyDelete, keyArgs, client);
+      };
+      const job = params.jobs.length === 1 ? params.jobs[0]! : undefined;
+      if (job?.debounce) {
+        const absorbed = await this.absorbDebounced(params, job, job.debounce, client);
+        if (absorbed) {
+          await storeAnswer(absorbed.response);
+          return absorbed;
+        }
       }
       const { created, usedBefore } = quota ? allot([params], await this.lockQuotas([params], client))[0]! : allCreated(params);
-      if (created.includes(true)) await this.runInsertGroup(this.insertGroupArgs([{ params }], [{ created }], params.now), client);
+      if (created.includes(true)) {
+        await this.runInsertGroup(this.insertGroupArgs([{ params }], [{ created }], params.now), client);
+        if (job?.debounce) await this.db.query(JobDebounceSet, [job.id, job.debounce.key, job.debounce.deadline], client);
+      }
       const response = assembleAnswer(params.answer, created, usedBefore);
-      if (response) await this.db.query(IdempotencyKeyStore, [...keyArgs, response.statusCode, response.body], client);
-      else await this.db.query(IdempotencyKeyDelete, keyArgs, client);
+      await storeAnswer(response);
       return { kind: 'created', created, usedBefore, response, started: [] };
     });
+  }
+
+  /**
+   * The debounceKey's open job absorbs the dispatch, if there is one (job-store.ts, NewJob.debounce):
+   * under the key's lock, so that concurrent dispatches of a key, on any instance, take turns.
+   */
+  private async absorbDebounced(params: JobCreateParams, job: NewJob, debounce: NonNullable<NewJob['debounce']>, client: Queryable): Promise<Extract<JobCreateResult, { kind: 'debounced' }> | null> {
+    await this.db.query(JobDebounceLock, [params.projectId, debounce.key], client);
+    const open = (await this.db.rows<{ seq: number; tags: string | null }>(JobDebounceOpenGet, [params.projectId, debounce.key], client))[0];
+    if (!open) return null;
+    const args = [open.seq, job.payload, job.tags !== undefined, job.tags ?? null, debounce.maxRetriesGiven, job.maxRetries, job.runAt, params.now];
+    const absorbed = (await this.db.rows<DebouncedJob>(JobDebounceAbsorb, args, client))[0];
+    if (!absorbed) return null;
+    if (job.tags !== undefined) await this.db.query(JobTagsReplace, [params.projectId, open.seq, open.tags, job.tags], client);
+    return { kind: 'debounced', response: debouncedAnswer(absorbed), runAt: absorbed.runAt };
   }
 
   /** Dispatches without an idempotency key, joined with those of the same event-loop turn. */
@@ -147,11 +185,16 @@ export class JobCreator {
 
   /** JobInsertGroup's arguments: the jobs created, and each team's count in id order (the order its usage rows are locked in). */
   private insertGroupArgs(group: { params: JobCreateParams }[], outcomes: Pick<Outcome, 'created'>[], now: number): { args: unknown[]; fires: boolean; tagged: boolean } {
-    const jobs = group.flatMap(({ params }, i) =>
+    const unordered = group.flatMap(({ params }, i) =>
       params.jobs
         .filter((_, k) => outcomes[i]!.created[k])
         .map((job) => ({ ...job, projectId: params.projectId, teamId: params.teamId, day: utcDay(params.now), createdAt: params.now })),
     );
+    // Each keyed job's insert takes its key's lock (0016_concurrency_keys.sql): keyed jobs go in
+    // (project, key) order, the same on every instance, or two groups taking two keys' locks in
+    // opposite orders deadlock. The sort is stable: one key's jobs keep their order.
+    const keyed = unordered.some((j) => j.concurrencyKey !== undefined);
+    const jobs = keyed ? [...unordered].sort((a, b) => keyOrder(a) - keyOrder(b) || (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)) : unordered;
     // Each request's jobs count on the UTC day of its own time (a group can span midnight).
     const counts = new Map<string, { teamId: string; day: string; n: number }>();
     for (const [i, { params }] of group.entries()) {
@@ -190,6 +233,7 @@ export class JobCreator {
       // JobInsertGroupWithFires counts usage from these.
       ...(fires ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
       ...(tagged ? [jobs.map((j) => j.tags ?? null)] : []),
+      keyed ? jobs.map((j) => j.concurrencyKey ?? null) : null,
     ];
     return { args, fires, tagged };
   }

@@ -9,7 +9,7 @@ import type { AttemptRecorder } from './attempt-recorder.js';
 import type { ConnectionPool } from './connection-pool.js';
 import type { JobCreator } from './job-creator.js';
 import { bulkReadValues, filteredListStatement, JobBulkAct, JobBulkCount, JobTagCounts } from './queries/job-filters.js';
-import { JobCancelIfQueued, JobClaimDue, JobCountByStatus, JobGet, JobHoldBatch, JobLeaseRenew, JobListDispatchedTo, JobNextDueAt, JobReleaseDispatched, JobReleaseHeldBatch, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, jobListStatement } from './queries/jobs.js';
+import { JobCancelIfQueued, JobClaimDue, JobCountByStatus, JobCountKeysWaiting, JobGet, JobHoldBatch, JobLeaseRenew, JobListDispatchedTo, JobNextDueAt, JobReleaseDispatched, JobReleaseHeldBatch, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, jobListStatement } from './queries/jobs.js';
 import { argumentsOf } from './queries/named-params.js';
 
 export class PostgresJobs implements JobStore {
@@ -138,5 +138,9 @@ export class PostgresJobs implements JobStore {
 
   async jobCountByStatus(): Promise<Record<JobStatus, number>> {
     return countsByStatus(await this.db.rows<{ status: JobStatus; n: number }>(JobCountByStatus));
+  }
+
+  async jobCountKeysWaiting(): Promise<number> {
+    return (await this.db.rows<{ n: number }>(JobCountKeysWaiting))[0]!.n;
   }
 }

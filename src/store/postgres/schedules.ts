@@ -19,7 +19,7 @@ export class PostgresSchedules implements ScheduleStore {
       // Two inserts for one project at once must not both pass the count.
       await this.db.query(ProjectLock, [s.projectId], client);
       const args = [s.id, s.projectId, ...settingsArgs(s), s.nextRunAt, s.lastRunAt, s.lastJobId, s.skippedCount, s.createdAt, s.updatedAt];
-      return ((await this.db.query(ScheduleInsertBelowLimit, [...args, params.maxPerProject, s.tags], client)).rowCount ?? 0) > 0;
+      return ((await this.db.query(ScheduleInsertBelowLimit, [...args, params.maxPerProject, s.tags, s.concurrencyKey], client)).rowCount ?? 0) > 0;
     });
   }
 
@@ -33,7 +33,7 @@ export class PostgresSchedules implements ScheduleStore {
   }
 
   async scheduleUpdate(params: { projectId: string; scheduleId: string; settings: ScheduleSettings; nextRunAt: number | null; now: number }): Promise<ScheduleRow | null> {
-    const args = [params.scheduleId, params.projectId, ...settingsArgs(params.settings), params.nextRunAt, params.now, params.settings.tags];
+    const args = [params.scheduleId, params.projectId, ...settingsArgs(params.settings), params.nextRunAt, params.now, params.settings.tags, params.settings.concurrencyKey];
     const update = async (client?: Queryable) => {
       const row = (await this.db.rows<ScheduleRow & { pausedAt: number | null }>(ScheduleUpdate, args, client))[0];
       if (!row) return null;

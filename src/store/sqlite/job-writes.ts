@@ -7,13 +7,13 @@
 import { newAttemptId } from '../../crypto/random-ids.js';
 import { utcDay } from '../../timestamp.js';
 import type { AttemptFinishParams } from '../attempt-store.js';
-import { assembleAnswer, idempotentAnswer } from '../job-rules.js';
-import { dueOrder, type ClaimedJob, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobRow, type JobStatus, type JobTransitionResult, type StartedAtCreation } from '../job-store.js';
+import { assembleAnswer, debouncedAnswer, idempotentAnswer, type DebouncedJob } from '../job-rules.js';
+import { dueOrder, type ClaimedJob, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobRow, type NewJob, type StoredResponse, type JobStatus, type JobTransitionResult, type StartedAtCreation } from '../job-store.js';
 import { latenessBucket, minuteOf } from '../overview-store.js';
 import { attemptFinish } from './attempt-writes.js';
 import type { OverviewTally } from './overview-tally.js';
 import { AttemptInsert } from './queries/attempts.js';
-import { IdempotencyKeyGet, IdempotencyKeyUpsert, JobCancelIfQueued, JobClaimDue, JobHoldBatchEnd, JobHoldRange, JobInsert, JobInsertStarted, JobInsertStartedTagged, JobInsertTagged, JobLeaseExpiredCheck, JobLeaseRenew, JobReleaseDispatched, JobReleaseHeldBatch, JobRequeueExpired, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, JobTagsInsert } from './queries/jobs.js';
+import { IdempotencyKeyGet, IdempotencyKeyUpsert, JobCancelIfQueued, JobClaimDue, JobConcurrencyKeySet, JobDebounceAbsorb, JobDebounceOpenGet, JobDebounceSet, JobHoldBatchEnd, JobHoldRange, JobInsert, JobInsertStarted, JobInsertStartedTagged, JobInsertTagged, JobLeaseExpiredCheck, JobLeaseRenew, JobReleaseDispatched, JobReleaseHeldBatch, JobRequeueExpired, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, JobTagsDelete, JobTagsInsert } from './queries/jobs.js';
 import { SchedulePausedAtGet } from './queries/schedules.js';
 import { ProjectCreationStateGet, UsageAdd, UsageSum } from './queries/tenancy.js';
 import type { Sql } from './sql.js';
@@ -39,6 +39,11 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
       | { requestHash: string; statusCode: number; body: string; createdAt: number }
       | undefined;
     if (previous && previous.createdAt > idempotency.validAfter) return idempotentAnswer(previous, idempotency.requestHash);
+  }
+  const debounce = params.jobs.length === 1 ? params.jobs[0]!.debounce : undefined;
+  if (debounce) {
+    const absorbed = absorbDebounced(sql, params, debounce);
+    if (absorbed) return absorbed;
   }
   const { quota } = params;
   const usedBefore = quota ? (sql(UsageSum).get(params.teamId, quota.monthStartDay, quota.monthEndDay) as { n: number }).n : 0;
@@ -69,7 +74,8 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
       traceparent: job.traceparent ?? null,
       tracestate: job.tracestate ?? null,
     };
-    if (start && started.length < start.limit && job.runAt <= params.now) {
+    // A keyed job is never created started: its key's turn (0016_concurrency_keys.sql) decides.
+    if (start && started.length < start.limit && job.runAt <= params.now && job.concurrencyKey === undefined && job.debounce === undefined) {
       const attemptId = newAttemptId(params.now);
       const result = sql(job.tags ? JobInsertStartedTagged : JobInsertStarted).run({ ...row, workerId: start.workerId, leaseExpiresAt: start.leaseExpiresAt, attemptId });
       // No change: this schedule fire's job exists already (created, and counted, before).
@@ -79,31 +85,66 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
       tally.started(params.projectId, minuteOf(params.now), latenessBucket(0));
       started.push({ jobId: job.id, seq: Number(result.lastInsertRowid), attemptId });
       if (job.tags) sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
-    } else if (job.tags) {
+    } else {
       // A job with tags (SPEC section 14): its row with them, then its rows of the tag lookup.
-      const result = sql(JobInsertTagged).run(row);
+      const result = job.tags ? sql(JobInsertTagged).run(row) : insert.run(row);
+      // No change: this schedule fire's job exists already (created, and counted, before).
       if (result.changes === 0) return true;
-      sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
-    } else if (insert.run(row).changes === 0) {
-      return true;
+      if (job.tags) sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: result.lastInsertRowid });
+      // A keyed job (SPEC section 15): its key, which sets its order and its key's turn (the triggers of 0016).
+      if (job.concurrencyKey !== undefined) sql(JobConcurrencyKeySet).run({ key: job.concurrencyKey, seq: result.lastInsertRowid });
+      if (job.debounce !== undefined) sql(JobDebounceSet).run({ key: job.debounce.key, deadline: job.debounce.deadline, seq: result.lastInsertRowid });
     }
     used += 1;
     return true;
   });
   if (used > usedBefore) sql(UsageAdd).run(params.teamId, utcDay(params.now), used - usedBefore);
   const response = assembleAnswer(params.answer, created, usedBefore);
-  if (idempotency && response) {
-    sql(IdempotencyKeyUpsert).run({
-      projectId: params.projectId,
-      endpoint: idempotency.endpoint,
-      key: idempotency.key,
-      requestHash: idempotency.requestHash,
-      statusCode: response.statusCode,
-      body: response.body,
-      now: params.now,
-    });
-  }
+  if (response) storeAnswer(sql, params, response);
   return { kind: 'created', created, usedBefore, response, started };
+}
+
+/** The answer kept under the request's Idempotency-Key, if it has one. */
+function storeAnswer(sql: Sql, params: JobCreateParams, response: StoredResponse): void {
+  const { idempotency } = params;
+  if (!idempotency) return;
+  sql(IdempotencyKeyUpsert).run({
+    projectId: params.projectId,
+    endpoint: idempotency.endpoint,
+    key: idempotency.key,
+    requestHash: idempotency.requestHash,
+    statusCode: response.statusCode,
+    body: response.body,
+    now: params.now,
+  });
+}
+
+/**
+ * A dispatch with a debounceKey (NewJob.debounce) absorbed by the key's open job, if there is one:
+ * that job takes its payload, tags and maxRetries where given, and its time. Nothing is counted
+ * toward the quota. On the one writer, so dispatches of a key take turns.
+ */
+function absorbDebounced(sql: Sql, params: JobCreateParams, debounce: NonNullable<NewJob['debounce']>): JobCreateResult | null {
+  const job = params.jobs[0]!;
+  const open = sql(JobDebounceOpenGet).get({ projectId: params.projectId, key: debounce.key }) as { seq: number; tags: string | null } | undefined;
+  if (!open) return null;
+  const absorbed = sql(JobDebounceAbsorb).get({
+    seq: open.seq,
+    payload: job.payload,
+    tagsGiven: job.tags === undefined ? 0 : 1,
+    tags: job.tags ?? null,
+    maxRetriesGiven: debounce.maxRetriesGiven ? 1 : 0,
+    maxRetries: job.maxRetries,
+    runAt: job.runAt,
+    now: params.now,
+  }) as DebouncedJob;
+  if (job.tags !== undefined) {
+    if (open.tags) sql(JobTagsDelete).run({ projectId: params.projectId, seq: open.seq, tags: open.tags });
+    sql(JobTagsInsert).run({ projectId: params.projectId, tags: job.tags, seq: open.seq });
+  }
+  const response = debouncedAnswer(absorbed);
+  storeAnswer(sql, params, response);
+  return { kind: 'debounced', response, runAt: absorbed.runAt };
 }
 
 export function jobCancelIfQueued(sql: Sql, p: { projectId: string; jobId: string; now: number }): JobTransitionResult {

@@ -10,7 +10,7 @@ import type { CachedReads } from './cached-reads.js';
 import * as jobBulkWrites from './job-bulk-writes.js';
 import * as jobWrites from './job-writes.js';
 import { bulkReadStatement, filteredListStatement, JobBulkCount, JobTagCount } from './queries/job-filters.js';
-import { JobCountByStatus, JobGet, JobListDispatchedTo, JobListExpiredLeases, JobNextDueAt, jobListStatement } from './queries/jobs.js';
+import { JobCountByStatus, JobCountKeysWaiting, JobGet, JobListDispatchedTo, JobListExpiredLeases, JobNextDueAt, jobListStatement } from './queries/jobs.js';
 import type { Sql } from './sql.js';
 import type { SqliteWriter } from './writer.js';
 
@@ -114,5 +114,9 @@ export class SqliteJobs implements JobStore {
 
   async jobCountByStatus(): Promise<Record<JobStatus, number>> {
     return countsByStatus(await this.background.all<{ status: JobStatus; n: number }>(JobCountByStatus));
+  }
+
+  async jobCountKeysWaiting(): Promise<number> {
+    return (await this.background.all<{ n: number }>(JobCountKeysWaiting))[0]!.n;
   }
 }

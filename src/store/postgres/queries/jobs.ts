@@ -12,7 +12,8 @@ export const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS
   ${t}.scheduled_for AS "scheduledFor", ${t}.run_at AS "runAt", ${t}.queued_at AS "queuedAt", ${t}.max_retries AS "maxRetries",
   ${t}.attempt_count AS "attemptCount", ${t}.round_start_attempt_count AS "roundStartAttemptCount", ${t}.last_error AS "lastError",
   ${t}.created_at AS "createdAt", ${t}.updated_at AS "updatedAt", ${t}.completed_at AS "completedAt", ${t}.failed_at AS "failedAt",
-  ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId", ${t}.traceparent, ${t}.tracestate, ${t}.tags`;
+  ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId", ${t}.traceparent, ${t}.tracestate, ${t}.tags,
+  ${t}.concurrency_key AS "concurrencyKey"`;
 const JOB_COLUMNS = jobColumns();
 /** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
 export const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
@@ -27,6 +28,9 @@ export const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE proj
 const jobInsertGroup = (usageRows: string, fires = false, tagged = false) => {
   // The tags' array comes last: after the fires' team and day arrays ($18, $19) when there are fires.
   const tags = fires ? '$20' : '$18';
+  // Each job's concurrencyKey (SPEC section 15) last of all, null for a group without keys: the
+  // triggers of 0016_concurrency_keys.sql set a keyed job's order and its key's turn.
+  const keys = `$${18 + (fires ? 2 : 0) + (tagged ? 1 : 0)}`;
   return `WITH ${
     fires
       ? `fire_schedule AS MATERIALIZED (
@@ -37,17 +41,19 @@ const jobInsertGroup = (usageRows: string, fires = false, tagged = false) => {
       : ''
   }inserted AS (
     INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
-      schedule_id, schedule_fire_at, on_hold, traceparent, tracestate${tagged ? ', tags' : ''})
+      schedule_id, schedule_fire_at, on_hold, traceparent, tracestate, concurrency_key${tagged ? ', tags' : ''})
     -- Each job's own request's instant ($17, else the group's $1): a job due at once has
     -- nextAttemptAt = createdAt (SPEC section 2).
     SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, COALESCE(j.created_at, $1::bigint), j.max_retries,
       COALESCE(j.created_at, $1::bigint), COALESCE(j.created_at, $1::bigint),
       -- A paused project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
       -- so that rows keep the arrays' order (the order of seq, which lists follow).
-      j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate${tagged ? ', j.tags' : ''}
+      j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate,
+      j.concurrency_key${tagged ? ', j.tags' : ''}
     -- unnest pads a shorter array with nulls, so a group without trace context passes null for $15 and $16.
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[]${tagged ? `, ${tags}::text[]` : ''})
-      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at${tagged ? ', tags' : ''})${
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[], ${keys}::text[]${tagged ? `, ${tags}::text[]` : ''})
+      AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at,
+        concurrency_key${tagged ? ', tags' : ''})${
       fires
         ? `
     -- A fire for an instant after its schedule's pause creates no job (../schedule-store.ts, scheduleUpdate).
@@ -88,6 +94,26 @@ export const JobInsertGroup = jobInsertGroup(USAGE_OF_TEAMS);
 export const JobInsertGroupWithFires = jobInsertGroup(USAGE_OF_INSERTED, true);
 export const JobInsertGroupTagged = jobInsertGroup(USAGE_OF_TEAMS, false, true);
 export const JobInsertGroupWithFiresTagged = jobInsertGroup(USAGE_OF_INSERTED, true, true);
+/**
+ * Debounce (SPEC section 15), as in ../../sqlite/queries/jobs.ts: dispatches of one debounceKey take
+ * turns under the key's advisory lock ($1 project, $2 key); then the key's open job (QUEUED, never
+ * attempted; jobs_debounce), a dispatch it absorbs, and a new job's key and deadline.
+ */
+export const JobDebounceLock = "SELECT pg_advisory_xact_lock(hashtextextended('debounce/' || $1 || '/' || $2, 0))";
+export const JobDebounceOpenGet = `SELECT seq, tags FROM jobs WHERE project_id = $1 AND debounce_key = $2
+  AND debounce_key IS NOT NULL AND status = 'QUEUED' AND attempt_count = 0 LIMIT 1 FOR UPDATE`;
+/** $1 seq, $2 payload, $3 tags given, $4 tags, $5 maxRetries given, $6 maxRetries, $7 runAt, $8 now; QUEUED still (a claim may have taken it). */
+export const JobDebounceAbsorb = `UPDATE jobs SET payload = $2, tags = CASE WHEN $3::boolean THEN $4::text ELSE tags END,
+  max_retries = CASE WHEN $5::boolean THEN $6::int ELSE max_retries END,
+  run_at = LEAST($7::bigint, COALESCE(debounce_deadline, $7::bigint)), debounced_count = debounced_count + 1, updated_at = $8
+  WHERE seq = $1 AND status = 'QUEUED' AND attempt_count = 0
+  RETURNING id, scheduled_for AS "scheduledFor", max_retries AS "maxRetries", run_at AS "runAt", debounced_count AS "debouncedCount"`;
+export const JobDebounceSet = 'UPDATE jobs SET debounce_key = $2, debounce_deadline = $3 WHERE id = $1';
+/** A job's rows of the tag lookup for its tags $3 (as stored), then those of its new tags $4. */
+export const JobTagsReplace = `WITH gone AS (
+    DELETE FROM job_tags WHERE project_id = $1 AND job_seq = $2 AND (key, value) IN (SELECT key, value FROM json_each_text(COALESCE($3::text, '{}')::json))
+  )
+  INSERT INTO job_tags (project_id, key, value, job_seq) SELECT $1, key, value, $2 FROM json_each_text($4::text::json) ON CONFLICT DO NOTHING`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = $1 AND project_id = $2';
 /**
@@ -124,7 +150,7 @@ const CLAIM_LIMIT = `LEAST($9::int * LEAST(p.delivery_concurrency, $10::int), $1
  * rest stay QUEUED, cancellable, instead of waiting claimed for a slot.
  */
 export const JobClaimDue = `WITH picked AS (
-    SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
+    SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND NOT key_held AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
       AND project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${backedOffProjects('$1::bigint')})
     ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
   ), due AS (
@@ -138,7 +164,7 @@ export const JobClaimDue = `WITH picked AS (
     updated_at = $1::bigint
   FROM due, projects p WHERE jobs.seq = due.seq AND p.id = jobs.project_id
   RETURNING ${JOB_COLUMNS}, jobs.lease_expires_at AS "leaseExpiresAt"`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND run_at > $1::bigint`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS "runAt" FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND NOT key_held AND run_at > $1::bigint`;
 export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = v.expires_at
   FROM unnest($2::text[], $3::bigint[]) AS v(id, expires_at)
   WHERE jobs.id = v.id AND jobs.lease_owner = $1 AND jobs.status IN ('DISPATCHED', 'STARTED')`;
@@ -158,6 +184,9 @@ export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_I
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "leaseExpiresAt" FROM jobs
   WHERE status = 'DISPATCHED' AND lease_owner = $1`;
 export const JobCountByStatus = 'SELECT status, count(*)::int AS n FROM jobs GROUP BY status';
+/** Keys with a job waiting for their turn, as in ../../sqlite/queries/jobs.ts. */
+export const JobCountKeysWaiting = `SELECT count(*)::int AS n FROM (SELECT DISTINCT project_id, concurrency_key FROM jobs
+  WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' AND key_held) AS waiting`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`;
 /** The attempt still waits for its report and its deadline is after $3 (now); locked for the report's transaction. */
 export const JobAwaitingReportLock = `SELECT 1 AS waiting FROM jobs WHERE id = $1 AND status = 'STARTED' AND lease_owner = '${AWAITING_REPORT}'

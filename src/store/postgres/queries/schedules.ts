@@ -7,17 +7,17 @@
 // Recurring schedules (SPEC section 9).
 const SCHEDULE_COLUMNS = `seq, id, project_id AS "projectId", name, cron, timezone, payload, max_retries AS "maxRetries",
   catch_up AS "catchUp", overlap, paused, next_run_at AS "nextRunAt", last_run_at AS "lastRunAt", last_job_id AS "lastJobId",
-  skipped_count AS "skippedCount", created_at AS "createdAt", updated_at AS "updatedAt", tags`;
-/** Only while the project has fewer than $17 schedules (the caller holds the project's lock); $18 its tags. */
+  skipped_count AS "skippedCount", created_at AS "createdAt", updated_at AS "updatedAt", tags, concurrency_key AS "concurrencyKey"`;
+/** Only while the project has fewer than $17 schedules (the caller holds the project's lock); $18 its tags, $19 its concurrencyKey. */
 export const ScheduleInsertBelowLimit = `INSERT INTO schedules (id, project_id, name, cron, timezone, payload, max_retries, catch_up,
-  overlap, paused, next_run_at, last_run_at, last_job_id, skipped_count, created_at, updated_at, tags)
-  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18
+  overlap, paused, next_run_at, last_run_at, last_job_id, skipped_count, created_at, updated_at, tags, concurrency_key)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18, $19
   WHERE (SELECT count(*) FROM schedules WHERE project_id = $2) < $17`;
 export const ScheduleGet = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND project_id = $2`;
 export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
-/** As in ../../sqlite/queries/schedules.ts: a pause remembers its instant; a resume lets go of a claim the pause cut short. $13: its tags. */
+/** As in ../../sqlite/queries/schedules.ts: a pause remembers its instant; a resume lets go of a claim the pause cut short. $13: its tags, $14 its concurrencyKey. */
 export const ScheduleUpdate = `UPDATE schedules SET name = $3, cron = $4, timezone = $5, payload = $6, max_retries = $7, catch_up = $8,
-  overlap = $9, paused = $10, next_run_at = $11, updated_at = $12, tags = $13,
+  overlap = $9, paused = $10, next_run_at = $11, updated_at = $12, tags = $13, concurrency_key = $14,
   paused_at = CASE WHEN NOT $10 THEN NULL WHEN paused THEN COALESCE(paused_at, $12) ELSE $12 END,
   firing_until = CASE WHEN NOT $10 AND paused THEN NULL ELSE firing_until END
   WHERE id = $1 AND project_id = $2 RETURNING ${SCHEDULE_COLUMNS}, paused_at AS "pausedAt"`;

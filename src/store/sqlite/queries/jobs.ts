@@ -14,7 +14,7 @@ export const jobColumns = (t?: string) => {
   ${c}queued_at AS queuedAt, ${c}max_retries AS maxRetries, ${c}attempt_count AS attemptCount,
   ${c}round_start_attempt_count AS roundStartAttemptCount, ${c}last_error AS lastError, ${c}created_at AS createdAt,
   ${c}updated_at AS updatedAt, ${c}completed_at AS completedAt, ${c}failed_at AS failedAt, ${c}cancelled_at AS cancelledAt,
-  ${c}schedule_id AS scheduleId, ${c}traceparent, ${c}tracestate, ${c}tags`;
+  ${c}schedule_id AS scheduleId, ${c}traceparent, ${c}tracestate, ${c}tags, ${c}concurrency_key AS concurrencyKey`;
 };
 const JOB_COLUMNS = jobColumns();
 /** Paused projects (SPEC section 10), read through the partial index projects_paused. */
@@ -46,6 +46,25 @@ export const JobInsertStartedTagged = jobInsertStarted(true);
 /** The tag lookup's rows of a job just inserted (seq): one per entry of its tags (0015_tags.sql). */
 export const JobTagsInsert = `INSERT INTO job_tags (project_id, key, value, job_seq)
   SELECT @projectId, key, value, @seq FROM json_each(@tags)`;
+/**
+ * A keyed job's key, set just after its insert (one statement for jobs with a key or without): the
+ * triggers of 0016_concurrency_keys.sql then set its order and its key's turn.
+ */
+export const JobConcurrencyKeySet = 'UPDATE jobs SET concurrency_key = @key WHERE seq = @seq';
+/**
+ * Debounce (SPEC section 15): the open job of a debounceKey (QUEUED, never attempted; jobs_debounce),
+ * a dispatch it absorbs, and a new job's key and deadline, set just after its insert.
+ */
+export const JobDebounceOpenGet = `SELECT seq, tags FROM jobs INDEXED BY jobs_debounce WHERE project_id = @projectId AND debounce_key = @key
+  AND debounce_key IS NOT NULL AND status = 'QUEUED' AND attempt_count = 0 LIMIT 1`;
+export const JobDebounceAbsorb = `UPDATE jobs SET payload = @payload, tags = CASE WHEN @tagsGiven THEN @tags ELSE tags END,
+  max_retries = CASE WHEN @maxRetriesGiven THEN @maxRetries ELSE max_retries END,
+  run_at = MIN(@runAt, COALESCE(debounce_deadline, @runAt)), debounced_count = debounced_count + 1, updated_at = @now
+  WHERE seq = @seq RETURNING id, scheduled_for AS scheduledFor, max_retries AS maxRetries, run_at AS runAt, debounced_count AS debouncedCount`;
+export const JobDebounceSet = 'UPDATE jobs SET debounce_key = @key, debounce_deadline = @deadline WHERE seq = @seq';
+/** A job's rows of the tag lookup for its tags `@tags` (as stored), before they are replaced. */
+export const JobTagsDelete = `DELETE FROM job_tags WHERE project_id = @projectId AND job_seq = @seq
+  AND (key, value) IN (SELECT key, value FROM json_each(@tags))`;
 export const JobGet = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ? AND project_id = ?`;
 export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id = ?';
 /**
@@ -99,7 +118,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
       (ranked.run_at <= @now AND ranked.place <= COALESCE(json_extract(@startable, '$."' || ranked.project_id || '"'), 0)) AS starts
     FROM (
       SELECT seq, project_id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
-        SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at <= @dueBy
+        SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at <= @dueBy
           AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
           AND project_id NOT IN (${BACKED_OFF_PROJECTS})
         ORDER BY run_at LIMIT @limit)
@@ -108,7 +127,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
   ) AS picked
   WHERE jobs.seq = picked.picked_seq
   RETURNING ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt, lease_attempt_id AS startedAttemptId`;
-export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND run_at > @after`;
+export const JobNextDueAt = `SELECT MIN(run_at) AS runAt FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at > @after`;
 /**
  * Idempotent for one attempt: started again with the same attempt id, it counts nothing twice.
  * A job of a paused or backed-off project is not started (JobReleaseHeldBack gives it back).
@@ -168,6 +187,9 @@ export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_I
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
   WHERE status IN ('DISPATCHED', 'STARTED') AND status = 'DISPATCHED' AND lease_owner = ?`;
 export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY status';
+/** Keys with a job waiting for their turn: read from jobs_key (keyed jobs only), each key's QUEUED jobs until one is held. */
+export const JobCountKeysWaiting = `SELECT count(*) AS n FROM (SELECT DISTINCT project_id, concurrency_key FROM jobs INDEXED BY jobs_key
+  WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' AND key_held = 1)`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,
   created_at AS createdAt FROM idempotency_keys WHERE project_id = ? AND endpoint = ? AND key = ?`;

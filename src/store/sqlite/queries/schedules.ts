@@ -7,11 +7,11 @@
 // Recurring schedules (SPEC section 9).
 const SCHEDULE_COLUMNS = `seq, id, project_id AS projectId, name, cron, timezone, payload, max_retries AS maxRetries,
   catch_up AS catchUp, overlap, paused, next_run_at AS nextRunAt, last_run_at AS lastRunAt, last_job_id AS lastJobId,
-  skipped_count AS skippedCount, created_at AS createdAt, updated_at AS updatedAt, tags`;
+  skipped_count AS skippedCount, created_at AS createdAt, updated_at AS updatedAt, tags, concurrency_key AS concurrencyKey`;
 export const ScheduleInsertBelowLimit = `INSERT INTO schedules (id, project_id, name, cron, timezone, payload, max_retries, catch_up,
-  overlap, paused, next_run_at, last_run_at, last_job_id, skipped_count, created_at, updated_at, tags)
+  overlap, paused, next_run_at, last_run_at, last_job_id, skipped_count, created_at, updated_at, tags, concurrency_key)
   SELECT @id, @projectId, @name, @cron, @timezone, @payload, @maxRetries, @catchUp, @overlap, @paused, @nextRunAt, @lastRunAt,
-    @lastJobId, @skippedCount, @createdAt, @updatedAt, @tags
+    @lastJobId, @skippedCount, @createdAt, @updatedAt, @tags, @concurrencyKey
   WHERE (SELECT count(*) FROM schedules WHERE project_id = @projectId) < @maxPerProject`;
 export const ScheduleGet = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = ? AND project_id = ?`;
 export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE project_id = @projectId AND seq < @beforeSeq
@@ -23,6 +23,7 @@ export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE pro
  */
 export const ScheduleUpdate = `UPDATE schedules SET name = @name, cron = @cron, timezone = @timezone, payload = @payload,
   max_retries = @maxRetries, catch_up = @catchUp, overlap = @overlap, paused = @paused, next_run_at = @nextRunAt, updated_at = @now, tags = @tags,
+  concurrency_key = @concurrencyKey,
   paused_at = CASE WHEN @paused = 0 THEN NULL WHEN paused = 1 THEN COALESCE(paused_at, @now) ELSE @now END,
   firing_until = CASE WHEN @paused = 0 AND paused = 1 THEN NULL ELSE firing_until END
   WHERE id = @scheduleId AND project_id = @projectId RETURNING ${SCHEDULE_COLUMNS}, paused_at AS pausedAt`;

@@ -11,7 +11,7 @@ const PROJECT_COLUMNS = `id, team_id AS teamId, name, webhook_url AS webhookUrl,
   delivery_timeout_ms AS deliveryTimeoutMs, delivery_concurrency AS deliveryConcurrency, accept_any_2xx AS acceptAny2xx,
   retention_days AS retentionDays, paused, events_url AS eventsUrl, events_format AS eventsFormat,
   delivery_rate_per_second AS deliveryRatePerSecond, async_completion AS asyncCompletion,
-  async_completion_timeout_ms AS asyncCompletionTimeoutMs, created_at AS createdAt`;
+  async_completion_timeout_ms AS asyncCompletionTimeoutMs, key_concurrency AS keyConcurrency, created_at AS createdAt`;
 export const SettingGet = 'SELECT value FROM settings WHERE key = ?';
 /** A write whose only purpose is to find out whether the disk takes writes again (readiness). */
 export const WriteProbe = `INSERT INTO settings (key, value) VALUES ('write_probe_at', @now)
@@ -28,10 +28,10 @@ export const TeamUpdate = `UPDATE teams SET name = COALESCE(@name, name), plan =
 export const TeamCount = 'SELECT count(*) AS n FROM teams';
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
   retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
-  events_url, events_format, delivery_rate_per_second, async_completion, async_completion_timeout_ms, created_at)
-  VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
+  events_url, events_format, delivery_rate_per_second, async_completion, async_completion_timeout_ms, created_at,
+  key_concurrency) VALUES (@id, @teamId, @name, @webhookUrl, @retryMaxRetries, @retryInitialDelayMs, @retryFactor, @retryMaxDelayMs,
   @deliveryTimeoutMs, @deliveryConcurrency, @acceptAny2xx, @retentionDays, @paused, @eventsUrl, @eventsFormat, @deliveryRatePerSecond,
-  @asyncCompletion, @asyncCompletionTimeoutMs, @createdAt)`;
+  @asyncCompletion, @asyncCompletionTimeoutMs, @createdAt, @keyConcurrency)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ?`;
 export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE team_id = ? ORDER BY created_at, id`;
 export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @webhookUrl, retry_max_retries = @retryMaxRetries,
@@ -39,7 +39,7 @@ export const ProjectUpdate = `UPDATE projects SET name = @name, webhook_url = @w
   delivery_timeout_ms = @deliveryTimeoutMs, delivery_concurrency = @deliveryConcurrency, accept_any_2xx = @acceptAny2xx,
   retention_days = @retentionDays, paused = @paused, events_url = @eventsUrl, events_format = @eventsFormat,
   delivery_rate_per_second = @deliveryRatePerSecond, async_completion = @asyncCompletion,
-  async_completion_timeout_ms = @asyncCompletionTimeoutMs WHERE id = @id`;
+  async_completion_timeout_ms = @asyncCompletionTimeoutMs, key_concurrency = @keyConcurrency WHERE id = @id`;
 export const WebhookSecretInsert = `INSERT INTO webhook_secrets (id, project_id, secret_ciphertext, created_at, expires_at)
   VALUES (@id, @projectId, @ciphertext, @createdAt, @expiresAt)`;
 export const WebhookSecretListActive = `SELECT id, project_id AS projectId, secret_ciphertext AS ciphertext, created_at AS createdAt,
