@@ -174,6 +174,19 @@ export const retryPolicy = {
     initialDelayMs: { type: 'integer' },
     factor: { type: 'number' },
     maxDelayMs: { type: 'integer' },
+    stopOn: { type: 'array', items: { type: 'integer' }, description: 'HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13)' },
+  },
+} as const;
+
+/** A project's delivery health (SPEC section 13). */
+const health = {
+  type: 'object',
+  required: ['state', 'since', 'consecutiveFailures', 'nextProbeAt'],
+  properties: {
+    state: { type: 'string', enum: ['healthy', 'failing', 'held'] },
+    since: nullableTimestamp,
+    consecutiveFailures: { type: 'integer' },
+    nextProbeAt: { ...nullableTimestamp, description: 'While held: when the receiver is probed next' },
   },
 } as const;
 
@@ -188,7 +201,7 @@ const projectProperties = {
   teamId: { type: 'string' },
   name: { type: 'string' },
   webhookUrl: { type: ['string', 'null'] },
-  retryPolicy: { ...retryPolicy, required: ['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs'] },
+  retryPolicy: { ...retryPolicy, required: ['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs', 'stopOn'] },
   deliveryTimeoutMs: { type: 'integer' },
   deliveryConcurrency: { type: 'integer' },
   acceptAny2xx: { type: 'boolean' },
@@ -199,6 +212,9 @@ const projectProperties = {
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string', enum: ['json', 'slack'] },
   retentionDays: { type: ['integer', 'null'] },
+  holdOnFailure: { type: 'boolean' },
+  eventTypes: { type: 'array', items: { type: 'string' } },
+  health,
   createdAt: timestamp,
 } as const;
 

@@ -4451,6 +4451,8 @@ export interface paths {
                                     initialDelayMs: number;
                                     factor: number;
                                     maxDelayMs: number;
+                                    /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                    stopOn: number[];
                                 };
                                 deliveryTimeoutMs: number;
                                 deliveryConcurrency: number;
@@ -4463,6 +4465,20 @@ export interface paths {
                                 /** @enum {string} */
                                 eventsFormat: "json" | "slack";
                                 retentionDays: number | null;
+                                holdOnFailure: boolean;
+                                eventTypes: string[];
+                                health: {
+                                    /** @enum {string} */
+                                    state: "healthy" | "failing" | "held";
+                                    /** Format: date-time */
+                                    since: string | null;
+                                    consecutiveFailures: number;
+                                    /**
+                                     * Format: date-time
+                                     * @description While held: when the receiver is probed next
+                                     */
+                                    nextProbeAt: string | null;
+                                };
                                 /** Format: date-time */
                                 createdAt: string;
                             }[];
@@ -4572,6 +4588,8 @@ export interface paths {
                             initialDelayMs?: number;
                             factor?: number;
                             maxDelayMs?: number;
+                            /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                            stopOn?: number[];
                         };
                         deliveryTimeoutMs?: number;
                         deliveryConcurrency?: number;
@@ -4583,6 +4601,8 @@ export interface paths {
                         asyncCompletionTimeoutMs?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
+                        holdOnFailure?: boolean;
+                        eventTypes?: string[] | null;
                     };
                 };
             };
@@ -4603,6 +4623,8 @@ export interface paths {
                                 initialDelayMs: number;
                                 factor: number;
                                 maxDelayMs: number;
+                                /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                stopOn: number[];
                             };
                             deliveryTimeoutMs: number;
                             deliveryConcurrency: number;
@@ -4615,6 +4637,20 @@ export interface paths {
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
                             retentionDays: number | null;
+                            holdOnFailure: boolean;
+                            eventTypes: string[];
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             /** @description whsec_…: signs deliveries; readable again at …/webhook-secrets */
@@ -4940,6 +4976,8 @@ export interface paths {
                                 initialDelayMs: number;
                                 factor: number;
                                 maxDelayMs: number;
+                                /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                stopOn: number[];
                             };
                             deliveryTimeoutMs: number;
                             deliveryConcurrency: number;
@@ -4952,6 +4990,20 @@ export interface paths {
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
                             retentionDays: number | null;
+                            holdOnFailure: boolean;
+                            eventTypes: string[];
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -5064,6 +5116,8 @@ export interface paths {
                             initialDelayMs?: number;
                             factor?: number;
                             maxDelayMs?: number;
+                            /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                            stopOn?: number[];
                         };
                         deliveryTimeoutMs?: number;
                         deliveryConcurrency?: number;
@@ -5075,6 +5129,8 @@ export interface paths {
                         asyncCompletionTimeoutMs?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
+                        holdOnFailure?: boolean;
+                        eventTypes?: string[] | null;
                     };
                 };
             };
@@ -5095,6 +5151,8 @@ export interface paths {
                                 initialDelayMs: number;
                                 factor: number;
                                 maxDelayMs: number;
+                                /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                stopOn: number[];
                             };
                             deliveryTimeoutMs: number;
                             deliveryConcurrency: number;
@@ -5107,6 +5165,20 @@ export interface paths {
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
                             retentionDays: number | null;
+                            holdOnFailure: boolean;
+                            eventTypes: string[];
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -5874,6 +5946,211 @@ export interface paths {
         get?: never;
         put?: never;
         /** Send a real, signed sample delivery (payload {"test": true}) and report the answer; no job is created */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    projectId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            outcome: "success" | "http_error" | "timeout" | "network_error";
+                            statusCode: number | null;
+                            durationMs: number;
+                            responseBody: string | null;
+                            error: string | null;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "INVALID_REQUEST";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNAUTHORIZED */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNAUTHORIZED";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description NOT_FOUND */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "NOT_FOUND";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description PAYLOAD_TOO_LARGE */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "PAYLOAD_TOO_LARGE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNSUPPORTED_MEDIA_TYPE */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNSUPPORTED_MEDIA_TYPE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description WEBHOOK_NOT_CONFIGURED */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "WEBHOOK_NOT_CONFIGURED";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description INTERNAL_ERROR */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "INTERNAL_ERROR";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNAVAILABLE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/manage/v1/projects/{projectId}/probe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Probe the receiver now (SPEC section 13): a test delivery with "probe": true; a success ends a hold and the waiting jobs go out */
         post: {
             parameters: {
                 query?: never;

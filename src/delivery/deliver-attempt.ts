@@ -7,7 +7,7 @@ import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, StartedAttempt
 import { LEASE_MARGIN_MS, leaseMs } from './capacity.js';
 import { backpressureMs, nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
-import type { WebhookHealth } from './webhook-health.js';
+import { meansReceiverDown, type WebhookHealth } from './webhook-health.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { continueTrace, type TraceContext } from '../tracing/trace-context.js';
 import type { AttemptSpan, AttemptSpanResult, Tracer } from '../tracing/tracer.js';
@@ -69,15 +69,17 @@ export function webhookBody(
   attemptId: string,
   attemptNumber: number,
   payload: string,
-  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null; tags?: string | null } = {},
+  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null; tags?: string | null; probe?: boolean } = {},
 ): string {
-  const { schedule, callbackToken, tags } = extra;
+  const { schedule, callbackToken, tags, probe } = extra;
   const fromSchedule = schedule
     ? `"scheduleId":${JSON.stringify(schedule.id)},"scheduledFor":${JSON.stringify(formatNullableTimestamp(schedule.scheduledFor))},`
     : '';
   const token = callbackToken ? `"callbackToken":${JSON.stringify(callbackToken)},` : '';
   const tagged = tags ? `"tags":${tags},` : '';
-  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}"payload":${payload}}`;
+  // A probe of a held project's receiver says so (SPEC section 13), so the receiver may tell it from a job.
+  const probed = probe ? '"probe":true,' : '';
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}${probed}"payload":${payload}}`;
 }
 
 function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
@@ -282,6 +284,6 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
   // Outcomes of the receiver, not of this instance: a request cut short by a shutdown says nothing.
   if (applied && next.kind !== 'release') {
     if (result.outcome === 'success') deps.health?.success(project.id);
-    else deps.health?.failure(project.id, result.error ?? result.outcome);
+    else if (meansReceiverDown(result)) deps.health?.failure(project.id, result.error ?? result.outcome);
   }
 }

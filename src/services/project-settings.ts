@@ -14,6 +14,9 @@ export const PROJECT_DEFAULTS = {
   deliveryRatePerSecond: null,
   asyncCompletion: false,
   asyncCompletionTimeoutMs: 3_600_000,
+  holdOnFailure: false,
+  eventTypes: null,
+  retryStopOn: [] as number[],
 } as const;
 /** SPEC section 11: attempts a project may start per second, when it sets a rate. */
 export const DELIVERY_RATE_RANGE = [0.1, 10_000] as const;

@@ -36,6 +36,12 @@ interface ProjectSettings {
   asyncCompletion: boolean;
   /** How long an accepted attempt waits for its report (and a "running" report extends it by). */
   asyncCompletionTimeoutMs: number;
+  /** A project that turns failing is held (SPEC section 13): nothing starts until a probe succeeds. */
+  holdOnFailure: boolean;
+  /** The event types sent to the eventsUrl (SPEC section 13); null: the default set (every type but job.completed). */
+  eventTypes: string[] | null;
+  /** HTTP statuses that end a job at once (retryPolicy.stopOn, SPEC section 13). */
+  retryStopOn: number[];
 }
 
 export const EVENTS_FORMATS = ['json', 'slack'] as const;

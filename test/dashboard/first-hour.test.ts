@@ -28,7 +28,7 @@ describe('dashboard: the first hour', () => {
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
   const post = (url: string, fields: Record<string, string> = {}) =>
     t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
-  const failures = (n: number, from: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: 'HTTP 503: upstream down', at: from + i, eventId: `evt_f${from + i}` }));
+  const failures = (n: number, from: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: 'HTTP 503: upstream down', at: from + i, eventId: `evt_f${from + i}`, heldEventId: `evt_fh${from + i}` }));
 
   beforeAll(async () => {
     t = await makeTestApp({ now: T });
@@ -72,7 +72,7 @@ describe('dashboard: the first hour', () => {
       expect(page).not.toContain('<span class="badge badge-completed">running</span>');
       expect(page).toContain('running, failing');
       // Healthy again after a success: no banner.
-      await t.store.webhookHealthRecord({ projectId: broken.projectId, outcomes: [{ failed: false, error: null, at: T + 70_000, eventId: 'evt_ok' }] });
+      await t.store.webhookHealthRecord({ projectId: broken.projectId, outcomes: [{ failed: false, error: null, at: T + 70_000, eventId: 'evt_ok', heldEventId: 'evt_okh' }] });
       expect((await get(`/projects/${broken.projectId}`)).body).not.toContain('failing-banner');
       expect((await get(`/teams/${p.teamId}`)).body).not.toContain('badge-failing">failing');
     });

@@ -114,7 +114,7 @@ describe('events to a project\'s eventsUrl', () => {
     await dispatch(p, { ok: true });
     await receiver.waitFor(() => types().includes('webhook.recovered'));
     const recovered = eventsAt(p.eventsPath).find((r) => r.json.type === 'webhook.recovered')!;
-    expect(recovered.json.data).toEqual({ failingSince: failing.json.data && (failing.json.data as { since: string }).since });
+    expect(recovered.json.data).toEqual({ failingSince: failing.json.data && (failing.json.data as { since: string }).since, heldFor: null });
     // Exactly one of each: poll the list until every event is settled, then count.
     const settled = await eventually(() => listEvents(p), {
       what: 'every event delivered',

@@ -78,8 +78,8 @@ export function eventCases(contract: ContractContext): void {
 
     it('records webhook.failing at the 10th failure in a row, again only after an hour, and webhook.recovered at the first success', async () => {
       const project = await withEvents();
-      const fail = (at: number, n = 1) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 10}`, at: at + i, eventId: `evt_f${at + i}` }));
-      const succeed = (at: number) => ({ failed: false, error: null, at, eventId: `evt_s${at}` });
+      const fail = (at: number, n = 1) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 10}`, at: at + i, eventId: `evt_f${at + i}`, heldEventId: `evt_h${at + i}` }));
+      const succeed = (at: number) => ({ failed: false, error: null, at, eventId: `evt_s${at}`, heldEventId: `evt_sh${at}` });
       const types = async () => (await contract.store.eventList({ projectId: project.id, beforeSeq: null, limit: 100 })).map((e) => [e.type, JSON.parse(e.data)]).reverse();
       // A success breaks a run of 9: nothing.
       await contract.store.webhookHealthRecord({ projectId: project.id, outcomes: [...fail(T0, 9), succeed(T0 + 100)] });
@@ -96,19 +96,19 @@ export function eventCases(contract: ContractContext): void {
       await contract.store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 300 + 3_600_000, 1) });
       expect((await types())[1]).toEqual(['webhook.failing', { consecutiveFailures: 62, lastError: 'HTTP 500', since: new Date(T0 + 200).toISOString() }]);
       await contract.store.webhookHealthRecord({ projectId: project.id, outcomes: [succeed(T0 + 4_000_000), succeed(T0 + 4_000_001)] });
-      expect((await types()).slice(2)).toEqual([['webhook.recovered', { failingSince: new Date(T0 + 200).toISOString() }]]);
+      expect((await types()).slice(2)).toEqual([['webhook.recovered', { failingSince: new Date(T0 + 200).toISOString(), heldFor: null }]]);
       expect(await contract.store.webhookHealthListFailing()).toEqual([]);
     });
 
     it("keeps a project's run of failures whether or not it has an eventsUrl, and reads it back", async () => {
       const quiet = await makeProject();
-      const fail = (at: number, n: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 3}`, at: at + i, eventId: `evt_g${at + i}` }));
-      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toBeNull();
+      const fail = (at: number, n: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 3}`, at: at + i, eventId: `evt_g${at + i}`, heldEventId: `evt_gh${at + i}` }));
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ run: null, hold: null });
       await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: fail(T0, 12) });
-      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ consecutiveFailures: 12, failingSince: T0, failingEventAt: T0 + 9, lastError: 'HTTP 502' });
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ run: { consecutiveFailures: 12, failingSince: T0, failingEventAt: T0 + 9, lastError: 'HTTP 502' }, hold: null });
       expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
-      await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: [{ failed: false, error: null, at: T0 + 20, eventId: 'evt_gok' }] });
-      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toBeNull();
+      await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: [{ failed: false, error: null, at: T0 + 20, eventId: 'evt_gok', heldEventId: 'evt_gokh' }] });
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ run: null, hold: null });
     });
 
     it('records schedule.skipped with the advance of its schedule only', async () => {

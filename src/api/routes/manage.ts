@@ -115,6 +115,21 @@ const projectSettings = {
   asyncCompletionTimeoutMs: { type: 'integer', minimum: ASYNC_COMPLETION_TIMEOUT_RANGE[0], maximum: ASYNC_COMPLETION_TIMEOUT_RANGE[1] },
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string' },
+  holdOnFailure: { type: 'boolean' },
+  eventTypes: { type: ['array', 'null'], items: { type: 'string' } },
+} as const;
+
+/** The answer of a test delivery and of a probe. */
+const testDeliveryAnswer = {
+  type: 'object',
+  required: ['outcome', 'statusCode', 'durationMs', 'responseBody', 'error'],
+  properties: {
+    outcome: { type: 'string', enum: ['success', 'http_error', 'timeout', 'network_error'] },
+    statusCode: { type: ['integer', 'null'] },
+    durationMs: { type: 'integer' },
+    responseBody: { type: ['string', 'null'] },
+    error: { type: ['string', 'null'] },
+  },
 } as const;
 
 type TeamParams = { Params: { teamId: string } };
@@ -252,21 +267,22 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     opts('Send a real, signed sample delivery (payload {"test": true}) and report the answer; no job is created', {
       params: idParams('projectId'),
       response: {
-        200: {
-          type: 'object',
-          required: ['outcome', 'statusCode', 'durationMs', 'responseBody', 'error'],
-          properties: {
-            outcome: { type: 'string', enum: ['success', 'http_error', 'timeout', 'network_error'] },
-            statusCode: { type: ['integer', 'null'] },
-            durationMs: { type: 'integer' },
-            responseBody: { type: ['string', 'null'] },
-            error: { type: ['string', 'null'] },
-          },
-        },
+        200: testDeliveryAnswer,
         ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND', 'WEBHOOK_NOT_CONFIGURED'),
       },
     }),
     async (request) => services.testDeliveries.send(request.params.projectId),
+  );
+  app.post<ProjectParams>(
+    '/v1/projects/:projectId/probe',
+    opts('Probe the receiver now (SPEC section 13): a test delivery with "probe": true; a success ends a hold and the waiting jobs go out', {
+      params: idParams('projectId'),
+      response: {
+        200: testDeliveryAnswer,
+        ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND', 'WEBHOOK_NOT_CONFIGURED'),
+      },
+    }),
+    async (request) => services.testDeliveries.probe(request.params.projectId),
   );
   app.get<ProjectParams>(
     '/v1/projects/:projectId/events',

@@ -225,6 +225,19 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     }
   });
 
+  // "Probe now" on a held project's banner (SPEC section 13): a success ends the hold.
+  app.post<ProjectParams>('/projects/:projectId/webhook/probe', async (request, reply) => {
+    const row = await project(request);
+    const at = deps.clock.now();
+    try {
+      const result = await testDeliveries.probe(row.id);
+      return sendPage(reply, await webhook(request, { testResult: { ...result, at } }));
+    } catch (error) {
+      const refused = formError(error);
+      return sendPage(reply, await webhook(request, { error: refused }), refused.statusCode);
+    }
+  });
+
   async function settings(
     request: FastifyRequest<ProjectParams>,
     extra: { values?: SettingsValues; typed?: Record<string, unknown>; error?: FormError; notice?: string | null },

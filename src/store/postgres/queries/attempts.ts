@@ -5,7 +5,7 @@
  */
 import { AWAITING_REPORT } from '../../job-store.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../../overview-store.js';
-import { PAUSED_PROJECTS, backedOffProjects } from './fragments.js';
+import { PROJECT_STOPPED, STOPPED_PROJECTS, backedOffProjects } from './fragments.js';
 
 /** The lateness buckets' bounds as an array literal: constants of the code, never data. */
 const LATENESS_BOUNDS_ARRAY = `'{${LATENESS_BOUNDS.join(',')}}'::bigint[]`;
@@ -15,12 +15,12 @@ const attemptColumns = (t: string) => `${t}.id, ${t}.job_id AS "jobId", ${t}.att
   ${t}.reported_at AS "reportedAt"`;
 /**
  * Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. A job
- * of a paused project is not started: claimed before the pause and not yet sent, it is QUEUED again
+ * of a paused or held project is not started: claimed before the pause and not yet sent, it is QUEUED again
  * as it was, due when it was.
  */
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
-  ), paused AS (${PAUSED_PROJECTS}), backed_off AS (
+  ), paused AS (${STOPPED_PROJECTS}), backed_off AS (
     ${backedOffProjects('(SELECT max(now) FROM input)')}
   ), released AS (
     UPDATE jobs SET status = 'QUEUED', on_hold = jobs.project_id IN (SELECT id FROM paused), lease_owner = NULL, lease_expires_at = NULL,
@@ -91,7 +91,7 @@ export const AttemptFinishMany = `WITH input AS (
   ), job AS (
     UPDATE jobs SET status = i.status,
       run_at = COALESCE(i.run_at, jobs.run_at), queued_at = CASE WHEN i.status = 'QUEUED' THEN i.now ELSE jobs.queued_at END,
-      on_hold = CASE WHEN i.status = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE jobs.on_hold END,
+      on_hold = CASE WHEN i.status = 'QUEUED' THEN ${PROJECT_STOPPED} ELSE jobs.on_hold END,
       round_start_attempt_count = jobs.round_start_attempt_count + i.released,
       lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
       last_error = COALESCE(i.last_error, jobs.last_error), updated_at = i.now,
@@ -111,7 +111,7 @@ export const AttemptFinishMany = `WITH input AS (
 export const AttemptFinish = `WITH job AS (
     UPDATE jobs SET status = $5::text,
       run_at = COALESCE($6::bigint, run_at), queued_at = CASE WHEN $5::text = 'QUEUED' THEN $4::bigint ELSE queued_at END,
-      on_hold = CASE WHEN $5::text = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE on_hold END,
+      on_hold = CASE WHEN $5::text = 'QUEUED' THEN ${PROJECT_STOPPED} ELSE on_hold END,
       round_start_attempt_count = round_start_attempt_count + $7::int,
       lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
       last_error = COALESCE($8::text, last_error), updated_at = $4::bigint,

@@ -30,8 +30,11 @@ export const EventPrune = `WITH doomed AS (
   DELETE FROM events USING doomed WHERE events.seq = doomed.seq`;
 export const WebhookHealthGetForUpdate = `SELECT consecutive_failures AS "consecutiveFailures", failing_since AS "failingSince",
   failing_event_at AS "failingEventAt", last_error AS "lastError" FROM webhook_health WHERE project_id = $1 FOR UPDATE`;
-/** Takes the row's lock even when there is no row yet: two instances' first failures of a run must not both insert. */
-export const WebhookHealthLockProject = 'SELECT 1 FROM projects WHERE id = $1 FOR NO KEY UPDATE';
+/**
+ * Takes the row's lock even when there is no row yet: two instances' first failures of a run must
+ * not both insert. Reads whether the project holds on failure and is held (0017_receiver_health.sql).
+ */
+export const WebhookHealthLockProject = `SELECT hold_on_failure AS "holdOnFailure", held_since AS "heldSince" FROM projects WHERE id = $1 FOR NO KEY UPDATE`;
 export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, consecutive_failures, failing_since, failing_event_at, last_error)
   VALUES ($1, $2, $3, $4, $5)
   ON CONFLICT (project_id) DO UPDATE SET consecutive_failures = excluded.consecutive_failures, failing_since = excluded.failing_since,
@@ -40,3 +43,18 @@ export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id 
 export const WebhookHealthListFailing = 'SELECT project_id AS "projectId" FROM webhook_health';
 export const WebhookHealthGet = `SELECT consecutive_failures AS "consecutiveFailures", failing_since AS "failingSince",
   failing_event_at AS "failingEventAt", last_error AS "lastError" FROM webhook_health WHERE project_id = $1`;
+
+// Receiver health (SPEC section 13): as in ../../sqlite/queries/events.ts.
+export const ProjectHoldGet = `SELECT held_since AS "heldSince", next_probe_at AS "nextProbeAt", probe_interval_ms AS "probeIntervalMs"
+  FROM projects WHERE id = $1 AND held_since IS NOT NULL`;
+export const ProjectHoldSet = 'UPDATE projects SET held_since = $2, next_probe_at = $3, probe_interval_ms = $4 WHERE id = $1 AND held_since IS NULL';
+/**
+ * Under READ COMMITTED an instance whose update waited on another's re-reads the row after that
+ * commit, finds next_probe_at moved on, and claims nothing: one probe each time, across instances.
+ */
+export const WebhookProbeClaimDue = `UPDATE projects SET probe_interval_ms = LEAST(probe_interval_ms * 2, $2::bigint),
+  next_probe_at = $1::bigint + LEAST(probe_interval_ms * 2, $2::bigint)
+  WHERE next_probe_at <= $1 AND held_since IS NOT NULL AND NOT paused RETURNING id`;
+export const WebhookProbeNextAt = 'SELECT min(next_probe_at) AS at FROM projects WHERE next_probe_at IS NOT NULL AND held_since IS NOT NULL AND NOT paused';
+export const WebhookHoldEnd = `UPDATE projects SET held_since = NULL, next_probe_at = NULL, probe_interval_ms = NULL
+  WHERE id = $1 AND held_since IS NOT NULL`;

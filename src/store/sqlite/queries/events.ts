@@ -40,3 +40,17 @@ export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, cons
   failing_event_at = excluded.failing_event_at, last_error = excluded.last_error`;
 export const WebhookHealthDelete = 'DELETE FROM webhook_health WHERE project_id = ?';
 export const WebhookHealthListFailing = 'SELECT project_id AS projectId FROM webhook_health';
+
+// Receiver health (SPEC section 13): a held project and its probes (0017_receiver_health.sql).
+export const ProjectHoldStateGet = 'SELECT hold_on_failure AS holdOnFailure, held_since AS heldSince FROM projects WHERE id = ?';
+export const ProjectHoldGet = `SELECT held_since AS heldSince, next_probe_at AS nextProbeAt, probe_interval_ms AS probeIntervalMs
+  FROM projects WHERE id = ? AND held_since IS NOT NULL`;
+export const ProjectHoldSet = `UPDATE projects SET held_since = @heldSince, next_probe_at = @nextProbeAt, probe_interval_ms = @probeIntervalMs
+  WHERE id = @projectId AND held_since IS NULL`;
+/** One conditional update claims each due probe: an instance whose update finds next_probe_at moved on claims nothing. */
+export const WebhookProbeClaimDue = `UPDATE projects SET probe_interval_ms = min(probe_interval_ms * 2, @maxMs),
+  next_probe_at = @now + min(probe_interval_ms * 2, @maxMs)
+  WHERE next_probe_at <= @now AND held_since IS NOT NULL AND paused = 0 RETURNING id`;
+export const WebhookProbeNextAt = 'SELECT min(next_probe_at) AS at FROM projects WHERE next_probe_at IS NOT NULL AND held_since IS NOT NULL AND paused = 0';
+export const WebhookHoldEnd = `UPDATE projects SET held_since = NULL, next_probe_at = NULL, probe_interval_ms = NULL
+  WHERE id = ? AND held_since IS NOT NULL`;
