@@ -230,11 +230,11 @@ export const createdProject = {
 
 const eventProperties = {
   eventId: { type: 'string' },
-  type: { type: 'string', enum: ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped'] },
+  type: { type: 'string', enum: ['job.failed', 'job.completed', 'webhook.failing', 'webhook.held', 'webhook.recovered', 'schedule.skipped'] },
   occurredAt: timestamp,
   projectId: { type: 'string' },
   data: { type: 'object', additionalProperties: true },
-  status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] },
+  status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED', 'NOT_SENT'], description: 'NOT_SENT: listed, but the project has no eventsUrl or does not subscribe to its type' },
   attemptCount: { type: 'integer' },
   nextAttemptAt: nullableTimestamp,
   lastError: { type: ['string', 'null'] },

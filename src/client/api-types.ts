@@ -6379,15 +6379,18 @@ export interface paths {
                             events: {
                                 eventId: string;
                                 /** @enum {string} */
-                                type: "job.failed" | "webhook.failing" | "webhook.recovered" | "schedule.skipped";
+                                type: "job.failed" | "job.completed" | "webhook.failing" | "webhook.held" | "webhook.recovered" | "schedule.skipped";
                                 /** Format: date-time */
                                 occurredAt: string;
                                 projectId: string;
                                 data: {
                                     [key: string]: unknown;
                                 };
-                                /** @enum {string} */
-                                status: "PENDING" | "DELIVERED" | "FAILED";
+                                /**
+                                 * @description NOT_SENT: listed, but the project has no eventsUrl or does not subscribe to its type
+                                 * @enum {string}
+                                 */
+                                status: "PENDING" | "DELIVERED" | "FAILED" | "NOT_SENT";
                                 attemptCount: number;
                                 /** Format: date-time */
                                 nextAttemptAt: string | null;

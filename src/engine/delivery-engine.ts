@@ -103,7 +103,7 @@ export class DeliveryEngine {
       client: options.client,
       workerId: this.workerId,
       health: this.health,
-      onJobFailed: () => this.events.wake(),
+      onJobEvent: () => this.events.wake(),
       // Held here at once, and on every instance through the store (claims and starts read it).
       onBackpressure: (projectId, until) => {
         this.runner.holdProject(projectId, until);

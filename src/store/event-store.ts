@@ -1,6 +1,6 @@
 /**
- * The storage contract of events (SPEC section 10), part of Store (store.ts): an outbox. An event
- * is recorded only when its project has an eventsUrl, in the transaction of what it tells where
+ * The storage contract of events (SPEC sections 10 and 13), part of Store (store.ts): an outbox and
+ * the project's activity feed. Every event is recorded (those not sent as NOT_SENT), in the transaction of what it tells where
  * there is one (a job's last attempt, a schedule's advance), and delivered at least once by
  * whichever instance claims it (a lease in the row, as jobs have).
  */
@@ -11,7 +11,8 @@ export const EVENT_TYPES = ['job.failed', 'webhook.failing', 'webhook.recovered'
 export type EventType = (typeof EVENT_TYPES)[number];
 /** The types sent to an eventsUrl unless the project chooses (eventTypes, SPEC section 13): every type but job.completed. */
 export const DEFAULT_EVENT_TYPES: readonly EventType[] = EVENT_TYPES.filter((type) => type !== 'job.completed');
-export type EventStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
+/** NOT_SENT: recorded for the activity feed, but the project has no eventsUrl or does not subscribe to its type. */
+export type EventStatus = 'PENDING' | 'DELIVERED' | 'FAILED' | 'NOT_SENT';
 
 export interface NewEvent {
   id: string;
@@ -82,7 +83,10 @@ export interface WebhookHealthRow {
 }
 
 export interface EventStore {
-  /** Records the event when its project has an eventsUrl; false (nothing written) otherwise. */
+  /**
+   * Records the event: PENDING (to be sent) when its project has an eventsUrl and subscribes to its
+   * type, NOT_SENT otherwise; a job.completed only when it is sent. Whether it was recorded.
+   */
   eventInsert(event: NewEvent): Promise<boolean>;
   /** A project's events, newest first, below `beforeSeq` (the cursor). */
   eventList(params: { projectId: string; beforeSeq: number | null; limit: number }): Promise<EventRow[]>;

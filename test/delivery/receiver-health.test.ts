@@ -138,4 +138,55 @@ describe('receiver health: hold, probe, resume (injected clock)', () => {
     expect(answered.json()).toMatchObject({ outcome: 'success', statusCode: 200, error: null });
     expect((await project(p)).health).toEqual({ state: 'healthy', since: null, consecutiveFailures: 0, nextProbeAt: null });
   });
+
+  it('retryPolicy.stopOn ends a job at its first such answer, says why, and counts nothing toward the health', async () => {
+    down = true;
+    status = 410;
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { holdOnFailure: true, retryPolicy: { stopOn: [410] } } });
+    const jobs: string[] = [];
+    for (let i = 0; i < FAILING_AFTER + 2; i += 1) jobs.push(await dispatch(p, { payload: { i }, maxRetries: 3 }));
+    await t.engine!.claimLoop.tick();
+    await eventually(() => finishedAttempts(jobs), { what: 'every attempt', until: (n) => n === jobs.length });
+    for (const jobId of jobs) {
+      expect(await t.store.jobGet({ projectId: p.projectId, jobId })).toMatchObject({ status: 'FAILED', attemptCount: 1, lastError: 'HTTP 410: in retryPolicy.stopOn, so no further retries' });
+    }
+    status = 503;
+    await dispatch(p, { payload: {}, maxRetries: 0 });
+    await t.engine!.claimLoop.tick();
+    const health = await eventually(async () => (await project(p)).health, { what: 'the 503 counted', until: (h) => h.consecutiveFailures > 0 });
+    expect(health).toMatchObject({ state: 'healthy', consecutiveFailures: 1 });
+  });
+
+  it('sends webhook.held and webhook.recovered with heldFor, and job.completed only to a project subscribed to it', async () => {
+    const events = await new TestReceiver().start();
+    try {
+      down = true;
+      status = 502;
+      const p = await t.makeProject({ webhookUrl: receiver.url, settings: { holdOnFailure: true, eventsUrl: events.url } });
+      const jobs: string[] = [];
+      for (let i = 0; i < FAILING_AFTER; i += 1) jobs.push(await dispatch(p, { payload: { i }, maxRetries: 1 }));
+      await t.engine!.claimLoop.tick();
+      await events.waitFor(() => events.requests.some((r) => r.json.type === 'webhook.held'));
+      const heldEvent = events.requests.find((r) => r.json.type === 'webhook.held')!;
+      expect(heldEvent.json.data).toMatchObject({ consecutiveFailures: FAILING_AFTER, lastError: 'HTTP 502' });
+      down = false;
+      t.clock.set(t.clock.now() + 5 * SECOND);
+      expect((await t.admin({ method: 'POST', url: `/manage/v1/projects/${p.projectId}/probe` })).json().outcome).toBe('success');
+      await events.waitFor(() => events.requests.some((r) => r.json.type === 'webhook.recovered'));
+      expect(events.requests.find((r) => r.json.type === 'webhook.recovered')!.json.data).toMatchObject({ heldFor: 5 * SECOND });
+      // Not subscribed (the default set): no job.completed for the jobs that now complete.
+      t.clock.set(t.clock.now() + 60 * SECOND);
+      await t.engine!.claimLoop.tick();
+      await receiver.waitFor(() => jobs.every((jobId) => receiver.forJob(jobId).length === 2));
+      await t.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: { eventTypes: ['job.completed'] } });
+      const last = await dispatch(p, { payload: { last: true } });
+      await t.engine!.claimLoop.tick();
+      await events.waitFor(() => events.requests.some((r) => r.json.type === 'job.completed'));
+      const completed = events.requests.filter((r) => r.json.type === 'job.completed');
+      expect(completed).toHaveLength(1);
+      expect(completed[0]!.json.data).toMatchObject({ jobId: last, attemptCount: 1, durationMs: expect.any(Number) });
+    } finally {
+      await events.close();
+    }
+  });
 });

@@ -6,6 +6,7 @@
 import { AWAITING_REPORT } from '../../job-store.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../../overview-store.js';
 import { PROJECT_STOPPED, STOPPED_PROJECTS, backedOffProjects } from './fragments.js';
+import { sentTo } from './events.js';
 
 /** The lateness buckets' bounds as an array literal: constants of the code, never data. */
 const LATENESS_BOUNDS_ARRAY = `'{${LATENESS_BOUNDS.join(',')}}'::bigint[]`;
@@ -54,17 +55,25 @@ export const AttemptStartMany = `WITH input AS (
   )
   SELECT job_id AS "jobId", n AS "attemptNumber" FROM started`;
 /**
- * job.failed (SPEC section 10) for each job of the CTE `job` that the finish made FAILED, in the
- * finish's own statement, for a project with an eventsUrl. Its id is the attempt's (event-store.ts,
- * jobFailedEventId); its data is built as the embedded store builds it (EventInsertJobFailed).
+ * job.failed (SPEC section 10) for each job of the CTE `job` that the finish made FAILED, and
+ * job.completed (SPEC section 13) for each it made COMPLETED when its project subscribes to it, in
+ * the finish's own statement. Their id is the attempt's (event-store.ts, jobFailedEventId); their
+ * data is built as the embedded store builds it (EventInsertJobFailed, EventInsertJobCompleted).
  */
-const JOB_FAILED_EVENT = `failed_event AS (
+const JOB_EVENTS = `failed_event AS (
     INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
     SELECT 'evt_' || substr(j.attempt_id, 5), j.project_id, 'job.failed', j.now,
       CASE WHEN j.schedule_id IS NULL THEN json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error)
         ELSE json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error, 'scheduleId', j.schedule_id) END::text,
+      CASE WHEN ${sentTo("'job.failed'")} THEN 'PENDING' ELSE 'NOT_SENT' END, CASE WHEN ${sentTo("'job.failed'")} THEN j.now END, j.now
+    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'FAILED'
+  ), completed_event AS (
+    INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+    SELECT 'evt_' || substr(j.attempt_id, 5), j.project_id, 'job.completed', j.now,
+      CASE WHEN j.schedule_id IS NULL THEN json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'durationMs', j.duration_ms)
+        ELSE json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'scheduleId', j.schedule_id, 'durationMs', j.duration_ms) END::text,
       'PENDING', j.now, j.now
-    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'FAILED' AND p.events_url IS NOT NULL
+    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'COMPLETED' AND ${sentTo("'job.completed'")}
   )`;
 /**
  * The overview's figures for the attempts a finish recorded (CTE `attempt`, RETURNING id and
@@ -99,13 +108,13 @@ export const AttemptFinishMany = `WITH input AS (
       failed_at = CASE WHEN i.status = 'FAILED' THEN i.now ELSE jobs.failed_at END
     FROM input i
     WHERE jobs.id = i.job_id AND jobs.status = 'STARTED' AND jobs.lease_owner = i.worker_id AND jobs.lease_attempt_id = i.attempt_id
-    RETURNING jobs.id, jobs.project_id, jobs.status, jobs.attempt_count, jobs.last_error, jobs.schedule_id, i.attempt_id, i.now
+    RETURNING jobs.id, jobs.project_id, jobs.status, jobs.attempt_count, jobs.last_error, jobs.schedule_id, i.attempt_id, i.now, i.duration_ms
   ), attempt AS (
     UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = COALESCE(i.status_code, attempts.status_code),
       duration_ms = i.duration_ms, error = i.error, response_body = COALESCE(i.response_body, attempts.response_body)
     FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
     RETURNING attempts.id, i.outcome
-  ), ${overviewCounts('$14')}, ${JOB_FAILED_EVENT}
+  ), ${overviewCounts('$14')}, ${JOB_EVENTS}
   SELECT id AS "jobId" FROM job`;
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const AttemptFinish = `WITH job AS (
@@ -118,14 +127,14 @@ export const AttemptFinish = `WITH job AS (
       completed_at = CASE WHEN $5::text = 'COMPLETED' THEN $4::bigint ELSE completed_at END,
       failed_at = CASE WHEN $5::text = 'FAILED' THEN $4::bigint ELSE failed_at END
     WHERE id = $1 AND status = 'STARTED' AND lease_owner = $3 AND lease_attempt_id = $2
-    RETURNING id, project_id, status, attempt_count, last_error, schedule_id, $2::text AS attempt_id, $4::bigint AS now
+    RETURNING id, project_id, status, attempt_count, last_error, schedule_id, $2::text AS attempt_id, $4::bigint AS now, $11::int AS duration_ms
   ), attempt AS (
     -- An attempt accepted with 202 keeps that answer's status and body when its report or deadline ends it.
     UPDATE attempts SET finished_at = $4, outcome = $9, status_code = COALESCE($10, status_code), duration_ms = $11, error = $12,
       response_body = COALESCE($13, response_body), reported_at = CASE WHEN $14 THEN $4 ELSE reported_at END
     WHERE id = $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM job)
     RETURNING id, outcome
-  ), ${overviewCounts('$15')}, ${JOB_FAILED_EVENT}
+  ), ${overviewCounts('$15')}, ${JOB_EVENTS}
   SELECT count(*)::int AS n FROM job`;
 /** reportBy: the deadline of the attempt waiting for its report, read from its job's lease. */
 const attemptWithDeadline = (where: string) => `SELECT ${attemptColumns('a')},

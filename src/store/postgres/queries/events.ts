@@ -7,8 +7,16 @@
 // Events (SPEC section 10): as in ../../sqlite/queries/events.ts.
 const EVENT_COLUMNS = `seq, id, project_id AS "projectId", type, occurred_at AS "occurredAt", data, status, attempt_count AS "attemptCount",
   next_attempt_at AS "nextAttemptAt", last_error AS "lastError", delivered_at AS "deliveredAt"`;
+/**
+ * Whether an event of `type` is sent: the project (`p`) has an eventsUrl and subscribes to the type
+ * (eventTypes, SPEC section 13; null subscribes to every type but job.completed).
+ */
+export const sentTo = (type: string) => `(p.events_url IS NOT NULL AND ((p.event_types IS NULL AND ${type} <> 'job.completed') OR ${type} = ANY(p.event_types)))`;
+/** As in ../../sqlite/queries/events.ts: every event recorded, PENDING when sent, NOT_SENT otherwise; job.completed only when sent. */
 export const EventInsert = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
-  SELECT $1, id, $3, $4::bigint, $5, 'PENDING', $4::bigint, $4::bigint FROM projects WHERE id = $2 AND events_url IS NOT NULL`;
+  SELECT $1, p.id, $3, $4::bigint, $5, CASE WHEN ${sentTo('$3::text')} THEN 'PENDING' ELSE 'NOT_SENT' END,
+    CASE WHEN ${sentTo('$3::text')} THEN $4::bigint END, $4::bigint FROM projects p
+  WHERE p.id = $2 AND ($3::text <> 'job.completed' OR ${sentTo('$3::text')})`;
 export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`;
 /** SKIP LOCKED: instances claiming at once each take other events instead of waiting. */
 export const EventClaimDue = `WITH due AS (

@@ -7,18 +7,36 @@
 // Events (SPEC section 10): see ../../event-store.ts.
 const EVENT_COLUMNS = `seq, id, project_id AS projectId, type, occurred_at AS occurredAt, data, status, attempt_count AS attemptCount,
   next_attempt_at AS nextAttemptAt, last_error AS lastError, delivered_at AS deliveredAt`;
-/** Recorded only for a project with an eventsUrl; due at once. */
+/**
+ * Whether an event of `type` is sent: the project (`p`) has an eventsUrl and subscribes to the type
+ * (eventTypes, SPEC section 13; null subscribes to every type but job.completed).
+ */
+const sentTo = (type: string) => `(p.events_url IS NOT NULL AND ((p.event_types IS NULL AND ${type} <> 'job.completed')
+  OR EXISTS (SELECT 1 FROM json_each(p.event_types) WHERE value = ${type})))`;
+/**
+ * Every event is recorded (the Events tab is the project's activity feed): PENDING and due at once
+ * when it is sent, NOT_SENT otherwise. job.completed, one per job, only when it is sent.
+ */
 export const EventInsert = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
-  SELECT @id, id, @type, @occurredAt, @data, 'PENDING', @occurredAt, @occurredAt FROM projects
-  WHERE id = @projectId AND events_url IS NOT NULL`;
+  SELECT @id, p.id, @type, @occurredAt, @data, CASE WHEN ${sentTo('@type')} THEN 'PENDING' ELSE 'NOT_SENT' END,
+    CASE WHEN ${sentTo('@type')} THEN @occurredAt END, @occurredAt FROM projects p
+  WHERE p.id = @projectId AND (@type <> 'job.completed' OR ${sentTo('@type')})`;
 /** job.failed for a job whose last attempt just failed (JobFinishAttempt set it FAILED); its id comes from the attempt's. */
 export const EventInsertJobFailed = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
   SELECT @eventId, j.project_id, 'job.failed', @now,
     CASE WHEN j.schedule_id IS NULL THEN json_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error)
       ELSE json_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error, 'scheduleId', j.schedule_id) END,
+    CASE WHEN ${sentTo("'job.failed'")} THEN 'PENDING' ELSE 'NOT_SENT' END, CASE WHEN ${sentTo("'job.failed'")} THEN @now END, @now
+  FROM jobs j JOIN projects p ON p.id = j.project_id
+  WHERE j.id = @jobId AND j.status = 'FAILED'`;
+/** job.completed (SPEC section 13) for a job whose attempt just completed it, only for a project subscribed to it. */
+export const EventInsertJobCompleted = `INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+  SELECT @eventId, j.project_id, 'job.completed', @now,
+    CASE WHEN j.schedule_id IS NULL THEN json_object('jobId', j.id, 'attemptCount', j.attempt_count, 'durationMs', @durationMs)
+      ELSE json_object('jobId', j.id, 'attemptCount', j.attempt_count, 'scheduleId', j.schedule_id, 'durationMs', @durationMs) END,
     'PENDING', @now, @now
   FROM jobs j JOIN projects p ON p.id = j.project_id
-  WHERE j.id = @jobId AND j.status = 'FAILED' AND p.events_url IS NOT NULL`;
+  WHERE j.id = @jobId AND j.status = 'COMPLETED' AND ${sentTo("'job.completed'")}`;
 export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = @projectId AND seq < @beforeSeq ORDER BY seq DESC LIMIT @limit`;
 export const EventClaimDue = `UPDATE events SET claimed_by = @workerId, updated_at = @now,
   next_attempt_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = events.project_id)
