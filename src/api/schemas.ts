@@ -179,7 +179,7 @@ export const retryPolicy = {
 } as const;
 
 /** A project's delivery health (SPEC section 13). */
-const health = {
+export const health = {
   type: 'object',
   required: ['state', 'since', 'consecutiveFailures', 'nextProbeAt'],
   properties: {

@@ -6540,6 +6540,18 @@ export interface paths {
                     content: {
                         "application/json": {
                             at: string;
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** @description each counted up to jobCountLimit; a count above it is answered as jobCountLimit + 1 */
                             jobsByStatus: {
                                 QUEUED: number;

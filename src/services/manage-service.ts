@@ -8,7 +8,7 @@ import { DEFAULT_PLAN_NAME } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
+import { apiKeyView, eventView, healthView, overviewView, projectView, teamView } from './views/manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 import { followPause } from '../maintenance/project-holds.js';
 import { healthOf, type ProjectHealth } from './project-health.js';
@@ -201,6 +201,12 @@ export class ManageService {
     return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
   }
 
+  /** A project's delivery health as the API shows it (SPEC section 13). */
+  async getHealth(projectId: string) {
+    await this.requireProject(projectId);
+    return healthView(await this.health(projectId));
+  }
+
   /** A project's delivery health now (project-health.ts). */
   async health(projectId: string): Promise<ProjectHealth> {
     return healthOf(await this.deps.store.webhookHealthGet({ projectId }));
@@ -230,7 +236,8 @@ export class ManageService {
 
   /** The same as the management API and the CLI show it: timestamps, and the windows. */
   async getOverview(projectId: string) {
-    return overviewView(await this.overview(projectId));
+    const [overview, health] = await Promise.all([this.overview(projectId), this.health(projectId)]);
+    return overviewView(overview, health);
   }
 
   async usage(teamId: string) {

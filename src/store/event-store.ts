@@ -119,6 +119,8 @@ export interface EventStore {
    * probe goes out each time. The projects claimed.
    */
   webhookProbeClaimDue(params: { now: number }): Promise<string[]>;
+  /** How many projects are failing (not held) and held now, for /metrics. */
+  webhookHealthCounts(): Promise<{ failing: number; held: number }>;
   /** When the next probe of a held project not paused is due; null when none is held. */
   webhookProbeNextAt(): Promise<number | null>;
   /**
@@ -132,7 +134,7 @@ export interface EventStore {
 }
 
 /** EventStore's methods, each driver's noun object forwards them (forward-methods.ts). */
-export const EVENT_STORE_METHODS = methodList<EventStore>()(['eventInsert', 'eventList', 'eventClaimDue', 'eventReleaseClaims', 'eventFinish', 'webhookHealthRecord', 'webhookHealthListFailing', 'webhookHealthGet', 'webhookProbeClaimDue', 'webhookProbeNextAt', 'webhookHoldEnd', 'eventPrune'] as const);
+export const EVENT_STORE_METHODS = methodList<EventStore>()(['eventInsert', 'eventList', 'eventClaimDue', 'eventReleaseClaims', 'eventFinish', 'webhookHealthRecord', 'webhookHealthListFailing', 'webhookHealthGet', 'webhookHealthCounts', 'webhookProbeClaimDue', 'webhookProbeNextAt', 'webhookHoldEnd', 'eventPrune'] as const);
 
 /** SPEC section 10: webhook.failing after this many failed attempts in a row, at most once an hour while it lasts. */
 export const FAILING_AFTER = 10;

@@ -45,9 +45,10 @@ const count = { type: 'integer' } as const;
 const window = { windowStart: { type: 'string' }, windowEnd: { type: 'string', description: 'exclusive: the start of the minute after the current one' } } as const;
 const overviewAnswer = {
   type: 'object',
-  required: ['at', 'jobsByStatus', 'jobCountLimit', 'deliveries', 'lateness', 'recentFailures'],
+  required: ['at', 'health', 'jobsByStatus', 'jobCountLimit', 'deliveries', 'lateness', 'recentFailures'],
   properties: {
     at: { type: 'string' },
+    health: s.health,
     jobsByStatus: {
       type: 'object',
       description: 'each counted up to jobCountLimit; a count above it is answered as jobCountLimit + 1',

@@ -85,11 +85,12 @@ export function apiKeyView(key: ApiKeyRow) {
 }
 
 /** A project's overview (GET /manage/v1/projects/:projectId/overview): the dashboard's figures, with their windows. */
-export function overviewView(overview: ProjectOverview & { at: number }) {
+export function overviewView(overview: ProjectOverview & { at: number }, health: ProjectHealth) {
   const windowEnd = formatTimestamp(minuteOf(overview.at) + MINUTE_MS);
   const deliveryStart = formatTimestamp(windowStart(overview.at, DELIVERY_WINDOW_MINUTES));
   return {
     at: formatTimestamp(overview.at),
+    health: healthView(health),
     jobsByStatus: overview.jobsByStatus,
     jobCountLimit: JOB_COUNT_LIMIT,
     deliveries: {

@@ -1,6 +1,7 @@
 /** Events (SPEC section 10) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
 import type { EventStore } from '../event-store.js';
 import {
+  FAILING_AFTER,
   PROBE_MAX_MS,
   healthRecord,
   recoveredAfterHold,
@@ -23,6 +24,7 @@ import {
   EventReleaseClaims,
   ProjectHoldGet,
   ProjectHoldSet,
+  WebhookHealthCounts,
   WebhookHealthDelete,
   WebhookHealthGet,
   WebhookHealthGetForUpdate,
@@ -95,6 +97,10 @@ export class PostgresEvents implements EventStore {
       run: (await this.db.rows<WebhookHealthRow>(WebhookHealthGet, [params.projectId]))[0] ?? null,
       hold: (await this.db.rows<ProjectHold>(ProjectHoldGet, [params.projectId]))[0] ?? null,
     };
+  }
+
+  async webhookHealthCounts(): Promise<{ failing: number; held: number }> {
+    return (await this.db.rows<{ failing: number; held: number }>(WebhookHealthCounts, [FAILING_AFTER]))[0]!;
   }
 
   async webhookProbeClaimDue(params: { now: number }): Promise<string[]> {

@@ -4,7 +4,8 @@
  */
 import type { ClaimedEvent, EventAttemptOutcome, EventRow, EventStore, HealthOutcome, NewEvent, ProjectHold, WebhookHealthRow, WebhookHealthState } from '../event-store.js';
 import * as eventWrites from './event-writes.js';
-import { EventList, ProjectHoldGet, WebhookHealthGet, WebhookHealthListFailing, WebhookProbeNextAt } from './queries/events.js';
+import { FAILING_AFTER } from '../event-store.js';
+import { EventList, ProjectHoldGet, WebhookHealthCounts, WebhookHealthGet, WebhookHealthListFailing, WebhookProbeNextAt } from './queries/events.js';
 import type { Sql } from './sql.js';
 import type { SqliteWriter } from './writer.js';
 
@@ -47,6 +48,10 @@ export class SqliteEvents implements EventStore {
       run: (this.sql(WebhookHealthGet).get(params.projectId) as WebhookHealthRow | undefined) ?? null,
       hold: (this.sql(ProjectHoldGet).get(params.projectId) as ProjectHold | undefined) ?? null,
     };
+  }
+
+  async webhookHealthCounts(): Promise<{ failing: number; held: number }> {
+    return this.sql(WebhookHealthCounts).get({ failingAfter: FAILING_AFTER }) as { failing: number; held: number };
   }
 
   webhookProbeClaimDue(params: { now: number }): Promise<string[]> {

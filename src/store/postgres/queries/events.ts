@@ -66,3 +66,6 @@ export const WebhookProbeClaimDue = `UPDATE projects SET probe_interval_ms = LEA
 export const WebhookProbeNextAt = 'SELECT min(next_probe_at) AS at FROM projects WHERE next_probe_at IS NOT NULL AND held_since IS NOT NULL AND NOT paused';
 export const WebhookHoldEnd = `UPDATE projects SET held_since = NULL, next_probe_at = NULL, probe_interval_ms = NULL
   WHERE id = $1 AND held_since IS NOT NULL`;
+export const WebhookHealthCounts = `SELECT (SELECT count(*)::int FROM webhook_health w JOIN projects p ON p.id = w.project_id
+    WHERE w.consecutive_failures >= $1 AND p.held_since IS NULL) AS failing,
+  (SELECT count(*)::int FROM projects WHERE held_since IS NOT NULL) AS held`;

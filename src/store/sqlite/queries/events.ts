@@ -72,3 +72,7 @@ export const WebhookProbeClaimDue = `UPDATE projects SET probe_interval_ms = min
 export const WebhookProbeNextAt = 'SELECT min(next_probe_at) AS at FROM projects WHERE next_probe_at IS NOT NULL AND held_since IS NOT NULL AND paused = 0';
 export const WebhookHoldEnd = `UPDATE projects SET held_since = NULL, next_probe_at = NULL, probe_interval_ms = NULL
   WHERE id = ? AND held_since IS NOT NULL`;
+/** Failing projects not held, and held ones (FAILING_AFTER of ../../event-store.ts is @failingAfter). */
+export const WebhookHealthCounts = `SELECT (SELECT count(*) FROM webhook_health w JOIN projects p ON p.id = w.project_id
+    WHERE w.consecutive_failures >= @failingAfter AND p.held_since IS NULL) AS failing,
+  (SELECT count(*) FROM projects WHERE held_since IS NOT NULL) AS held`;
