@@ -9,7 +9,10 @@
  *   - none:        no paused jobs (the baseline);
  *   - stepped:     paused but not held, as before jobs.on_hold: the claim steps over them;
  *   - held:        paused and held (project-holds.ts), as Punctual does now;
- *   - vacuumed:    held, then VACUUM ANALYZE (PostgreSQL only: the index's dead entries gone).
+ *   - vacuumed:    held, then VACUUM ANALYZE (PostgreSQL only: the index's dead entries gone);
+ *   - receiver:    not paused but held for a failing receiver (holdOnFailure, SPEC section 13: 10
+ *                  failures recorded), its jobs held as the engine holds them; released by the
+ *                  end of the hold (webhookHoldEnd, as a successful probe ends it).
  * Also printed: the time to hold the jobs, and to release them on resume.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,10 +27,11 @@ import type { Store } from '../src/store/store.js';
 import { machineLine, positiveNumber } from './delivery-harness.js';
 import { createSchema, postgresUrlFromEnv } from './pg-bench.js';
 import { claimRule } from '../src/delivery/capacity.js';
+import { FAILING_AFTER } from '../src/store/event-store.js';
 
 const PAUSED_JOBS = Math.round(positiveNumber('BENCH_PAUSED_JOBS', 100_000) / 500) * 500;
 const CLAIMS = 20;
-type Case = 'none' | 'stepped' | 'held' | 'vacuumed';
+type Case = 'none' | 'stepped' | 'held' | 'vacuumed' | 'receiver';
 
 async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
   const postgres = postgresUrlFromEnv();
@@ -69,9 +73,13 @@ async function run(kind: Case): Promise<string> {
         const batch = Array.from({ length: 500 }, (_, j) => ({ id: `job_p${i + j}`, payload: '{}', scheduledFor: null, runAt: past + i + j, maxRetries: 0 }));
         await store.jobCreate({ projectId: paused.id, teamId: paused.teamId, now: past, jobs: batch, quota: null, idempotency: null, answer });
       }
-      await store.projectUpdate({ projectId: paused.id, patch: { paused: true } });
+      if (kind === 'receiver') {
+        await store.projectUpdate({ projectId: paused.id, patch: { holdOnFailure: true } });
+        const outcomes = Array.from({ length: FAILING_AFTER }, (_, i) => ({ failed: true, error: 'HTTP 503', at: past + i, eventId: `evt_f${i}`, heldEventId: `evt_h${i}` }));
+        if (!(await store.webhookHealthRecord({ projectId: paused.id, outcomes })).held) throw new Error('receiver: the project was not held');
+      } else await store.projectUpdate({ projectId: paused.id, patch: { paused: true } });
       let extra = '';
-      if (kind === 'held' || kind === 'vacuumed') {
+      if (kind === 'held' || kind === 'vacuumed' || kind === 'receiver') {
         const started = performance.now();
         await holdProjectJobs(store, paused.id);
         extra = `, held in ${(performance.now() - started).toFixed(0)} ms`;
@@ -92,9 +100,10 @@ async function run(kind: Case): Promise<string> {
         if (claimed.length !== 1) throw new Error(`${kind}: claimed ${claimed.length} jobs, expected the live project's one`);
       }
       times.sort((a, b) => a - b);
-      if (kind === 'held' || kind === 'vacuumed') {
+      if (kind === 'held' || kind === 'vacuumed' || kind === 'receiver') {
         const started = performance.now();
-        await store.projectUpdate({ projectId: paused.id, patch: { paused: false } });
+        if (kind === 'receiver') await store.webhookHoldEnd({ projectId: paused.id, now: Date.now(), eventId: 'evt_recovered' });
+        else await store.projectUpdate({ projectId: paused.id, patch: { paused: false } });
         const released = await releaseProjectJobs(store, paused.id, () => {});
         extra += `, ${released} released in ${(performance.now() - started).toFixed(0)} ms`;
       }
@@ -105,6 +114,6 @@ async function run(kind: Case): Promise<string> {
   });
 }
 
-const cases: Case[] = postgresUrlFromEnv() ? ['none', 'stepped', 'held', 'vacuumed'] : ['none', 'stepped', 'held'];
+const cases: Case[] = postgresUrlFromEnv() ? ['none', 'stepped', 'held', 'vacuumed', 'receiver'] : ['none', 'stepped', 'held', 'receiver'];
 console.log(`${machineLine()}; ${postgresUrlFromEnv() ? 'PostgreSQL' : 'SQLite'}; ${CLAIMS} claims per case`);
 for (const kind of cases) console.log(await run(kind));

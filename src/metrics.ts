@@ -63,7 +63,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(store: Pick<Store, 'jobCountByStatus' | 'jobCountKeysWaiting' | 'storeSize'>) {
+  constructor(store: Pick<Store, 'jobCountByStatus' | 'jobCountKeysWaiting' | 'storeSize' | 'webhookHealthCounts'>) {
     const countByStatus = () => store.jobCountByStatus();
     new Gauge({
       name: 'punctual_store_size_bytes',
@@ -74,6 +74,17 @@ export class Metrics {
         const size = await store.storeSize();
         this.set({ file: 'database' }, size.databaseBytes);
         if (size.walBytes !== null) this.set({ file: 'wal' }, size.walBytes);
+      },
+    });
+    new Gauge({
+      name: 'punctual_projects_unhealthy',
+      help: 'Projects whose receiver is failing (10 attempts in a row failed) or held for it (holdOnFailure), by state (SPEC section 13)',
+      labelNames: ['state'],
+      registers: [this.registry],
+      async collect() {
+        const counts = await store.webhookHealthCounts();
+        this.set({ state: 'failing' }, counts.failing);
+        this.set({ state: 'held' }, counts.held);
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'punctual_' });

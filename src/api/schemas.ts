@@ -192,6 +192,19 @@ export const retryPolicy = {
     initialDelayMs: { type: 'integer' },
     factor: { type: 'number' },
     maxDelayMs: { type: 'integer' },
+    stopOn: { type: 'array', items: { type: 'integer' }, description: 'HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13)' },
+  },
+} as const;
+
+/** A project's delivery health (SPEC section 13). */
+export const health = {
+  type: 'object',
+  required: ['state', 'since', 'consecutiveFailures', 'nextProbeAt'],
+  properties: {
+    state: { type: 'string', enum: ['healthy', 'failing', 'held'] },
+    since: nullableTimestamp,
+    consecutiveFailures: { type: 'integer' },
+    nextProbeAt: { ...nullableTimestamp, description: 'While held: when the receiver is probed next' },
   },
 } as const;
 
@@ -206,7 +219,7 @@ const projectProperties = {
   teamId: { type: 'string' },
   name: { type: 'string' },
   webhookUrl: { type: ['string', 'null'] },
-  retryPolicy: { ...retryPolicy, required: ['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs'] },
+  retryPolicy: { ...retryPolicy, required: ['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs', 'stopOn'] },
   deliveryTimeoutMs: { type: 'integer' },
   deliveryConcurrency: { type: 'integer' },
   acceptAny2xx: { type: 'boolean' },
@@ -218,6 +231,9 @@ const projectProperties = {
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string', enum: ['json', 'slack'] },
   retentionDays: { type: ['integer', 'null'] },
+  holdOnFailure: { type: 'boolean' },
+  eventTypes: { type: 'array', items: { type: 'string' } },
+  health,
   createdAt: timestamp,
 } as const;
 
@@ -233,11 +249,11 @@ export const createdProject = {
 
 const eventProperties = {
   eventId: { type: 'string' },
-  type: { type: 'string', enum: ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped'] },
+  type: { type: 'string', enum: ['job.failed', 'job.completed', 'webhook.failing', 'webhook.held', 'webhook.recovered', 'schedule.skipped'] },
   occurredAt: timestamp,
   projectId: { type: 'string' },
   data: { type: 'object', additionalProperties: true },
-  status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] },
+  status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED', 'NOT_SENT'], description: 'NOT_SENT: listed, but the project has no eventsUrl or does not subscribe to its type' },
   attemptCount: { type: 'integer' },
   nextAttemptAt: nullableTimestamp,
   lastError: { type: ['string', 'null'] },

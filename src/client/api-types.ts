@@ -4507,6 +4507,8 @@ export interface paths {
                                     initialDelayMs: number;
                                     factor: number;
                                     maxDelayMs: number;
+                                    /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                    stopOn: number[];
                                 };
                                 deliveryTimeoutMs: number;
                                 deliveryConcurrency: number;
@@ -4521,6 +4523,20 @@ export interface paths {
                                 /** @enum {string} */
                                 eventsFormat: "json" | "slack";
                                 retentionDays: number | null;
+                                holdOnFailure: boolean;
+                                eventTypes: string[];
+                                health: {
+                                    /** @enum {string} */
+                                    state: "healthy" | "failing" | "held";
+                                    /** Format: date-time */
+                                    since: string | null;
+                                    consecutiveFailures: number;
+                                    /**
+                                     * Format: date-time
+                                     * @description While held: when the receiver is probed next
+                                     */
+                                    nextProbeAt: string | null;
+                                };
                                 /** Format: date-time */
                                 createdAt: string;
                             }[];
@@ -4630,6 +4646,8 @@ export interface paths {
                             initialDelayMs?: number;
                             factor?: number;
                             maxDelayMs?: number;
+                            /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                            stopOn?: number[];
                         };
                         deliveryTimeoutMs?: number;
                         deliveryConcurrency?: number;
@@ -4642,6 +4660,8 @@ export interface paths {
                         keyConcurrency?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
+                        holdOnFailure?: boolean;
+                        eventTypes?: string[] | null;
                     };
                 };
             };
@@ -4662,6 +4682,8 @@ export interface paths {
                                 initialDelayMs: number;
                                 factor: number;
                                 maxDelayMs: number;
+                                /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                stopOn: number[];
                             };
                             deliveryTimeoutMs: number;
                             deliveryConcurrency: number;
@@ -4676,6 +4698,20 @@ export interface paths {
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
                             retentionDays: number | null;
+                            holdOnFailure: boolean;
+                            eventTypes: string[];
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             /** @description whsec_…: signs deliveries; readable again at …/webhook-secrets */
@@ -5001,6 +5037,8 @@ export interface paths {
                                 initialDelayMs: number;
                                 factor: number;
                                 maxDelayMs: number;
+                                /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                stopOn: number[];
                             };
                             deliveryTimeoutMs: number;
                             deliveryConcurrency: number;
@@ -5015,6 +5053,20 @@ export interface paths {
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
                             retentionDays: number | null;
+                            holdOnFailure: boolean;
+                            eventTypes: string[];
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -5127,6 +5179,8 @@ export interface paths {
                             initialDelayMs?: number;
                             factor?: number;
                             maxDelayMs?: number;
+                            /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                            stopOn?: number[];
                         };
                         deliveryTimeoutMs?: number;
                         deliveryConcurrency?: number;
@@ -5139,6 +5193,8 @@ export interface paths {
                         keyConcurrency?: number;
                         eventsUrl?: string | null;
                         eventsFormat?: string;
+                        holdOnFailure?: boolean;
+                        eventTypes?: string[] | null;
                     };
                 };
             };
@@ -5159,6 +5215,8 @@ export interface paths {
                                 initialDelayMs: number;
                                 factor: number;
                                 maxDelayMs: number;
+                                /** @description HTTP statuses (400..599) that end a job at once, FAILED with no further retries (SPEC section 13) */
+                                stopOn: number[];
                             };
                             deliveryTimeoutMs: number;
                             deliveryConcurrency: number;
@@ -5173,6 +5231,20 @@ export interface paths {
                             /** @enum {string} */
                             eventsFormat: "json" | "slack";
                             retentionDays: number | null;
+                            holdOnFailure: boolean;
+                            eventTypes: string[];
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -6135,6 +6207,211 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/manage/v1/projects/{projectId}/probe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Probe the receiver now (SPEC section 13): a test delivery with "probe": true; a success ends a hold and the waiting jobs go out */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    projectId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            outcome: "success" | "http_error" | "timeout" | "network_error";
+                            statusCode: number | null;
+                            durationMs: number;
+                            responseBody: string | null;
+                            error: string | null;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "INVALID_REQUEST";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNAUTHORIZED */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNAUTHORIZED";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description NOT_FOUND */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "NOT_FOUND";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description PAYLOAD_TOO_LARGE */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "PAYLOAD_TOO_LARGE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNSUPPORTED_MEDIA_TYPE */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNSUPPORTED_MEDIA_TYPE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description WEBHOOK_NOT_CONFIGURED */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "WEBHOOK_NOT_CONFIGURED";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description INTERNAL_ERROR */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "INTERNAL_ERROR";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "UNAVAILABLE";
+                            data: {
+                                /** @description A sentence a person can act on */
+                                message: string;
+                                /** @description The field at fault, as the client named it (dotted when nested) */
+                                field?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/manage/v1/projects/{projectId}/events": {
         parameters: {
             query?: never;
@@ -6168,15 +6445,18 @@ export interface paths {
                             events: {
                                 eventId: string;
                                 /** @enum {string} */
-                                type: "job.failed" | "webhook.failing" | "webhook.recovered" | "schedule.skipped";
+                                type: "job.failed" | "job.completed" | "webhook.failing" | "webhook.held" | "webhook.recovered" | "schedule.skipped";
                                 /** Format: date-time */
                                 occurredAt: string;
                                 projectId: string;
                                 data: {
                                     [key: string]: unknown;
                                 };
-                                /** @enum {string} */
-                                status: "PENDING" | "DELIVERED" | "FAILED";
+                                /**
+                                 * @description NOT_SENT: listed, but the project has no eventsUrl or does not subscribe to its type
+                                 * @enum {string}
+                                 */
+                                status: "PENDING" | "DELIVERED" | "FAILED" | "NOT_SENT";
                                 attemptCount: number;
                                 /** Format: date-time */
                                 nextAttemptAt: string | null;
@@ -6326,6 +6606,18 @@ export interface paths {
                     content: {
                         "application/json": {
                             at: string;
+                            health: {
+                                /** @enum {string} */
+                                state: "healthy" | "failing" | "held";
+                                /** Format: date-time */
+                                since: string | null;
+                                consecutiveFailures: number;
+                                /**
+                                 * Format: date-time
+                                 * @description While held: when the receiver is probed next
+                                 */
+                                nextProbeAt: string | null;
+                            };
                             /** @description each counted up to jobCountLimit; a count above it is answered as jobCountLimit + 1 */
                             jobsByStatus: {
                                 QUEUED: number;

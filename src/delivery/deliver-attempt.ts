@@ -5,9 +5,9 @@ import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, StartedAttempt, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS, leaseMs } from './capacity.js';
-import { backpressureMs, nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
+import { backpressureMs, nextAfterAttempt, parseRetryAfter, stoppedError, stopsJob } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
-import type { WebhookHealth } from './webhook-health.js';
+import { meansReceiverDown, type WebhookHealth } from './webhook-health.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { continueTrace, type TraceContext } from '../tracing/trace-context.js';
 import type { AttemptSpan, AttemptSpanResult, Tracer } from '../tracing/tracer.js';
@@ -27,8 +27,8 @@ export interface DeliveryDeps {
    * eventsUrl. A healthy project's successes cost nothing (WebhookHealth drops them).
    */
   health?: WebhookHealth;
-  /** A job reached FAILED: its job.failed event may be waiting to be sent. */
-  onJobFailed?: () => void;
+  /** A job reached FAILED or COMPLETED: its job.failed or job.completed event may be waiting to be sent. */
+  onJobEvent?: () => void;
   /** A receiver answered 429 or 503 with Retry-After: the project's other deliveries wait until `until` (SPEC section 11). */
   onBackpressure?: (projectId: string, until: number) => void;
   /** Signs the callbackToken of deliveries to projects with asyncCompletion (SPEC section 11). */
@@ -70,16 +70,18 @@ export function webhookBody(
   attemptId: string,
   attemptNumber: number,
   payload: string,
-  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null; tags?: string | null; concurrencyKey?: string | null } = {},
+  extra: { schedule?: { id: string; scheduledFor: number | null } | null; callbackToken?: string | null; tags?: string | null; concurrencyKey?: string | null; probe?: boolean } = {},
 ): string {
-  const { schedule, callbackToken, tags, concurrencyKey } = extra;
+  const { schedule, callbackToken, tags, concurrencyKey, probe } = extra;
   const fromSchedule = schedule
     ? `"scheduleId":${JSON.stringify(schedule.id)},"scheduledFor":${JSON.stringify(formatNullableTimestamp(schedule.scheduledFor))},`
     : '';
   const token = callbackToken ? `"callbackToken":${JSON.stringify(callbackToken)},` : '';
   const tagged = tags ? `"tags":${tags},` : '';
   const keyed = concurrencyKey ? `"concurrencyKey":${JSON.stringify(concurrencyKey)},` : '';
-  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}${keyed}"payload":${payload}}`;
+  // A probe of a held project's receiver says so (SPEC section 13), so the receiver may tell it from a job.
+  const probed = probe ? '"probe":true,' : '';
+  return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}${keyed}${probed}"payload":${payload}}`;
 }
 
 function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
@@ -248,7 +250,10 @@ async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: Proj
 async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: SendResult): Promise<void> {
   if (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion) return recordAccepted(deps, job, project, attempt, sent);
   const { store, clock, metrics, workerId } = deps;
-  const result = toAttemptResult(sent, project.acceptAny2xx);
+  const answered = toAttemptResult(sent, project.acceptAny2xx);
+  // A status in retryPolicy.stopOn ends the job at once, and its error says why (SPEC section 13).
+  const stopped = stopsJob(project, answered);
+  const result = stopped ? { ...answered, error: stoppedError(answered.statusCode!) } : answered;
   const finishedAt = clock.now();
   const retryAfterMs = sent.kind === 'answered' ? parseRetryAfter(sent.retryAfter, finishedAt) : null;
   const held = backpressureMs(project, result.statusCode, retryAfterMs);
@@ -277,14 +282,18 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
   if (applied) metrics.attempts.inc({ outcome: result.outcome });
   else metrics.lateResultsIgnored.inc();
   if (applied && next.kind === 'retry') deps.onRequeued(next.runAt);
-  if (applied && next.kind === 'complete') metrics.jobsCompleted.inc();
+  if (applied && next.kind === 'complete') {
+    metrics.jobsCompleted.inc();
+    if (project.eventsUrl && project.eventTypes?.includes('job.completed')) deps.onJobEvent?.();
+  }
   if (applied && next.kind === 'fail') {
     metrics.jobsFailed.inc();
-    if (project.eventsUrl) deps.onJobFailed?.();
+    if (project.eventsUrl) deps.onJobEvent?.();
   }
   // Outcomes of the receiver, not of this instance: a request cut short by a shutdown says nothing.
   if (applied && next.kind !== 'release') {
     if (result.outcome === 'success') deps.health?.success(project.id);
-    else deps.health?.failure(project.id, result.error ?? result.outcome);
+    // A status in stopOn refuses this job, and says nothing of the receiver.
+    else if (!stopped && meansReceiverDown(result)) deps.health?.failure(project.id, result.error ?? result.outcome);
   }
 }

@@ -22,8 +22,16 @@ function slackText(event: EventRow, data: Record<string, unknown>, projectName: 
     }
     case 'webhook.failing':
       return `${project}: the webhook is failing: ${escapeSlack(data.consecutiveFailures)} attempts in a row failed since ${escapeSlack(data.since)}; last error: ${escapeSlack(data.lastError)}`;
-    case 'webhook.recovered':
-      return `${project}: the webhook recovered (it had been failing since ${escapeSlack(data.failingSince)})`;
+    case 'webhook.held':
+      return `${project}: the webhook is failing and its jobs are held: ${escapeSlack(data.consecutiveFailures)} attempts in a row failed since ${escapeSlack(data.since)}; last error: ${escapeSlack(data.lastError)}. Punctual probes it and resumes by itself`;
+    case 'webhook.recovered': {
+      const held = typeof data.heldFor === 'number' ? `; its jobs were held for ${Math.round(data.heldFor / 1000)} s and now go out` : '';
+      return `${project}: the webhook recovered (it had been failing since ${escapeSlack(data.failingSince)})${held}`;
+    }
+    case 'job.completed': {
+      const attempts = Number(data.attemptCount);
+      return `${project}: job ${escapeSlack(data.jobId)} completed after ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
+    }
     case 'schedule.skipped':
       return `${project}: schedule ${escapeSlack(data.scheduleId)} skipped its run at ${escapeSlack(data.fireAt)}: its previous job had not finished`;
   }

@@ -1,7 +1,8 @@
 /**
- * Feeds each project's attempt outcomes to the store's run of failures (webhookHealthRecord): the
- * project's health (services/project-health.ts), and for one with an eventsUrl the webhook.failing
- * and webhook.recovered events (SPEC section 10).
+ * Feeds each project's attempt outcomes that count (meansReceiverDown, and successes) to the store's
+ * run of failures (webhookHealthRecord): the project's health (services/project-health.ts), its
+ * hold with holdOnFailure (SPEC section 13), and the webhook.failing, webhook.held and
+ * webhook.recovered events (SPEC sections 10 and 13).
  *
  * Every failure is recorded; a success only for a project that may have a run of failures: one
  * this instance saw fail, or one the store listed as failing at the last look (another instance's
@@ -11,7 +12,17 @@
 import type { Clock } from '../clock.js';
 import { newEventId } from '../crypto/random-ids.js';
 import type { HealthOutcome } from '../store/event-store.js';
-import type { Store } from '../store/store.js';
+import type { AttemptResult, Store } from '../store/store.js';
+
+/**
+ * Whether a failed attempt says the receiver is down (SPEC section 13): no answer (network error,
+ * timeout) or a 5xx, 408 or 429. Any other 4xx refuses one job and says nothing of the receiver.
+ */
+export function meansReceiverDown(result: Pick<AttemptResult, 'outcome' | 'statusCode'>): boolean {
+  if (result.outcome === 'network_error' || result.outcome === 'timeout') return true;
+  if (result.outcome !== 'http_error' || result.statusCode === null) return false;
+  return result.statusCode >= 500 || result.statusCode === 408 || result.statusCode === 429;
+}
 
 /** How often the projects failing elsewhere are read again. */
 const REFRESH_MS = 5_000;
@@ -29,6 +40,8 @@ export class WebhookHealth {
       clock: Clock;
       /** An event may have been recorded: the event delivery looks at once. */
       onEvent: () => void;
+      /** The outcomes recorded held the project (holdOnFailure): its waiting jobs leave the claims' index. */
+      onHeld?: (projectId: string) => void;
       onError: (error: unknown) => void;
     },
   ) {}
@@ -47,12 +60,14 @@ export class WebhookHealth {
 
   failure(projectId: string, error: string | null): void {
     this.maybeFailing.add(projectId);
-    this.add(projectId, { failed: true, error, at: this.deps.clock.now(), eventId: newEventId(this.deps.clock.now()) });
+    const at = this.deps.clock.now();
+    this.add(projectId, { failed: true, error, at, eventId: newEventId(at), heldEventId: newEventId(at) });
   }
 
   success(projectId: string): void {
     if (!this.maybeFailing.has(projectId)) return;
-    this.add(projectId, { failed: false, error: null, at: this.deps.clock.now(), eventId: newEventId(this.deps.clock.now()) });
+    const at = this.deps.clock.now();
+    this.add(projectId, { failed: false, error: null, at, eventId: newEventId(at), heldEventId: newEventId(at) });
   }
 
   private add(projectId: string, outcome: HealthOutcome): void {
@@ -75,9 +90,10 @@ export class WebhookHealth {
     this.flushing = (async () => {
       for (const [projectId, outcomes] of batch) {
         try {
-          await this.deps.store.webhookHealthRecord({ projectId, outcomes });
+          const { held } = await this.deps.store.webhookHealthRecord({ projectId, outcomes });
           if (!outcomes[outcomes.length - 1]!.failed) this.maybeFailing.delete(projectId);
           this.deps.onEvent();
+          if (held) this.deps.onHeld?.(projectId);
         } catch (error) {
           // A lost count of a few outcomes delays or skips an alert; it never touches a job.
           this.deps.onError(error);

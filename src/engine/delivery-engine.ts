@@ -4,7 +4,9 @@ import { randomBase62 } from '../crypto/random-ids.js';
 import type { Metrics } from '../metrics.js';
 import { ClaimLoop } from '../claims/claim-loop.js';
 import { LeaseRescuer } from '../maintenance/lease-rescuer.js';
-import { releaseResumedProjects } from '../maintenance/project-holds.js';
+import { holdProjectJobs, releaseResumedProjects } from '../maintenance/project-holds.js';
+import { BackgroundLoop } from '../maintenance/background-loop.js';
+import { PROBE_LOOK_MS, ReceiverProbes } from '../delivery/receiver-probes.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { EventDelivery } from '../delivery/event-delivery.js';
 import type { RateLimiter } from '../rate-limits/token-bucket.js';
@@ -52,6 +54,9 @@ export class DeliveryEngine {
   /** Events to projects' eventsUrl, and the runs of failures some of them tell of (SPEC section 10). */
   readonly events: EventDelivery;
   readonly health: WebhookHealth;
+  /** Probes of held projects' receivers (SPEC section 13), one instance each time across all of them. */
+  readonly probes: ReceiverProbes;
+  private readonly probeLoop: BackgroundLoop<number | null>;
 
   constructor(private readonly options: DeliveryEngineOptions) {
     const deps = { store: options.store, clock: options.clock, metrics: options.metrics, log: options.log, random: options.random, tracer: options.tracer };
@@ -67,13 +72,38 @@ export class DeliveryEngine {
       onError,
       ...(options.random && { random: options.random }),
     });
-    this.health = new WebhookHealth({ store: options.store, clock: options.clock, onEvent: () => this.events.wake(), onError });
+    this.probes = new ReceiverProbes({
+      store: options.store,
+      clock: options.clock,
+      client: options.client,
+      signingSecrets: options.signingSecrets,
+      onDue: (runAt) => this.claimLoop.notifyDue(runAt),
+      onEvent: () => this.events.wake(),
+      onError: (error) => options.log.error({ err: error }, 'probing a held receiver failed; the next probe is scheduled'),
+    });
+    this.probeLoop = new BackgroundLoop({
+      pass: () => this.probes.probeDue(),
+      // Until the next probe is due, looking again at least every PROBE_LOOK_MS (a hold begun elsewhere).
+      sleepMs: (next) => (next === null ? PROBE_LOOK_MS : Math.min(Math.max(next - options.clock.now(), 10), PROBE_LOOK_MS)),
+      onError: (error) => options.log.error({ err: error }, 'the probe loop failed; it looks again shortly'),
+    });
+    this.health = new WebhookHealth({
+      store: options.store,
+      clock: options.clock,
+      onEvent: () => this.events.wake(),
+      // Held: its waiting jobs leave the claims' index (the claims step over it already), and its first probe is timed.
+      onHeld: (projectId) => {
+        holdProjectJobs(options.store, projectId).catch(onError);
+        this.probeLoop.wake();
+      },
+      onError,
+    });
     this.runner = new AttemptRunner({
       ...deps,
       client: options.client,
       workerId: this.workerId,
       health: this.health,
-      onJobFailed: () => this.events.wake(),
+      onJobEvent: () => this.events.wake(),
       // Held here at once, and on every instance through the store (claims and starts read it).
       onBackpressure: (projectId, until) => {
         this.runner.holdProject(projectId, until);
@@ -121,6 +151,7 @@ export class DeliveryEngine {
     this.releaseTimer.unref();
     await this.health.start();
     this.events.start();
+    this.probeLoop.start();
   }
 
   /**
@@ -170,6 +201,7 @@ export class DeliveryEngine {
     this.runner.halt();
     void this.health.stop().catch(() => {});
     void this.events.stop().catch(() => {});
+    void this.probeLoop.stop();
   }
 
   /** Stops claiming, lets in-flight attempts finish within `deadlineMs`, and returns unsent jobs to the queue. */
@@ -180,6 +212,7 @@ export class DeliveryEngine {
     this.rescuer.stop();
     const drained = await this.runner.drain(deadlineMs);
     const released = await this.options.store.jobReleaseDispatched({ workerId: this.workerId, now: this.options.clock.now() });
+    await this.probeLoop.stop();
     await this.health.stop();
     await this.events.stop();
     return { drained, released };

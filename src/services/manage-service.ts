@@ -8,7 +8,7 @@ import { DEFAULT_PLAN_NAME } from '../plans.js';
 import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
-import { apiKeyView, eventView, overviewView, projectView, teamView } from './views/manage-views.js';
+import { apiKeyView, eventView, healthView, overviewView, projectView, teamView } from './views/manage-views.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 import { followPause } from '../maintenance/project-holds.js';
 import { healthOf, type ProjectHealth } from './project-health.js';
@@ -36,6 +36,8 @@ export class ManageService {
       allowPrivateWebhooks: boolean;
       /** Jobs became due at this instant (a project resumed); the server's claim loop wakes. */
       onJobDue: (runAt: number) => void;
+      /** A hold ended by turning holdOnFailure off: the project's waiting jobs go out. */
+      releaseHold: (projectId: string) => Promise<void>;
     },
   ) {}
 
@@ -92,7 +94,8 @@ export class ManageService {
 
   async listProjects(teamId: string) {
     await this.requireTeam(teamId);
-    return { projects: (await this.deps.store.projectListByTeam(teamId)).map(projectView) };
+    const projects = await this.deps.store.projectListByTeam(teamId);
+    return { projects: await Promise.all(projects.map(async (project) => projectView(project, await this.health(project.id)))) };
   }
 
   private settingsReader(team: TeamRow) {
@@ -115,11 +118,12 @@ export class ManageService {
       project,
       secret: { id: newSecretId(), projectId: project.id, ciphertext: this.deps.secretBox.seal(webhookSecret), createdAt: now, expiresAt: null },
     });
-    return { ...projectView(project), webhookSecret };
+    return { ...projectView(project, healthOf({ run: null, hold: null })), webhookSecret };
   }
 
   async getProject(projectId: string) {
-    return projectView(await this.requireProject(projectId));
+    const project = await this.requireProject(projectId);
+    return projectView(project, await this.health(projectId));
   }
 
   async updateProject(projectId: string, input: unknown) {
@@ -128,7 +132,9 @@ export class ManageService {
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
     await followPause(this.deps.store, projectId, { wasPaused: project.paused, paused: updated.paused }, () => this.deps.onJobDue(this.deps.clock.now()));
-    return projectView(updated);
+    // holdOnFailure turned off ends a hold in the same update (the store's projectUpdate).
+    if (project.holdOnFailure && !updated.holdOnFailure) await this.deps.releaseHold(projectId);
+    return projectView(updated, await this.health(projectId));
   }
 
   async createKey(projectId: string, input: unknown) {
@@ -195,6 +201,12 @@ export class ManageService {
     return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
   }
 
+  /** A project's delivery health as the API shows it (SPEC section 13). */
+  async getHealth(projectId: string) {
+    await this.requireProject(projectId);
+    return healthView(await this.health(projectId));
+  }
+
   /** A project's delivery health now (project-health.ts). */
   async health(projectId: string): Promise<ProjectHealth> {
     return healthOf(await this.deps.store.webhookHealthGet({ projectId }));
@@ -224,7 +236,8 @@ export class ManageService {
 
   /** The same as the management API and the CLI show it: timestamps, and the windows. */
   async getOverview(projectId: string) {
-    return overviewView(await this.overview(projectId));
+    const [overview, health] = await Promise.all([this.overview(projectId), this.health(projectId)]);
+    return overviewView(overview, health);
   }
 
   async usage(teamId: string) {

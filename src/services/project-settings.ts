@@ -15,6 +15,9 @@ export const PROJECT_DEFAULTS = {
   asyncCompletion: false,
   asyncCompletionTimeoutMs: 3_600_000,
   keyConcurrency: 1,
+  holdOnFailure: false,
+  eventTypes: null,
+  retryStopOn: [] as number[],
 } as const;
 /** SPEC section 11: attempts a project may start per second, when it sets a rate. */
 export const DELIVERY_RATE_RANGE = [0.1, 10_000] as const;

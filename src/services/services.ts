@@ -74,6 +74,14 @@ export function createServices(deps: ServiceDeps): Services {
   const plans = new PlansService(deps.plans);
   const secretBox = new SecretBox(deps.secretKey);
   const signingSecrets = new SigningSecrets({ store: deps.store, clock: deps.clock, secretBox });
+  const testDeliveries = new TestDeliveries({
+    store: deps.store,
+    clock: deps.clock,
+    webhookClient: deps.webhookClient,
+    signingSecrets,
+    onJobDue: (runAt) => deps.onJobDue(runAt),
+    onError: deps.onBackgroundError,
+  });
   const manage = new ManageService({
     store: deps.store,
     clock: deps.clock,
@@ -81,6 +89,7 @@ export function createServices(deps: ServiceDeps): Services {
     secretBox,
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
     onJobDue: (runAt) => deps.onJobDue(runAt),
+    releaseHold: (projectId) => testDeliveries.probes.release(projectId),
   });
   const jobs = new JobsService({
     store: deps.store,
@@ -103,7 +112,7 @@ export function createServices(deps: ServiceDeps): Services {
     manage,
     plans,
     signingSecrets,
-    testDeliveries: new TestDeliveries({ store: deps.store, clock: deps.clock, webhookClient: deps.webhookClient, signingSecrets }),
+    testDeliveries,
     schedules,
     scheduleFiring: firing,
     access: new AccessService({ store: deps.store, planOf: (team) => plans.planOf(team) }),

@@ -3,7 +3,8 @@ import type { EventsFormat } from './tenancy-store.js';
 
 /**
  * The flat row of ApiKeyFindByHash (the same column aliases in both dialects) as a principal.
- * acceptAny2xx and paused come back as 0/1 from SQLite and as a boolean from PostgreSQL.
+ * Flags come back as 0/1 from SQLite and as a boolean from PostgreSQL; lists as JSON from SQLite and
+ * as arrays from PostgreSQL.
  */
 export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal {
   return {
@@ -37,6 +38,9 @@ export function principalFromRow(row: Record<string, unknown>): ApiKeyPrincipal 
       asyncCompletion: row.asyncCompletion === true || row.asyncCompletion === 1,
       asyncCompletionTimeoutMs: row.asyncCompletionTimeoutMs as number,
       keyConcurrency: row.keyConcurrency as number,
+      holdOnFailure: row.holdOnFailure === true || row.holdOnFailure === 1,
+      eventTypes: typeof row.eventTypes === 'string' ? (JSON.parse(row.eventTypes) as string[]) : ((row.eventTypes as string[] | null) ?? null),
+      retryStopOn: typeof row.retryStopOn === 'string' ? (JSON.parse(row.retryStopOn) as number[]) : (row.retryStopOn as number[]),
       createdAt: row.createdAt as number,
     },
     team: { id: row.teamId as string, name: row.teamName as string, plan: row.teamPlan as string, createdAt: row.teamCreatedAt as number },

@@ -38,6 +38,12 @@ interface ProjectSettings {
   asyncCompletionTimeoutMs: number;
   /** Attempts of one concurrencyKey's jobs at once (SPEC section 15); at 1, a key's jobs run in strict order. */
   keyConcurrency: number;
+  /** A project that turns failing is held (SPEC section 13): nothing starts until a probe succeeds. */
+  holdOnFailure: boolean;
+  /** The event types sent to the eventsUrl (SPEC section 13); null: the default set (every type but job.completed). */
+  eventTypes: string[] | null;
+  /** HTTP statuses that end a job at once (retryPolicy.stopOn, SPEC section 13). */
+  retryStopOn: number[];
 }
 
 export const EVENTS_FORMATS = ['json', 'slack'] as const;

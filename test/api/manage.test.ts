@@ -62,7 +62,7 @@ describe('/manage/v1', () => {
       teamId: team.teamId,
       name: 'Shop',
       webhookUrl: 'https://example.com/hook',
-      retryPolicy: { maxRetries: null, initialDelayMs: 30000, factor: 4, maxDelayMs: 3600000 },
+      retryPolicy: { maxRetries: null, initialDelayMs: 30000, factor: 4, maxDelayMs: 3600000, stopOn: [] },
       deliveryTimeoutMs: 30000,
       deliveryConcurrency: 100,
       acceptAny2xx: false,
@@ -74,6 +74,9 @@ describe('/manage/v1', () => {
       eventsUrl: null,
       eventsFormat: 'json',
       retentionDays: null,
+      holdOnFailure: false,
+      eventTypes: ['job.failed', 'webhook.failing', 'webhook.recovered', 'schedule.skipped', 'webhook.held'],
+      health: { state: 'healthy', since: null, consecutiveFailures: 0, nextProbeAt: null },
       createdAt: iso(t.clock.now()),
     });
     expect((await get(`/manage/v1/projects/${project.projectId}`)).json()).toEqual(withoutSecret);

@@ -187,7 +187,7 @@ describe('near misses, strict management bodies and one voice per mistake', () =
 
     it('creates a project with every setting an update takes, instead of dropping them', async () => {
       const settings = {
-        retryPolicy: { maxRetries: 2, initialDelayMs: 5_000, factor: 2, maxDelayMs: 60_000 },
+        retryPolicy: { maxRetries: 2, initialDelayMs: 5_000, factor: 2, maxDelayMs: 60_000, stopOn: [410] },
         deliveryTimeoutMs: 5_000,
         deliveryConcurrency: 7,
         acceptAny2xx: true,
@@ -198,6 +198,8 @@ describe('near misses, strict management bodies and one voice per mistake', () =
         asyncCompletionTimeoutMs: 60_000,
         eventsUrl: 'https://example.com/events',
         eventsFormat: 'slack',
+        holdOnFailure: true,
+        eventTypes: ['job.failed', 'job.completed'],
       };
       const res = await t.admin({ method: 'POST', url: `/manage/v1/teams/${p.teamId}/projects`, payload: { name: 'Configured', webhookUrl: 'https://example.com/hook', ...settings } });
       expect(res.statusCode).toBe(201);
@@ -206,7 +208,7 @@ describe('near misses, strict management bodies and one voice per mistake', () =
       expect(read).toMatchObject(settings);
       // Those not given keep their defaults; a bad one is refused as an update refuses it, creating nothing.
       const partial = await t.admin({ method: 'POST', url: `/manage/v1/teams/${p.teamId}/projects`, payload: { name: 'Partial', retryPolicy: { factor: 3 } } });
-      expect(partial.json().retryPolicy).toEqual({ maxRetries: null, initialDelayMs: 30_000, factor: 3, maxDelayMs: 3_600_000 });
+      expect(partial.json().retryPolicy).toEqual({ maxRetries: null, initialDelayMs: 30_000, factor: 3, maxDelayMs: 3_600_000, stopOn: [] });
       const projectsBefore = (await t.admin({ method: 'GET', url: `/manage/v1/teams/${p.teamId}/projects` })).json().projects.length;
       const bad = await t.admin({ method: 'POST', url: `/manage/v1/teams/${p.teamId}/projects`, payload: { name: 'Bad', deliveryTimeoutMs: 10 } });
       expect(bad.statusCode).toBe(400);

@@ -147,6 +147,7 @@ describe('the typed client against a live server', () => {
     const { data: rotated } = await client.POST('/manage/v1/projects/{projectId}/webhook-secret/rotate', params);
     expect((await client.GET('/manage/v1/projects/{projectId}/webhook-secrets', params)).data?.webhookSecrets[0]?.webhookSecret).toBe(rotated!.webhookSecret);
     expect((await client.POST('/manage/v1/projects/{projectId}/test-delivery', params)).data).toMatchObject({ outcome: 'success', statusCode: 200 });
+    expect((await client.POST('/manage/v1/projects/{projectId}/probe', params)).data).toMatchObject({ outcome: 'success', statusCode: 200 });
     expect((await client.GET('/manage/v1/projects/{projectId}/events', params)).data).toEqual({ events: [], nextCursor: null });
     expect((await client.GET('/manage/v1/projects/{projectId}/overview', params)).data?.jobsByStatus.QUEUED).toBe(0);
     const missing = await client.GET('/manage/v1/projects/{projectId}', { params: { path: { projectId: 'prj_nope' } } });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { FAILING_AFTER } from '../../src/store/event-store.js';
 import { makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
+import { TestReceiver } from '../support/receiver.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const PASSWORD = 'first hour password 1';
@@ -28,7 +29,7 @@ describe('dashboard: the first hour', () => {
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
   const post = (url: string, fields: Record<string, string> = {}) =>
     t.app.inject({ method: 'POST', url, headers: { ...FORM, cookie }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
-  const failures = (n: number, from: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: 'HTTP 503: upstream down', at: from + i, eventId: `evt_f${from + i}` }));
+  const failures = (n: number, from: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: 'HTTP 503: upstream down', at: from + i, eventId: `evt_f${from + i}`, heldEventId: `evt_fh${from + i}` }));
 
   beforeAll(async () => {
     t = await makeTestApp({ now: T });
@@ -72,9 +73,37 @@ describe('dashboard: the first hour', () => {
       expect(page).not.toContain('<span class="badge badge-completed">running</span>');
       expect(page).toContain('running, failing');
       // Healthy again after a success: no banner.
-      await t.store.webhookHealthRecord({ projectId: broken.projectId, outcomes: [{ failed: false, error: null, at: T + 70_000, eventId: 'evt_ok' }] });
+      await t.store.webhookHealthRecord({ projectId: broken.projectId, outcomes: [{ failed: false, error: null, at: T + 70_000, eventId: 'evt_ok', heldEventId: 'evt_okh' }] });
       expect((await get(`/projects/${broken.projectId}`)).body).not.toContain('failing-banner');
       expect((await get(`/teams/${p.teamId}`)).body).not.toContain('badge-failing">failing');
+    });
+  });
+
+  describe('a held receiver (SPEC section 13)', () => {
+    it('shows a held project on the list and its overview, with the next probe and Probe now, which ends the hold', async () => {
+      const receiver = await new TestReceiver().start();
+      try {
+        const held = await t.services.manage.createProject(p.teamId, { name: 'Held', webhookUrl: receiver.url, holdOnFailure: true });
+        expect((await t.store.webhookHealthRecord({ projectId: held.projectId, outcomes: failures(FAILING_AFTER, T + 1_000) })).held).toBe(true);
+        const list = (await get(`/teams/${p.teamId}`)).body;
+        const row = new RegExp(`<tr data-testid="project-${held.projectId}">([^]*?)</tr>`).exec(list)![1]!;
+        expect(row).toContain('<span class="badge badge-failing">held</span>');
+        expect(row).toContain('next probe <time datetime="2027-01-01T00:00:31.009Z">');
+        const page = (await get(`/projects/${held.projectId}`)).body;
+        expect(page).toContain('Deliveries are held: the receiver is failing');
+        expect(page).toContain('Due jobs wait QUEUED with their retries intact');
+        expect(page).toContain(`action="/projects/${held.projectId}/webhook/probe"`);
+        expect(page).toContain('data-testid="probe-now"');
+        expect((await get(`/projects/${held.projectId}/settings`)).body).toMatch(/name="holdOnFailure" type="checkbox" value="true" checked/);
+        // Probe now: answered 200, the hold ends, the banner goes.
+        const probed = await post(`/projects/${held.projectId}/webhook/probe`);
+        expect(probed.statusCode).toBe(200);
+        expect(receiver.requests.map((r) => r.json.probe)).toEqual([true]);
+        expect((await t.services.manage.health(held.projectId)).state).toBe('healthy');
+        expect((await get(`/projects/${held.projectId}`)).body).not.toContain('failing-banner');
+      } finally {
+        await receiver.close();
+      }
     });
   });
 

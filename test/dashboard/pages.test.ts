@@ -364,13 +364,18 @@ describe('dashboard pages', () => {
     const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'with events', webhookUrl: 'https://93.184.216.34/hook' });
     const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
     const url = `/projects/${projectId}/events`;
-    // No Events URL: nothing is recorded, and the page says how to start.
-    expect(await t.store.eventInsert({ id: 'evt_dashnone00000000000', projectId, type: 'job.failed', occurredAt: t.clock.now(), data: '{}' })).toBe(false);
+    // No Events URL and no event yet: the page says what it lists and how to have them sent.
     const empty = (await get(url)).body;
-    expect(empty).toContain('No Events URL yet');
-    expect(empty).toContain('recorded once an Events URL is set');
+    expect(empty).toContain('No events yet');
+    expect(empty).toContain('listed here as they happen');
     expect(empty).toContain(`href="/projects/${projectId}/settings"`);
     expect(empty).toContain('aria-current="page">Events</a>');
+    // An event without an Events URL is listed, not sent (the Events tab is an activity feed).
+    const quiet = await t.services.manage.createProject(p.teamId, { name: 'no events URL' });
+    expect(await t.store.eventInsert({ id: 'evt_dashnone00000000000', projectId: quiet.projectId, type: 'job.failed', occurredAt: t.clock.now(), data: '{}' })).toBe(true);
+    const unsent = (await get(`/projects/${quiet.projectId}/events`)).body;
+    expect(unsent).toContain('events are listed here but not sent');
+    expect(unsent).toContain('not sent</span>');
 
     await t.services.manage.updateProject(projectId, { eventsUrl: 'https://93.184.216.34/events' });
     expect((await get(url)).body).toContain('No events yet.');
@@ -411,10 +416,10 @@ describe('dashboard pages', () => {
     expect(second).toContain(`href="${url}">← Newest</a>`);
     expect((await get(`${url}?cursor=nonsense`)).statusCode).toBe(400);
 
-    // The URL unset later: the events recorded stay listed, with a note that new ones are not.
+    // The URL unset later: the events recorded stay listed, with a note that new ones are not sent.
     await t.services.manage.updateProject(projectId, { eventsUrl: null });
     const unset = (await get(url)).body;
-    expect(unset).toContain('No Events URL is set: new events are not recorded.');
+    expect(unset).toContain('No Events URL is set: events are listed here but not sent.');
     expect(unset).toContain('id="evt_dashrecovered00000"');
   });
 

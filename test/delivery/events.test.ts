@@ -114,7 +114,7 @@ describe('events to a project\'s eventsUrl', () => {
     await dispatch(p, { ok: true });
     await receiver.waitFor(() => types().includes('webhook.recovered'));
     const recovered = eventsAt(p.eventsPath).find((r) => r.json.type === 'webhook.recovered')!;
-    expect(recovered.json.data).toEqual({ failingSince: failing.json.data && (failing.json.data as { since: string }).since });
+    expect(recovered.json.data).toEqual({ failingSince: failing.json.data && (failing.json.data as { since: string }).since, heldFor: null });
     // Exactly one of each: poll the list until every event is settled, then count.
     const settled = await eventually(() => listEvents(p), {
       what: 'every event delivered',
@@ -134,11 +134,12 @@ describe('events to a project\'s eventsUrl', () => {
     expect(request!.headers.authorization).toBeUndefined();
   });
 
-  it('records nothing for a project without an eventsUrl', async () => {
+  it('lists the events of a project without an eventsUrl as NOT_SENT, and sends nothing', async () => {
     const p = await t.makeProject({ webhookUrl: receiver.url, settings: { retryPolicy: { maxRetries: 0 } } });
     const jobId = await dispatch(p, { status: 500 });
     await eventually(async () => (await t.api(p.key, { method: 'GET', url: `/api/jobs/${jobId}` })).json().status, { what: 'FAILED', until: (s) => s === 'FAILED' });
-    expect((await listEvents(p)).events).toEqual([]);
+    const listed = await eventually(async () => (await listEvents(p)).events, { what: 'job.failed listed', until: (events) => events.length > 0 });
+    expect(listed).toMatchObject([{ type: 'job.failed', status: 'NOT_SENT', attemptCount: 0, nextAttemptAt: null, data: { jobId } }]);
   });
 
   it('keeps the health of a project without an eventsUrl too: failing at 10 failures in a row, healthy at the next success, and no event', async () => {
@@ -148,6 +149,11 @@ describe('events to a project\'s eventsUrl', () => {
     expect(health).toMatchObject({ state: 'failing', consecutiveFailures: 10, lastError: 'HTTP 503', since: expect.any(Number) });
     await dispatch(p, { ok: true });
     await eventually(() => t.services.manage.health(p.projectId), { what: 'healthy', until: (h) => h.state === 'healthy' && h.consecutiveFailures === 0 });
-    expect((await listEvents(p)).events).toEqual([]);
+    // Listed (the activity feed), not sent.
+    const listed = (await listEvents(p)).events.filter((e: { type: string }) => e.type.startsWith('webhook.'));
+    expect(listed.map((e: { type: string; status: string }) => [e.type, e.status])).toEqual([
+      ['webhook.recovered', 'NOT_SENT'],
+      ['webhook.failing', 'NOT_SENT'],
+    ]);
   });
 });

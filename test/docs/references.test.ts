@@ -35,7 +35,7 @@ describe('the references, against the code', () => {
   });
 
   it('metrics.md lists every metric of the registry, with its type and help text', async () => {
-    const metrics = new Metrics({ jobCountByStatus: async () => ({ QUEUED: 0, DISPATCHED: 0, STARTED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 }), jobCountKeysWaiting: async () => 0, storeSize: async () => ({ databaseBytes: 0, walBytes: null }) });
+    const metrics = new Metrics({ jobCountByStatus: async () => ({ QUEUED: 0, DISPATCHED: 0, STARTED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 }), jobCountKeysWaiting: async () => 0, storeSize: async () => ({ databaseBytes: 0, walBytes: null }), webhookHealthCounts: async () => ({ failing: 0, held: 0 }) });
     // prom-client's own process metrics are named, not listed, in the reference.
     const ours = (await metrics.registry.getMetricsAsJSON())
       .filter((metric) => !/^punctual_(process|nodejs)_/.test(metric.name))

@@ -15,10 +15,11 @@ export function eventCases(contract: ContractContext): void {
     }
     const claim = (now: number, workerId = 'wrk_e') => contract.store.eventClaimDue({ now, limit: 10, workerId, leaseExtraMs: 1_000 });
 
-    it('records events only for a project with an eventsUrl, and lists them newest first by cursor', async () => {
+    it('records every event, NOT_SENT (never claimed) for a project without an eventsUrl, and lists them newest first by cursor', async () => {
       const quiet = await makeProject();
-      expect(await contract.store.eventInsert(event(quiet, 'evt_q'))).toBe(false);
-      expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
+      expect(await contract.store.eventInsert(event(quiet, 'evt_q'))).toBe(true);
+      expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toMatchObject([{ id: 'evt_q', status: 'NOT_SENT', nextAttemptAt: null }]);
+      expect(await claim(T0 + 1)).toEqual([]);
       const project = await withEvents();
       for (const id of ['evt_1', 'evt_2', 'evt_3']) expect(await contract.store.eventInsert(event(project, id))).toBe(true);
       const page = await contract.store.eventList({ projectId: project.id, beforeSeq: null, limit: 2 });
@@ -27,7 +28,7 @@ export function eventCases(contract: ContractContext): void {
       expect((await contract.store.eventList({ projectId: project.id, beforeSeq: page[1]!.seq, limit: 2 })).map((e) => e.id)).toEqual(['evt_1']);
     });
 
-    it("records job.failed with the attempt that failed the job, for its project's eventsUrl only", async () => {
+    it('records job.failed with the attempt that failed the job, sent to its project\'s eventsUrl, NOT_SENT without one', async () => {
       const project = await withEvents();
       const quiet = await makeProject();
       await create(project, [job('job_ef', { maxRetries: 0 })]);
@@ -40,7 +41,7 @@ export function eventCases(contract: ContractContext): void {
       const [recorded] = await contract.store.eventList({ projectId: project.id, beforeSeq: null, limit: 10 });
       expect(recorded).toMatchObject({ id: 'evt_Xjob_ef', type: 'job.failed', occurredAt: T0 + 9, status: 'PENDING' });
       expect(JSON.parse(recorded!.data)).toEqual({ jobId: 'job_ef', attemptCount: 1, lastError: 'HTTP 500' });
-      expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
+      expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toMatchObject([{ type: 'job.failed', status: 'NOT_SENT' }]);
     });
 
     it('claims due events once, lets a lapsed claim be taken over, and records delivered, retry and failed only under the claim', async () => {
@@ -78,8 +79,8 @@ export function eventCases(contract: ContractContext): void {
 
     it('records webhook.failing at the 10th failure in a row, again only after an hour, and webhook.recovered at the first success', async () => {
       const project = await withEvents();
-      const fail = (at: number, n = 1) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 10}`, at: at + i, eventId: `evt_f${at + i}` }));
-      const succeed = (at: number) => ({ failed: false, error: null, at, eventId: `evt_s${at}` });
+      const fail = (at: number, n = 1) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 10}`, at: at + i, eventId: `evt_f${at + i}`, heldEventId: `evt_h${at + i}` }));
+      const succeed = (at: number) => ({ failed: false, error: null, at, eventId: `evt_s${at}`, heldEventId: `evt_sh${at}` });
       const types = async () => (await contract.store.eventList({ projectId: project.id, beforeSeq: null, limit: 100 })).map((e) => [e.type, JSON.parse(e.data)]).reverse();
       // A success breaks a run of 9: nothing.
       await contract.store.webhookHealthRecord({ projectId: project.id, outcomes: [...fail(T0, 9), succeed(T0 + 100)] });
@@ -96,19 +97,47 @@ export function eventCases(contract: ContractContext): void {
       await contract.store.webhookHealthRecord({ projectId: project.id, outcomes: fail(T0 + 300 + 3_600_000, 1) });
       expect((await types())[1]).toEqual(['webhook.failing', { consecutiveFailures: 62, lastError: 'HTTP 500', since: new Date(T0 + 200).toISOString() }]);
       await contract.store.webhookHealthRecord({ projectId: project.id, outcomes: [succeed(T0 + 4_000_000), succeed(T0 + 4_000_001)] });
-      expect((await types()).slice(2)).toEqual([['webhook.recovered', { failingSince: new Date(T0 + 200).toISOString() }]]);
+      expect((await types()).slice(2)).toEqual([['webhook.recovered', { failingSince: new Date(T0 + 200).toISOString(), heldFor: null }]]);
       expect(await contract.store.webhookHealthListFailing()).toEqual([]);
     });
 
     it("keeps a project's run of failures whether or not it has an eventsUrl, and reads it back", async () => {
       const quiet = await makeProject();
-      const fail = (at: number, n: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 3}`, at: at + i, eventId: `evt_g${at + i}` }));
-      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toBeNull();
+      const fail = (at: number, n: number) => Array.from({ length: n }, (_, i) => ({ failed: true, error: `HTTP 50${i % 3}`, at: at + i, eventId: `evt_g${at + i}`, heldEventId: `evt_gh${at + i}` }));
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ run: null, hold: null });
       await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: fail(T0, 12) });
-      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ consecutiveFailures: 12, failingSince: T0, failingEventAt: T0 + 9, lastError: 'HTTP 502' });
-      expect(await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).toEqual([]);
-      await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: [{ failed: false, error: null, at: T0 + 20, eventId: 'evt_gok' }] });
-      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toBeNull();
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ run: { consecutiveFailures: 12, failingSince: T0, failingEventAt: T0 + 9, lastError: 'HTTP 502' }, hold: null });
+      expect((await contract.store.eventList({ projectId: quiet.id, beforeSeq: null, limit: 10 })).map((e) => [e.type, e.status])).toEqual([['webhook.failing', 'NOT_SENT']]);
+      await contract.store.webhookHealthRecord({ projectId: quiet.id, outcomes: [{ failed: false, error: null, at: T0 + 20, eventId: 'evt_gok', heldEventId: 'evt_gokh' }] });
+      expect(await contract.store.webhookHealthGet({ projectId: quiet.id })).toEqual({ run: null, hold: null });
+    });
+
+    it('sends only the subscribed types (eventTypes), and records job.completed, with its duration, only when subscribed', async () => {
+      const project = await withEvents();
+      const finish = async (jobId: string, next: 'complete' | 'fail', at: number) => {
+        await contract.store.jobClaimDue({ now: at, dueBy: at, limit: 10, workerId: 'wrk_s', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
+        await contract.store.attemptStart({ jobId, attemptId: `att_S${jobId}`, workerId: 'wrk_s', now: at, leaseExpiresAt: at + 60_000 });
+        const result = next === 'complete' ? { outcome: 'success' as const, statusCode: 200, durationMs: 42, error: null, responseBody: 'ok' } : failure;
+        await contract.store.attemptFinish({ jobId, attemptId: `att_S${jobId}`, workerId: 'wrk_s', now: at + 1, result, next: { kind: next } });
+      };
+      const feed = async () => (await contract.store.eventList({ projectId: project.id, beforeSeq: null, limit: 20 })).map((e) => [e.type, e.status]).reverse();
+      // The default set: job.failed sent, job.completed not recorded at all.
+      await create(project, [job('job_s1', { maxRetries: 0, runAt: T0 })]);
+      await finish('job_s1', 'complete', T0);
+      expect(await feed()).toEqual([]);
+      await contract.store.projectUpdate({ projectId: project.id, patch: { eventTypes: ['job.completed', 'webhook.held'] } });
+      await create(project, [job('job_s2', { maxRetries: 0, runAt: T0 + 10 }), job('job_s3', { maxRetries: 0, runAt: T0 + 10 })]);
+      await finish('job_s2', 'complete', T0 + 10);
+      await finish('job_s3', 'fail', T0 + 10);
+      await contract.store.eventInsert({ id: 'evt_sk2', projectId: project.id, type: 'schedule.skipped', occurredAt: T0 + 20, data: '{}' });
+      expect(await feed()).toEqual([
+        ['job.completed', 'PENDING'],
+        ['job.failed', 'NOT_SENT'],
+        ['schedule.skipped', 'NOT_SENT'],
+      ]);
+      const [completed] = (await contract.store.eventList({ projectId: project.id, beforeSeq: null, limit: 20 })).filter((e) => e.type === 'job.completed');
+      expect(JSON.parse(completed!.data)).toEqual({ jobId: 'job_s2', attemptCount: 1, durationMs: 42 });
+      expect((await claim(T0 + 100)).map((e) => e.type)).toEqual(['job.completed']);
     });
 
     it('records schedule.skipped with the advance of its schedule only', async () => {

@@ -6,6 +6,7 @@ import { authCases } from './auth-cases.js';
 import { deliveryCases } from './delivery-cases.js';
 import { eventCases } from './event-cases.js';
 import { filterCases } from './filter-cases.js';
+import { healthCases } from './health-cases.js';
 import { jobCases } from './job-cases.js';
 import { keyCases } from './key-cases.js';
 import { overviewCases } from './overview-cases.js';
@@ -93,6 +94,7 @@ export function describeStoreContract(name: string, makeDatabase: () => Promise<
     overviewCases(c);
     retentionCases(c);
     eventCases(c);
+    healthCases(c);
     scheduleCases(c);
     authCases(c);
   });

@@ -45,9 +45,10 @@ const count = { type: 'integer' } as const;
 const window = { windowStart: { type: 'string' }, windowEnd: { type: 'string', description: 'exclusive: the start of the minute after the current one' } } as const;
 const overviewAnswer = {
   type: 'object',
-  required: ['at', 'jobsByStatus', 'jobCountLimit', 'deliveries', 'lateness', 'recentFailures'],
+  required: ['at', 'health', 'jobsByStatus', 'jobCountLimit', 'deliveries', 'lateness', 'recentFailures'],
   properties: {
     at: { type: 'string' },
+    health: s.health,
     jobsByStatus: {
       type: 'object',
       description: 'each counted up to jobCountLimit; a count above it is answered as jobCountLimit + 1',
@@ -116,6 +117,21 @@ const projectSettings = {
   keyConcurrency: { type: 'integer', minimum: KEY_CONCURRENCY_RANGE[0], maximum: KEY_CONCURRENCY_RANGE[1] },
   eventsUrl: { type: ['string', 'null'] },
   eventsFormat: { type: 'string' },
+  holdOnFailure: { type: 'boolean' },
+  eventTypes: { type: ['array', 'null'], items: { type: 'string' } },
+} as const;
+
+/** The answer of a test delivery and of a probe. */
+const testDeliveryAnswer = {
+  type: 'object',
+  required: ['outcome', 'statusCode', 'durationMs', 'responseBody', 'error'],
+  properties: {
+    outcome: { type: 'string', enum: ['success', 'http_error', 'timeout', 'network_error'] },
+    statusCode: { type: ['integer', 'null'] },
+    durationMs: { type: 'integer' },
+    responseBody: { type: ['string', 'null'] },
+    error: { type: ['string', 'null'] },
+  },
 } as const;
 
 type TeamParams = { Params: { teamId: string } };
@@ -253,21 +269,22 @@ export const manageRoutes: FastifyPluginAsync<{ services: Services }> = async (a
     opts('Send a real, signed sample delivery (payload {"test": true}) and report the answer; no job is created', {
       params: idParams('projectId'),
       response: {
-        200: {
-          type: 'object',
-          required: ['outcome', 'statusCode', 'durationMs', 'responseBody', 'error'],
-          properties: {
-            outcome: { type: 'string', enum: ['success', 'http_error', 'timeout', 'network_error'] },
-            statusCode: { type: ['integer', 'null'] },
-            durationMs: { type: 'integer' },
-            responseBody: { type: ['string', 'null'] },
-            error: { type: ['string', 'null'] },
-          },
-        },
+        200: testDeliveryAnswer,
         ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND', 'WEBHOOK_NOT_CONFIGURED'),
       },
     }),
     async (request) => services.testDeliveries.send(request.params.projectId),
+  );
+  app.post<ProjectParams>(
+    '/v1/projects/:projectId/probe',
+    opts('Probe the receiver now (SPEC section 13): a test delivery with "probe": true; a success ends a hold and the waiting jobs go out', {
+      params: idParams('projectId'),
+      response: {
+        200: testDeliveryAnswer,
+        ...s.errors(...MANAGE, ...s.BODY_ERRORS, 'NOT_FOUND', 'WEBHOOK_NOT_CONFIGURED'),
+      },
+    }),
+    async (request) => services.testDeliveries.probe(request.params.projectId),
   );
   app.get<ProjectParams>(
     '/v1/projects/:projectId/events',

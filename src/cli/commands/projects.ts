@@ -51,6 +51,18 @@ export const projectCommands: Command[] = [
     run: ({ services, args }) => services.manage.updateProject(positional(args.positionals, 'projectId'), { paused: false }),
   },
   {
+    name: 'projects health',
+    args: '<projectId>',
+    summary: 'healthy, failing or held, since when, and the next probe',
+    run: ({ services, args }) => services.manage.getHealth(positional(args.positionals, 'projectId')),
+  },
+  {
+    name: 'projects probe',
+    args: '<projectId>',
+    summary: 'a test delivery with "probe": true now; a success ends a hold',
+    run: ({ services, args }) => services.testDeliveries.probe(positional(args.positionals, 'projectId')),
+  },
+  {
     name: 'projects overview',
     args: '<projectId>',
     summary: 'jobs by status, attempts per minute (24 h), lateness (1 h), last failures',

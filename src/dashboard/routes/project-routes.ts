@@ -37,6 +37,8 @@ function settingsValues(project: ProjectRow): SettingsValues {
     acceptAny2xx: project.acceptAny2xx,
     asyncCompletion: project.asyncCompletion,
     asyncCompletionTimeout: durationOf(project.asyncCompletionTimeoutMs),
+    holdOnFailure: project.holdOnFailure,
+    stopOn: project.retryStopOn.join(', '),
     retentionDays: project.retentionDays === null ? '' : String(project.retentionDays),
     eventsUrl: project.eventsUrl ?? '',
     eventsFormat: project.eventsFormat,
@@ -64,6 +66,8 @@ function typedValues(form: FormBody, row: ProjectRow): SettingsValues {
     acceptAny2xx: form.acceptAny2xx === 'true',
     asyncCompletion: form.asyncCompletion === 'true',
     asyncCompletionTimeout: typedDuration(form, 'asyncCompletionTimeoutMs', row.asyncCompletionTimeoutMs),
+    holdOnFailure: form.holdOnFailure === 'true',
+    stopOn: form['retryPolicy.stopOn'] ?? row.retryStopOn.join(', '),
     retentionDays: form.retentionDays ?? '',
     eventsUrl: form.eventsUrl ?? row.eventsUrl ?? '',
     eventsFormat: form.eventsFormat ?? row.eventsFormat,
@@ -83,6 +87,10 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
       initialDelayMs: formMs(form, 'retryPolicy.initialDelayMs'),
       factor: formNumber(form['retryPolicy.factor']),
       maxDelayMs: formMs(form, 'retryPolicy.maxDelayMs'),
+      // Statuses separated by commas or spaces; changes only when the form has the field.
+      ...(form['retryPolicy.stopOn'] !== undefined && {
+        stopOn: form['retryPolicy.stopOn'].split(/[\s,]+/).filter((code) => code !== '').map((code) => formNumber(code)),
+      }),
     },
     deliveryTimeoutMs: formMs(form, 'deliveryTimeoutMs'),
     deliveryConcurrency: formNumber(form.deliveryConcurrency),
@@ -91,6 +99,7 @@ function settingsPatch(form: FormBody): Record<string, unknown> {
     // An unchecked checkbox sends nothing at all.
     acceptAny2xx: form.acceptAny2xx === 'true',
     asyncCompletion: form.asyncCompletion === 'true',
+    holdOnFailure: form.holdOnFailure === 'true',
     // Changes only when the form has it (as the events fields below).
     ...(form.asyncCompletionTimeoutMs !== undefined && { asyncCompletionTimeoutMs: formMs(form, 'asyncCompletionTimeoutMs') }),
     retentionDays: retentionDays === '' ? null : formNumber(retentionDays),
@@ -218,6 +227,19 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     const at = deps.clock.now();
     try {
       const result = await testDeliveries.send(row.id);
+      return sendPage(reply, await webhook(request, { testResult: { ...result, at } }));
+    } catch (error) {
+      const refused = formError(error);
+      return sendPage(reply, await webhook(request, { error: refused }), refused.statusCode);
+    }
+  });
+
+  // "Probe now" on a held project's banner (SPEC section 13): a success ends the hold.
+  app.post<ProjectParams>('/projects/:projectId/webhook/probe', async (request, reply) => {
+    const row = await project(request);
+    const at = deps.clock.now();
+    try {
+      const result = await testDeliveries.probe(row.id);
       return sendPage(reply, await webhook(request, { testResult: { ...result, at } }));
     } catch (error) {
       const refused = formError(error);

@@ -44,9 +44,22 @@ function summary(project: ProjectRow, event: EventView): SafeHtml {
         lastError ? html`: <span class="muted">${lastError}</span>` : ''
       }`;
     }
+    case 'webhook.held': {
+      const failures = count(d, 'consecutiveFailures');
+      const lastError = text(d, 'lastError');
+      return html`Held: ${failures !== null ? plural(failures, 'attempt', 'attempts') : 'attempts'} in a row failed; no new attempt starts until a probe succeeds${
+        lastError ? html`: <span class="muted">${lastError}</span>` : ''
+      }`;
+    }
     case 'webhook.recovered': {
       const since = text(d, 'failingSince');
-      return html`Deliveries succeed again${since ? html` (failing since ${time(since)})` : ''}`;
+      const heldFor = count(d, 'heldFor');
+      return html`Deliveries succeed again${since ? html` (failing since ${time(since)})` : ''}${heldFor !== null ? `; held for ${Math.round(heldFor / 1000)} s, the waiting jobs now go out` : ''}`;
+    }
+    case 'job.completed': {
+      const jobId = text(d, 'jobId');
+      const attempts = count(d, 'attemptCount');
+      return html`Job ${jobId ? html`<a href="${jobs}/${encodeURIComponent(jobId)}"><code>${jobId}</code></a>` : '?'} completed${attempts !== null ? ` after ${plural(attempts, 'attempt', 'attempts')}` : ''}`;
     }
     case 'schedule.skipped': {
       const scheduleId = text(d, 'scheduleId');
@@ -59,6 +72,7 @@ function summary(project: ProjectRow, event: EventView): SafeHtml {
 }
 
 function delivery(event: EventView): SafeHtml {
+  if (event.status === 'NOT_SENT') return html`<span class="muted">not sent</span>`;
   if (event.status === 'DELIVERED') return html`${statusBadge(event.status)} <span class="muted">${time(event.deliveredAt)}</span>`;
   if (event.status === 'PENDING' && event.nextAttemptAt) {
     return html`${statusBadge(event.status)} <span class="muted">${event.attemptCount > 0 ? 'next attempt' : 'due'} ${time(event.nextAttemptAt)}</span>`;
@@ -81,13 +95,13 @@ export function eventsPage(ctx: PageContext, o: { project: ProjectRow; events: E
       ${noUrl
         ? o.events.length === 0 && !o.paged
           ? emptyState(
-              'No Events URL yet',
-              html`<p>Events (a job failing for good, the webhook failing and recovering, a schedule skipping a fire) are recorded once an Events URL is set.
-                Set one in <a href="${settings}">Delivery settings</a>; Punctual then POSTs each event there, signed as deliveries, and lists it here.</p>`,
+              'No events yet',
+              html`<p>Events (a job failing for good, the webhook failing, held and recovering, a schedule skipping a fire) are listed here as they happen.
+                Set an Events URL in <a href="${settings}">Delivery settings</a> and Punctual also POSTs each one there, signed as deliveries.</p>`,
             )
-          : html`<p class="alert alert-note">No Events URL is set: new events are not recorded. <a href="${settings}">Set one in Delivery settings</a>.</p>`
+          : html`<p class="alert alert-note">No Events URL is set: events are listed here but not sent. <a href="${settings}">Set one in Delivery settings</a>.</p>`
         : html`<p>Sent to <code>${project.eventsUrl}</code> as ${project.eventsFormat === 'slack' ? 'Slack-compatible text' : 'JSON'}
-            (<a href="${settings}">change</a>). Kept 30 days.</p>`}
+            (<a href="${settings}">change</a>)${project.eventTypes ? html`: ${project.eventTypes.join(', ')} only` : ''}. Kept 30 days.</p>`}
       ${o.events.length === 0
         ? noUrl && !o.paged
           ? ''

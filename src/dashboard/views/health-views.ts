@@ -33,6 +33,13 @@ export function projectStatus(project: ProjectRow, health: ProjectHealth, hasJob
         detail: html`${count(health.consecutiveFailures)} attempts in a row failed${health.since !== null ? html` since ${time(health.since)}` : ''}`,
       });
       break;
+    case 'held':
+      words.push({
+        label: 'held',
+        tone: 'bad',
+        detail: html`the receiver failed ${count(health.consecutiveFailures)} times in a row; jobs wait${health.nextProbeAt !== null ? html`, next probe ${time(health.nextProbeAt)}` : ''}`,
+      });
+      break;
     case 'healthy':
       break;
   }
@@ -78,6 +85,21 @@ export function healthBanner(ctx: PageContext, project: ProjectRow, health: Proj
           ${postForm(ctx, `/projects/${project.id}/webhook/test`, html`<button type="submit" class="button">Send a test delivery</button>`)}
           <a class="button button-secondary" href="/projects/${project.id}/webhook">Check the webhook URL</a>
           <a class="button button-secondary" href="/projects/${project.id}/jobs?status=FAILED">Failed jobs</a>
+        </div>
+      </section>`;
+    case 'held':
+      return html`<section class="alert alert-failing" aria-labelledby="held-title" data-testid="failing-banner">
+        <h2 id="held-title">Deliveries are held: the receiver is failing</h2>
+        <p>The last <strong>${count(health.consecutiveFailures)} attempts in a row</strong> failed, and since ${time(health.since!)} no new attempt starts
+          (holdOnFailure). ${health.lastError ? html`The last error: <code>${health.lastError}</code>.` : ''}</p>
+        <p>Due jobs wait QUEUED with their retries intact; new jobs are still accepted.
+          Punctual probes <code>${project.webhookUrl ?? 'the webhook URL'}</code>${health.nextProbeAt !== null ? html` (next ${time(health.nextProbeAt)})` : ''},
+          and the first probe answered 200 or 201 ends the hold: the waiting jobs then go out, earliest due first.
+          ${project.paused ? 'The project is also paused: it is not probed until you resume it.' : ''}</p>
+        <div class="actions">
+          ${postForm(ctx, `/projects/${project.id}/webhook/probe`, html`<button type="submit" class="button" data-testid="probe-now">Probe now</button>`)}
+          <a class="button button-secondary" href="/projects/${project.id}/webhook">Check the webhook URL</a>
+          <a class="button button-secondary" href="/projects/${project.id}/jobs?status=QUEUED">Waiting jobs</a>
         </div>
       </section>`;
   }

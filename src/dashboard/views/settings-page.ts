@@ -36,6 +36,9 @@ export interface SettingsValues {
   acceptAny2xx: boolean;
   asyncCompletion: boolean;
   asyncCompletionTimeout: DurationValue;
+  holdOnFailure: boolean;
+  /** retryPolicy.stopOn as typed: statuses separated by commas or spaces. */
+  stopOn: string;
   retentionDays: string;
   eventsUrl: string;
   eventsFormat: string;
@@ -213,6 +216,17 @@ export function settingsPage(
             <input id="f-acceptAny2xx" name="acceptAny2xx" type="checkbox" value="true"${v.acceptAny2xx ? html` checked` : ''}>
             <label for="f-acceptAny2xx">Count any 2xx answer as success (otherwise only 200 and 201)</label>
           </div>
+        </section>
+        <section class="card">
+          <h2>When the receiver fails</h2>
+          <div class="field field-check">
+            <input id="f-holdOnFailure" name="holdOnFailure" type="checkbox" value="true"${v.holdOnFailure ? html` checked` : ''} aria-describedby="f-holdOnFailure-hint">
+            <label for="f-holdOnFailure">Hold the jobs while the receiver is down, probe it, and resume by itself</label>
+          </div>
+          <p class="hint" id="f-holdOnFailure-hint">After 10 attempts in a row fail (a network error, a timeout, a 5xx, 408 or 429), no new attempt starts:
+            due jobs wait QUEUED with their retries intact. Punctual probes the receiver after 30 s, then at doubling intervals up to 10 minutes,
+            and the first probe answered 200 or 201 sends the waiting jobs, earliest due first.</p>
+          ${field({ name: 'retryPolicy.stopOn', label: 'Statuses that end a job at once', value: v.stopOn, hint: 'HTTP statuses from 400 to 599, separated by commas, such as 410: a job answered with one is FAILED at once, with no further retries.', error: o.error })}
         </section>
         ${asyncCompletionCard(v, o.error)}
         <section class="card">

@@ -4,6 +4,7 @@
  */
 import { InvalidRequestError } from '../../errors.js';
 import { EVENTS_FORMATS, type EventsFormat, type ProjectPatch } from '../../store/store.js';
+import { EVENT_TYPES } from '../../store/event-store.js';
 import {
   ASYNC_COMPLETION_TIMEOUT_RANGE,
   KEY_CONCURRENCY_RANGE,
@@ -39,8 +40,10 @@ export const PROJECT_FIELDS = fieldSet([
   'keyConcurrency',
   'eventsUrl',
   'eventsFormat',
+  'holdOnFailure',
+  'eventTypes',
 ]);
-export const RETRY_POLICY_FIELDS = fieldSet(['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs']);
+export const RETRY_POLICY_FIELDS = fieldSet(['maxRetries', 'initialDelayMs', 'factor', 'maxDelayMs', 'stopOn']);
 export const TEAM_FIELDS = fieldSet(['name', 'plan']);
 export const KEY_FIELDS = fieldSet(['name']);
 
@@ -112,6 +115,7 @@ export async function readProjectPatch(
       }
       patch.retryFactor = factor;
     }
+    if ('stopOn' in policy) patch.retryStopOn = readStopOn(policy.stopOn);
   }
   if ('deliveryTimeoutMs' in body) patch.deliveryTimeoutMs = readInteger(body.deliveryTimeoutMs, 'deliveryTimeoutMs', DELIVERY_TIMEOUT_RANGE);
   if ('deliveryConcurrency' in body) {
@@ -152,5 +156,29 @@ export async function readProjectPatch(
     }
     patch.eventsFormat = body.eventsFormat as EventsFormat;
   }
+  if ('holdOnFailure' in body) {
+    if (typeof body.holdOnFailure !== 'boolean') throw new InvalidRequestError('holdOnFailure must be true or false', { field: 'holdOnFailure' });
+    patch.holdOnFailure = body.holdOnFailure;
+  }
+  if ('eventTypes' in body) patch.eventTypes = readEventTypes(body.eventTypes);
   return patch;
+}
+
+/** SPEC section 13: HTTP statuses that end a job at once, each once, in the order given. */
+function readStopOn(value: unknown): number[] {
+  const rule = 'retryPolicy.stopOn must be an array of HTTP status codes from 400 to 599, such as [410]';
+  if (!Array.isArray(value) || value.some((code) => typeof code !== 'number' || !Number.isInteger(code) || code < 400 || code > 599)) {
+    throw new InvalidRequestError(rule, { field: 'retryPolicy.stopOn' });
+  }
+  return [...new Set(value as number[])];
+}
+
+/** SPEC section 13: the event types sent to the eventsUrl, each once; null for the default set. */
+function readEventTypes(value: unknown): string[] | null {
+  if (value === null) return null;
+  const known: readonly string[] = EVENT_TYPES;
+  if (!Array.isArray(value) || value.some((type) => typeof type !== 'string' || !known.includes(type))) {
+    throw new InvalidRequestError(`eventTypes must be null (the default set) or an array of event types: ${EVENT_TYPES.join(', ')}`, { field: 'eventTypes' });
+  }
+  return [...new Set(value as string[])];
 }

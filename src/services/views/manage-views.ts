@@ -1,6 +1,7 @@
 /** What the management API (and the dashboard) shows of teams, projects and keys. */
 import type { ApiKeyRow, ProjectRow, TeamRow } from '../../store/store.js';
-import type { EventRow } from '../../store/event-store.js';
+import { DEFAULT_EVENT_TYPES, type EventRow } from '../../store/event-store.js';
+import type { ProjectHealth } from '../project-health.js';
 import {
   DELIVERY_WINDOW_MINUTES,
   JOB_COUNT_LIMIT,
@@ -16,7 +17,17 @@ export function teamView(team: TeamRow) {
   return { teamId: team.id, name: team.name, plan: team.plan, createdAt: formatTimestamp(team.createdAt) };
 }
 
-export function projectView(project: ProjectRow) {
+/** A project's health as the API shows it (SPEC section 13): timestamps, no last error (the dashboard shows it). */
+export function healthView(health: ProjectHealth) {
+  return {
+    state: health.state,
+    since: formatNullableTimestamp(health.since),
+    consecutiveFailures: health.consecutiveFailures,
+    nextProbeAt: formatNullableTimestamp(health.nextProbeAt),
+  };
+}
+
+export function projectView(project: ProjectRow, health: ProjectHealth) {
   return {
     projectId: project.id,
     teamId: project.teamId,
@@ -27,6 +38,7 @@ export function projectView(project: ProjectRow) {
       initialDelayMs: project.retryInitialDelayMs,
       factor: project.retryFactor,
       maxDelayMs: project.retryMaxDelayMs,
+      stopOn: project.retryStopOn,
     },
     deliveryTimeoutMs: project.deliveryTimeoutMs,
     deliveryConcurrency: project.deliveryConcurrency,
@@ -39,6 +51,9 @@ export function projectView(project: ProjectRow) {
     eventsUrl: project.eventsUrl,
     eventsFormat: project.eventsFormat,
     retentionDays: project.retentionDays,
+    holdOnFailure: project.holdOnFailure,
+    eventTypes: project.eventTypes ?? [...DEFAULT_EVENT_TYPES],
+    health: healthView(health),
     createdAt: formatTimestamp(project.createdAt),
   };
 }
@@ -71,11 +86,12 @@ export function apiKeyView(key: ApiKeyRow) {
 }
 
 /** A project's overview (GET /manage/v1/projects/:projectId/overview): the dashboard's figures, with their windows. */
-export function overviewView(overview: ProjectOverview & { at: number }) {
+export function overviewView(overview: ProjectOverview & { at: number }, health: ProjectHealth) {
   const windowEnd = formatTimestamp(minuteOf(overview.at) + MINUTE_MS);
   const deliveryStart = formatTimestamp(windowStart(overview.at, DELIVERY_WINDOW_MINUTES));
   return {
     at: formatTimestamp(overview.at),
+    health: healthView(health),
     jobsByStatus: overview.jobsByStatus,
     jobCountLimit: JOB_COUNT_LIMIT,
     deliveries: {

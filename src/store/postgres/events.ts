@@ -1,16 +1,40 @@
 /** Events (SPEC section 10) in PostgreSQL (bigint columns arrive as numbers: connection-pool.ts). */
 import type { EventStore } from '../event-store.js';
 import {
-  healthAfter,
+  FAILING_AFTER,
+  PROBE_MAX_MS,
+  healthRecord,
+  recoveredAfterHold,
   type ClaimedEvent,
   type EventAttemptOutcome,
   type EventRow,
   type HealthOutcome,
   type NewEvent,
+  type ProjectHold,
   type WebhookHealthRow,
+  type WebhookHealthState,
 } from '../event-store.js';
 import type { ConnectionPool, Queryable } from './connection-pool.js';
-import { EventClaimDue, EventFinish, EventInsert, EventList, EventPrune, EventReleaseClaims, WebhookHealthDelete, WebhookHealthGet, WebhookHealthGetForUpdate, WebhookHealthListFailing, WebhookHealthLockProject, WebhookHealthUpsert } from './queries/events.js';
+import {
+  EventClaimDue,
+  EventFinish,
+  EventInsert,
+  EventList,
+  EventPrune,
+  EventReleaseClaims,
+  ProjectHoldGet,
+  ProjectHoldSet,
+  WebhookHealthCounts,
+  WebhookHealthDelete,
+  WebhookHealthGet,
+  WebhookHealthGetForUpdate,
+  WebhookHealthListFailing,
+  WebhookHealthLockProject,
+  WebhookHealthUpsert,
+  WebhookHoldEnd,
+  WebhookProbeClaimDue,
+  WebhookProbeNextAt,
+} from './queries/events.js';
 
 export class PostgresEvents implements EventStore {
   constructor(private readonly db: ConnectionPool) {}
@@ -50,21 +74,17 @@ export class PostgresEvents implements EventStore {
   }
 
   /** Under the project row's lock, so that instances recording outcomes of one project take turns. */
-  async webhookHealthRecord(p: { projectId: string; outcomes: HealthOutcome[] }): Promise<void> {
-    await this.db.transaction(async (client) => {
-      await this.db.query(WebhookHealthLockProject, [p.projectId], client);
+  async webhookHealthRecord(p: { projectId: string; outcomes: HealthOutcome[] }): Promise<{ held: boolean }> {
+    return this.db.transaction(async (client) => {
+      const project = (await this.db.rows<{ holdOnFailure: boolean; heldSince: number | null }>(WebhookHealthLockProject, [p.projectId], client))[0];
+      if (!project) return { held: false };
       const before = (await this.db.rows<WebhookHealthRow>(WebhookHealthGetForUpdate, [p.projectId], client))[0] ?? null;
-      let row = before;
-      for (const outcome of p.outcomes) {
-        const after = healthAfter(row, outcome);
-        row = after.row;
-        if (after.event) {
-          const event = { id: outcome.eventId, projectId: p.projectId, type: after.event.type, occurredAt: outcome.at, data: JSON.stringify(after.event.data) };
-          await this.eventInsert(event, client);
-        }
-      }
+      const { row, events, hold } = healthRecord(before, { holdOnFailure: project.holdOnFailure, held: project.heldSince !== null }, p.outcomes);
+      for (const event of events) await this.eventInsert({ ...event, projectId: p.projectId, data: JSON.stringify(event.data) }, client);
       if (row) await this.db.query(WebhookHealthUpsert, [p.projectId, row.consecutiveFailures, row.failingSince, row.failingEventAt, row.lastError], client);
       else if (before) await this.db.query(WebhookHealthDelete, [p.projectId], client);
+      if (hold) await this.db.query(ProjectHoldSet, [p.projectId, hold.heldSince, hold.nextProbeAt, hold.probeIntervalMs], client);
+      return { held: hold !== null };
     });
   }
 
@@ -72,8 +92,37 @@ export class PostgresEvents implements EventStore {
     return (await this.db.rows<{ projectId: string }>(WebhookHealthListFailing)).map((row) => row.projectId);
   }
 
-  async webhookHealthGet(params: { projectId: string }): Promise<WebhookHealthRow | null> {
-    return (await this.db.rows<WebhookHealthRow>(WebhookHealthGet, [params.projectId]))[0] ?? null;
+  async webhookHealthGet(params: { projectId: string }): Promise<WebhookHealthState> {
+    return {
+      run: (await this.db.rows<WebhookHealthRow>(WebhookHealthGet, [params.projectId]))[0] ?? null,
+      hold: (await this.db.rows<ProjectHold>(ProjectHoldGet, [params.projectId]))[0] ?? null,
+    };
+  }
+
+  async webhookHealthCounts(): Promise<{ failing: number; held: number }> {
+    return (await this.db.rows<{ failing: number; held: number }>(WebhookHealthCounts, [FAILING_AFTER]))[0]!;
+  }
+
+  async webhookProbeClaimDue(params: { now: number }): Promise<string[]> {
+    return (await this.db.rows<{ id: string }>(WebhookProbeClaimDue, [params.now, PROBE_MAX_MS])).map((row) => row.id);
+  }
+
+  async webhookProbeNextAt(): Promise<number | null> {
+    const at = (await this.db.rows<{ at: number | string | null }>(WebhookProbeNextAt))[0]?.at ?? null;
+    return at === null ? null : Number(at);
+  }
+
+  async webhookHoldEnd(p: { projectId: string; now: number; eventId: string }): Promise<{ heldSince: number } | null> {
+    return this.db.transaction(async (client) => {
+      const project = (await this.db.rows<{ heldSince: number | null }>(WebhookHealthLockProject, [p.projectId], client))[0];
+      if (!project || project.heldSince === null) return null;
+      const run = (await this.db.rows<WebhookHealthRow>(WebhookHealthGetForUpdate, [p.projectId], client))[0] ?? null;
+      await this.db.query(WebhookHoldEnd, [p.projectId], client);
+      if (run) await this.db.query(WebhookHealthDelete, [p.projectId], client);
+      const data = recoveredAfterHold(run, project.heldSince, p.now);
+      await this.eventInsert({ id: p.eventId, projectId: p.projectId, type: 'webhook.recovered', occurredAt: p.now, data: JSON.stringify(data) }, client);
+      return { heldSince: project.heldSince };
+    });
   }
 
   async eventPrune(params: { occurredBy: number; limit: number }): Promise<number> {

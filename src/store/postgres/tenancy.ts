@@ -52,7 +52,7 @@ export class PostgresTenancy implements TenancyStore {
   }
 
   private static projectValues(p: ProjectRow): unknown[] {
-    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.asyncCompletion, p.asyncCompletionTimeoutMs, p.keyConcurrency];
+    return [p.id, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.asyncCompletion, p.asyncCompletionTimeoutMs, p.holdOnFailure, p.eventTypes, p.retryStopOn, p.keyConcurrency];
   }
 
   async projectInsert(params: { project: ProjectRow; secret: WebhookSecretRow }): Promise<void> {
@@ -60,7 +60,7 @@ export class PostgresTenancy implements TenancyStore {
     await this.db.transaction(async (client) => {
       await this.db.query(
         ProjectInsert,
-        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.asyncCompletion, p.asyncCompletionTimeoutMs, p.createdAt, p.keyConcurrency],
+        [p.id, p.teamId, p.name, p.webhookUrl, p.retryMaxRetries, p.retryInitialDelayMs, p.retryFactor, p.retryMaxDelayMs, p.deliveryTimeoutMs, p.deliveryConcurrency, p.acceptAny2xx, p.retentionDays, p.paused, p.eventsUrl, p.eventsFormat, p.deliveryRatePerSecond, p.asyncCompletion, p.asyncCompletionTimeoutMs, p.holdOnFailure, p.eventTypes, p.retryStopOn, p.createdAt, p.keyConcurrency],
         client,
       );
       await this.db.query(WebhookSecretInsert, [s.id, s.projectId, s.ciphertext, s.createdAt, s.expiresAt], client);

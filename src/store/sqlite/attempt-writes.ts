@@ -11,7 +11,7 @@ import { AWAITING_REPORT } from '../job-store.js';
 import { latenessBucket, minuteOf } from '../overview-store.js';
 import type { OverviewTally } from './overview-tally.js';
 import { AttemptAccept, AttemptFinish, AttemptInsert, AttemptJobGet, AttemptReported } from './queries/attempts.js';
-import { EventInsertJobFailed } from './queries/events.js';
+import { EventInsertJobCompleted, EventInsertJobFailed } from './queries/events.js';
 import { JobAccept, JobAwaitingReportCheck, JobFinishAttempt, JobReleaseHeldBack, JobReportRunning, JobStart } from './queries/jobs.js';
 import { FailedAttemptInsert } from './queries/overview.js';
 import type { Sql } from './sql.js';
@@ -50,6 +50,9 @@ export function attemptFinish(sql: Sql, params: AttemptFinishParams, tally: Over
     if (failed) sql(FailedAttemptInsert).run({ projectId: job.projectId, now, attemptId });
   }
   if (params.next.kind === 'fail') sql(EventInsertJobFailed).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now });
+  if (params.next.kind === 'complete') {
+    sql(EventInsertJobCompleted).run({ eventId: jobFailedEventId(params.attemptId), jobId: params.jobId, now: params.now, durationMs: params.result.durationMs });
+  }
   return true;
 }
 

@@ -2,10 +2,20 @@
 import type { ScheduleRow } from '../schedule-store.js';
 import type { ProjectRow } from '../tenancy-store.js';
 
-/** acceptAny2xx, paused and asyncCompletion come back as 0/1. */
+type Flags = 'acceptAny2xx' | 'paused' | 'asyncCompletion' | 'holdOnFailure';
+
+/** acceptAny2xx, paused, asyncCompletion and holdOnFailure come back as 0/1; eventTypes and retryStopOn as JSON. */
 export function toProject(row: unknown): ProjectRow {
-  const project = row as Omit<ProjectRow, 'acceptAny2xx' | 'paused' | 'asyncCompletion'> & { acceptAny2xx: number; paused: number; asyncCompletion: number };
-  return { ...project, acceptAny2xx: project.acceptAny2xx === 1, paused: project.paused === 1, asyncCompletion: project.asyncCompletion === 1 };
+  const project = row as Omit<ProjectRow, Flags | 'eventTypes' | 'retryStopOn'> & Record<Flags, number> & { eventTypes: string | null; retryStopOn: string };
+  return {
+    ...project,
+    acceptAny2xx: project.acceptAny2xx === 1,
+    paused: project.paused === 1,
+    asyncCompletion: project.asyncCompletion === 1,
+    holdOnFailure: project.holdOnFailure === 1,
+    eventTypes: project.eventTypes === null ? null : (JSON.parse(project.eventTypes) as string[]),
+    retryStopOn: JSON.parse(project.retryStopOn) as number[],
+  };
 }
 
 export const projectParams = (project: ProjectRow) => ({
@@ -13,6 +23,9 @@ export const projectParams = (project: ProjectRow) => ({
   acceptAny2xx: project.acceptAny2xx ? 1 : 0,
   paused: project.paused ? 1 : 0,
   asyncCompletion: project.asyncCompletion ? 1 : 0,
+  holdOnFailure: project.holdOnFailure ? 1 : 0,
+  eventTypes: project.eventTypes === null ? null : JSON.stringify(project.eventTypes),
+  retryStopOn: JSON.stringify(project.retryStopOn),
 });
 
 /** paused comes back as 0/1. */

@@ -5,7 +5,8 @@
  */
 import { AWAITING_REPORT } from '../../job-store.js';
 import { LATENESS_BOUNDS, MINUTE_MS } from '../../overview-store.js';
-import { PAUSED_PROJECTS, backedOffProjects } from './fragments.js';
+import { PROJECT_STOPPED, STOPPED_PROJECTS, backedOffProjects } from './fragments.js';
+import { sentTo } from './events.js';
 
 /** The lateness buckets' bounds as an array literal: constants of the code, never data. */
 const LATENESS_BOUNDS_ARRAY = `'{${LATENESS_BOUNDS.join(',')}}'::bigint[]`;
@@ -15,12 +16,12 @@ const attemptColumns = (t: string) => `${t}.id, ${t}.job_id AS "jobId", ${t}.att
   ${t}.reported_at AS "reportedAt"`;
 /**
  * Many attempts' STARTED and their attempt rows in one statement, each guarded by its lease. A job
- * of a paused project is not started: claimed before the pause and not yet sent, it is QUEUED again
+ * of a paused or held project is not started: claimed before the pause and not yet sent, it is QUEUED again
  * as it was, due when it was.
  */
 export const AttemptStartMany = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS i(job_id, attempt_id, worker_id, now, lease_expires_at)
-  ), paused AS (${PAUSED_PROJECTS}), backed_off AS (
+  ), paused AS (${STOPPED_PROJECTS}), backed_off AS (
     ${backedOffProjects('(SELECT max(now) FROM input)')}
   ), released AS (
     UPDATE jobs SET status = 'QUEUED', on_hold = jobs.project_id IN (SELECT id FROM paused), lease_owner = NULL, lease_expires_at = NULL,
@@ -54,17 +55,25 @@ export const AttemptStartMany = `WITH input AS (
   )
   SELECT job_id AS "jobId", n AS "attemptNumber" FROM started`;
 /**
- * job.failed (SPEC section 10) for each job of the CTE `job` that the finish made FAILED, in the
- * finish's own statement, for a project with an eventsUrl. Its id is the attempt's (event-store.ts,
- * jobFailedEventId); its data is built as the embedded store builds it (EventInsertJobFailed).
+ * job.failed (SPEC section 10) for each job of the CTE `job` that the finish made FAILED, and
+ * job.completed (SPEC section 13) for each it made COMPLETED when its project subscribes to it, in
+ * the finish's own statement. Their id is the attempt's (event-store.ts, jobFailedEventId); their
+ * data is built as the embedded store builds it (EventInsertJobFailed, EventInsertJobCompleted).
  */
-const JOB_FAILED_EVENT = `failed_event AS (
+const JOB_EVENTS = `failed_event AS (
     INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
     SELECT 'evt_' || substr(j.attempt_id, 5), j.project_id, 'job.failed', j.now,
       CASE WHEN j.schedule_id IS NULL THEN json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error)
         ELSE json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'lastError', j.last_error, 'scheduleId', j.schedule_id) END::text,
+      CASE WHEN ${sentTo("'job.failed'")} THEN 'PENDING' ELSE 'NOT_SENT' END, CASE WHEN ${sentTo("'job.failed'")} THEN j.now END, j.now
+    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'FAILED'
+  ), completed_event AS (
+    INSERT INTO events (id, project_id, type, occurred_at, data, status, next_attempt_at, updated_at)
+    SELECT 'evt_' || substr(j.attempt_id, 5), j.project_id, 'job.completed', j.now,
+      CASE WHEN j.schedule_id IS NULL THEN json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'durationMs', j.duration_ms)
+        ELSE json_build_object('jobId', j.id, 'attemptCount', j.attempt_count, 'scheduleId', j.schedule_id, 'durationMs', j.duration_ms) END::text,
       'PENDING', j.now, j.now
-    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'FAILED' AND p.events_url IS NOT NULL
+    FROM job j JOIN projects p ON p.id = j.project_id WHERE j.status = 'COMPLETED' AND ${sentTo("'job.completed'")}
   )`;
 /**
  * The overview's figures for the attempts a finish recorded (CTE `attempt`, RETURNING id and
@@ -91,7 +100,7 @@ export const AttemptFinishMany = `WITH input AS (
   ), job AS (
     UPDATE jobs SET status = i.status,
       run_at = COALESCE(i.run_at, jobs.run_at), queued_at = CASE WHEN i.status = 'QUEUED' THEN i.now ELSE jobs.queued_at END,
-      on_hold = CASE WHEN i.status = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE jobs.on_hold END,
+      on_hold = CASE WHEN i.status = 'QUEUED' THEN ${PROJECT_STOPPED} ELSE jobs.on_hold END,
       round_start_attempt_count = jobs.round_start_attempt_count + i.released,
       lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
       last_error = COALESCE(i.last_error, jobs.last_error), updated_at = i.now,
@@ -99,33 +108,33 @@ export const AttemptFinishMany = `WITH input AS (
       failed_at = CASE WHEN i.status = 'FAILED' THEN i.now ELSE jobs.failed_at END
     FROM input i
     WHERE jobs.id = i.job_id AND jobs.status = 'STARTED' AND jobs.lease_owner = i.worker_id AND jobs.lease_attempt_id = i.attempt_id
-    RETURNING jobs.id, jobs.project_id, jobs.status, jobs.attempt_count, jobs.last_error, jobs.schedule_id, i.attempt_id, i.now
+    RETURNING jobs.id, jobs.project_id, jobs.status, jobs.attempt_count, jobs.last_error, jobs.schedule_id, i.attempt_id, i.now, i.duration_ms
   ), attempt AS (
     UPDATE attempts SET finished_at = i.now, outcome = i.outcome, status_code = COALESCE(i.status_code, attempts.status_code),
       duration_ms = i.duration_ms, error = i.error, response_body = COALESCE(i.response_body, attempts.response_body)
     FROM input i WHERE attempts.id = i.attempt_id AND attempts.outcome IS NULL AND i.job_id IN (SELECT id FROM job)
     RETURNING attempts.id, i.outcome
-  ), ${overviewCounts('$14')}, ${JOB_FAILED_EVENT}
+  ), ${overviewCounts('$14')}, ${JOB_EVENTS}
   SELECT id AS "jobId" FROM job`;
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const AttemptFinish = `WITH job AS (
     UPDATE jobs SET status = $5::text,
       run_at = COALESCE($6::bigint, run_at), queued_at = CASE WHEN $5::text = 'QUEUED' THEN $4::bigint ELSE queued_at END,
-      on_hold = CASE WHEN $5::text = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE on_hold END,
+      on_hold = CASE WHEN $5::text = 'QUEUED' THEN ${PROJECT_STOPPED} ELSE on_hold END,
       round_start_attempt_count = round_start_attempt_count + $7::int,
       lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
       last_error = COALESCE($8::text, last_error), updated_at = $4::bigint,
       completed_at = CASE WHEN $5::text = 'COMPLETED' THEN $4::bigint ELSE completed_at END,
       failed_at = CASE WHEN $5::text = 'FAILED' THEN $4::bigint ELSE failed_at END
     WHERE id = $1 AND status = 'STARTED' AND lease_owner = $3 AND lease_attempt_id = $2
-    RETURNING id, project_id, status, attempt_count, last_error, schedule_id, $2::text AS attempt_id, $4::bigint AS now
+    RETURNING id, project_id, status, attempt_count, last_error, schedule_id, $2::text AS attempt_id, $4::bigint AS now, $11::int AS duration_ms
   ), attempt AS (
     -- An attempt accepted with 202 keeps that answer's status and body when its report or deadline ends it.
     UPDATE attempts SET finished_at = $4, outcome = $9, status_code = COALESCE($10, status_code), duration_ms = $11, error = $12,
       response_body = COALESCE($13, response_body), reported_at = CASE WHEN $14 THEN $4 ELSE reported_at END
     WHERE id = $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM job)
     RETURNING id, outcome
-  ), ${overviewCounts('$15')}, ${JOB_FAILED_EVENT}
+  ), ${overviewCounts('$15')}, ${JOB_EVENTS}
   SELECT count(*)::int AS n FROM job`;
 /** reportBy: the deadline of the attempt waiting for its report, read from its job's lease. */
 const attemptWithDeadline = (where: string) => `SELECT ${attemptColumns('a')},

@@ -17,7 +17,8 @@ export const ApiKeyFindByHash = `SELECT k.id AS "keyId", k.project_id AS "keyPro
   p.delivery_timeout_ms AS "deliveryTimeoutMs", p.delivery_concurrency AS "deliveryConcurrency",
   p.accept_any_2xx AS "acceptAny2xx", p.retention_days AS "retentionDays", p.paused, p.events_url AS "eventsUrl",
   p.events_format AS "eventsFormat", p.delivery_rate_per_second AS "deliveryRatePerSecond", p.async_completion AS "asyncCompletion",
-  p.async_completion_timeout_ms AS "asyncCompletionTimeoutMs", p.key_concurrency AS "keyConcurrency", p.created_at AS "createdAt"
+  p.async_completion_timeout_ms AS "asyncCompletionTimeoutMs", p.key_concurrency AS "keyConcurrency", p.hold_on_failure AS "holdOnFailure",
+  p.event_types AS "eventTypes", p.retry_stop_on AS "retryStopOn", p.created_at AS "createdAt"
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN teams t ON t.id = p.team_id
   WHERE k.key_hash = $1`;
 export const ApiKeyGet = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`;

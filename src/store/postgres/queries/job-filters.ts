@@ -8,7 +8,7 @@
  */
 import { bulkReadStart, filterDriver, type FilterDriver } from '../../job-rules.js';
 import { bulkActionStatus, type JobBulkAction, type JobBulkParams, type JobFilter, type JobListParams, type JobTagPair } from '../../job-store.js';
-import { HELD_IF_PAUSED, jobColumns } from './jobs.js';
+import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
 import { named, type NamedStatement } from './named-params.js';
 
 /**
@@ -67,7 +67,7 @@ function bulkRead(driver: FilterDriver): string {
 const CHANGE: Record<JobBulkAction['kind'], string> = {
   cancel: `status = 'CANCELLED', cancelled_at = :now::bigint, updated_at = :now::bigint`,
   reschedule: `scheduled_for = :scheduledFor::bigint, run_at = GREATEST(COALESCE(:scheduledFor::bigint, queued_at), queued_at), updated_at = :now::bigint`,
-  retry: `status = 'QUEUED', run_at = :now::bigint, queued_at = :now::bigint, ${HELD_IF_PAUSED}, round_start_attempt_count = attempt_count,
+  retry: `status = 'QUEUED', run_at = :now::bigint, queued_at = :now::bigint, ${HELD_IF_STOPPED}, round_start_attempt_count = attempt_count,
     failed_at = NULL, updated_at = :now::bigint`,
 };
 

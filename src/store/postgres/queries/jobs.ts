@@ -6,7 +6,7 @@
  */
 import { creationListStart } from '../../job-rules.js';
 import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../../job-store.js';
-import { PAUSED_PROJECTS, backedOffProjects } from './fragments.js';
+import { PROJECT_STOPPED, STOPPED_PROJECTS, backedOffProjects } from './fragments.js';
 
 export const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS "projectId", ${t}.status, ${t}.payload,
   ${t}.scheduled_for AS "scheduledFor", ${t}.run_at AS "runAt", ${t}.queued_at AS "queuedAt", ${t}.max_retries AS "maxRetries",
@@ -15,8 +15,8 @@ export const jobColumns = (t = 'jobs') => `${t}.seq, ${t}.id, ${t}.project_id AS
   ${t}.cancelled_at AS "cancelledAt", ${t}.schedule_id AS "scheduleId", ${t}.traceparent, ${t}.tracestate, ${t}.tags,
   ${t}.concurrency_key AS "concurrencyKey"`;
 const JOB_COLUMNS = jobColumns();
-/** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
-export const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
+/** A job entering QUEUED is held while its project is paused or held (0007_operator_controls.sql, 0017_receiver_health.sql). */
+export const HELD_IF_STOPPED = `on_hold = ${PROJECT_STOPPED}`;
 /**
  * Every dispatch: the requests of one event-loop turn (or one request with an Idempotency-Key) in
  * one statement: all their jobs, the usage of each team, and one wake-up hint. One round trip and
@@ -46,9 +46,9 @@ const jobInsertGroup = (usageRows: string, fires = false, tagged = false) => {
     -- nextAttemptAt = createdAt (SPEC section 2).
     SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, COALESCE(j.created_at, $1::bigint), j.max_retries,
       COALESCE(j.created_at, $1::bigint), COALESCE(j.created_at, $1::bigint),
-      -- A paused project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
+      -- A paused or held project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
       -- so that rows keep the arrays' order (the order of seq, which lists follow).
-      j.schedule_id, j.schedule_fire_at, (SELECT paused FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate,
+      j.schedule_id, j.schedule_fire_at, (SELECT paused OR held_since IS NOT NULL FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate,
       j.concurrency_key${tagged ? ', j.tags' : ''}
     -- unnest pads a shorter array with nulls, so a group without trace context passes null for $15 and $16.
     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[], ${keys}::text[]${tagged ? `, ${tags}::text[]` : ''})
@@ -132,7 +132,7 @@ export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelle
 export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = $4,
   run_at = GREATEST(COALESCE($4::bigint, queued_at), queued_at), updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
-export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3, queued_at = $3, ${HELD_IF_PAUSED},
+export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3, queued_at = $3, ${HELD_IF_STOPPED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 /**
@@ -151,7 +151,7 @@ const CLAIM_LIMIT = `LEAST($9::int * LEAST(p.delivery_concurrency, $10::int), $1
  */
 export const JobClaimDue = `WITH picked AS (
     SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND NOT key_held AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
-      AND project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${backedOffProjects('$1::bigint')})
+      AND project_id NOT IN (${STOPPED_PROJECTS}) AND project_id NOT IN (${backedOffProjects('$1::bigint')})
     ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
   ), due AS (
     SELECT ranked.seq FROM (
@@ -176,10 +176,10 @@ export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS "leas
  * A claim never started (its worker died, or is stopping): QUEUED again due when it was, and in its
  * QUEUED state as before: being claimed and given back is not a new due time (SPEC section 2).
  */
-export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_STOPPED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = $2
   WHERE id = $1 AND status = 'DISPATCHED' AND lease_expires_at < $3`;
-export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_STOPPED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = $2 WHERE lease_owner = $1 AND status = 'DISPATCHED'`;
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS "leaseExpiresAt" FROM jobs
   WHERE status = 'DISPATCHED' AND lease_owner = $1`;
@@ -254,10 +254,10 @@ export const JobHoldBatch = `WITH batch AS (
     SELECT seq FROM jobs WHERE project_id = $1 AND status = 'QUEUED' AND seq > $2 ORDER BY seq LIMIT $3
   ), held AS (
     UPDATE jobs SET on_hold = true FROM batch WHERE jobs.seq = batch.seq AND NOT jobs.on_hold
-      AND (SELECT paused FROM projects WHERE id = $1)
+      AND (SELECT paused OR held_since IS NOT NULL FROM projects WHERE id = $1)
   )
   SELECT max(seq) AS "lastSeq", count(*)::int AS n FROM batch`;
 export const JobReleaseHeldBatch = `WITH batch AS (
     SELECT seq FROM jobs WHERE project_id = $1 AND status = 'QUEUED' AND on_hold ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
   )
-  UPDATE jobs SET on_hold = false FROM batch WHERE jobs.seq = batch.seq AND NOT (SELECT paused FROM projects WHERE id = $1)`;
+  UPDATE jobs SET on_hold = false FROM batch WHERE jobs.seq = batch.seq AND NOT (SELECT paused OR held_since IS NOT NULL FROM projects WHERE id = $1)`;

@@ -10,7 +10,8 @@ const PROJECT_COLUMNS = `id, team_id AS "teamId", name, webhook_url AS "webhookU
   delivery_timeout_ms AS "deliveryTimeoutMs", delivery_concurrency AS "deliveryConcurrency", accept_any_2xx AS "acceptAny2xx",
   retention_days AS "retentionDays", paused, events_url AS "eventsUrl", events_format AS "eventsFormat",
   delivery_rate_per_second AS "deliveryRatePerSecond", async_completion AS "asyncCompletion",
-  async_completion_timeout_ms AS "asyncCompletionTimeoutMs", key_concurrency AS "keyConcurrency", created_at AS "createdAt"`;
+  async_completion_timeout_ms AS "asyncCompletionTimeoutMs", key_concurrency AS "keyConcurrency", hold_on_failure AS "holdOnFailure",
+  event_types AS "eventTypes", retry_stop_on AS "retryStopOn", created_at AS "createdAt"`;
 export const SettingGet = 'SELECT value FROM settings WHERE key = $1';
 export const SettingInsertIfAbsent = `WITH ins AS (INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value)
   SELECT value FROM ins UNION ALL SELECT value FROM settings WHERE key = $1 LIMIT 1`;
@@ -20,8 +21,9 @@ export const TeamUpdate = `UPDATE teams SET name = COALESCE($2, name), plan = CO
 export const TeamCount = 'SELECT count(*)::int AS n FROM teams';
 export const ProjectInsert = `INSERT INTO projects (id, team_id, name, webhook_url, retry_max_retries, retry_initial_delay_ms,
   retry_factor, retry_max_delay_ms, delivery_timeout_ms, delivery_concurrency, accept_any_2xx, retention_days, paused,
-  events_url, events_format, delivery_rate_per_second, async_completion, async_completion_timeout_ms, created_at,
-  key_concurrency) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`;
+  events_url, events_format, delivery_rate_per_second, async_completion, async_completion_timeout_ms, hold_on_failure, event_types,
+  retry_stop_on, created_at, key_concurrency)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`;
 export const ProjectGet = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1`;
 export const ProjectGetForUpdate = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1 FOR UPDATE`;
 export const ProjectGetMany = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = ANY($1::text[])`;
@@ -29,7 +31,11 @@ export const ProjectListByTeam = `SELECT ${PROJECT_COLUMNS} FROM projects WHERE 
 export const ProjectUpdate = `UPDATE projects SET name = $2, webhook_url = $3, retry_max_retries = $4, retry_initial_delay_ms = $5,
   retry_factor = $6, retry_max_delay_ms = $7, delivery_timeout_ms = $8, delivery_concurrency = $9, accept_any_2xx = $10,
   retention_days = $11, paused = $12, events_url = $13, events_format = $14,
-  delivery_rate_per_second = $15, async_completion = $16, async_completion_timeout_ms = $17, key_concurrency = $18 WHERE id = $1`;
+  delivery_rate_per_second = $15, async_completion = $16, async_completion_timeout_ms = $17, hold_on_failure = $18,
+  event_types = $19, retry_stop_on = $20, key_concurrency = $21,
+  -- Turning holdOnFailure off ends a hold (its jobs are then released: ../../../maintenance/project-holds.ts).
+  held_since = CASE WHEN $18 THEN held_since END, next_probe_at = CASE WHEN $18 THEN next_probe_at END,
+  probe_interval_ms = CASE WHEN $18 THEN probe_interval_ms END WHERE id = $1`;
 export const WebhookSecretInsert = `INSERT INTO webhook_secrets (id, project_id, secret_ciphertext, created_at, expires_at)
   VALUES ($1, $2, $3, $4, $5)`;
 export const WebhookSecretListActive = `SELECT id, project_id AS "projectId", secret_ciphertext AS ciphertext, created_at AS "createdAt",
@@ -59,6 +65,6 @@ export const TeamListByUser = `SELECT t.id, t.name, t.plan, t.created_at AS "cre
   JOIN team_memberships m ON m.team_id = t.id WHERE m.user_id = $1 ORDER BY t.created_at, t.id`;
 export const TeamMembershipInsert = `INSERT INTO team_memberships (user_id, team_id, created_at) VALUES ($1, $2, $3)
   ON CONFLICT (user_id, team_id) DO NOTHING`;
-export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE NOT paused
+export const ProjectListWithHeldJobs = `SELECT id FROM projects p WHERE NOT paused AND held_since IS NULL
   AND EXISTS (SELECT 1 FROM jobs WHERE project_id = p.id AND status = 'QUEUED' AND on_hold)`;
 export const ProjectBackoff = 'UPDATE projects SET backoff_until = GREATEST(COALESCE(backoff_until, 0), $2) WHERE id = $1';

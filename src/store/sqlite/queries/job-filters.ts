@@ -8,7 +8,7 @@
  */
 import { bulkReadStart, filterDriver, type FilterDriver } from '../../job-rules.js';
 import { bulkActionStatus, type JobBulkAction, type JobBulkParams, type JobFilter, type JobListParams, type JobTagPair } from '../../job-store.js';
-import { HELD_IF_PAUSED, jobColumns } from './jobs.js';
+import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
 
 /**
  * Every condition of a filter, on `j`, with a null parameter for a field not given: whichever the
@@ -84,7 +84,7 @@ export const JobBulkCancel = `UPDATE jobs SET status = 'CANCELLED', cancelled_at
 export const JobBulkReschedule = `UPDATE jobs SET scheduled_for = @scheduledFor,
   run_at = MAX(COALESCE(@scheduledFor, queued_at), queued_at), updated_at = @now
   WHERE ${OF_READ} AND status = 'QUEUED' RETURNING run_at AS runAt`;
-export const JobBulkRetry = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
+export const JobBulkRetry = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_STOPPED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE ${OF_READ} AND status = 'FAILED' RETURNING run_at AS runAt`;
 

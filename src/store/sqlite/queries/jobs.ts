@@ -17,12 +17,17 @@ export const jobColumns = (t?: string) => {
   ${c}schedule_id AS scheduleId, ${c}traceparent, ${c}tracestate, ${c}tags, ${c}concurrency_key AS concurrencyKey`;
 };
 const JOB_COLUMNS = jobColumns();
-/** Paused projects (SPEC section 10), read through the partial index projects_paused. */
-const PAUSED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1';
+/**
+ * Stopped projects: paused (SPEC section 10) or held for a failing receiver (SPEC section 13), read
+ * through the partial index projects_stopped. Nothing of theirs is claimed or started.
+ */
+const STOPPED_PROJECTS = 'SELECT id FROM projects WHERE paused = 1 OR held_since IS NOT NULL';
+/** Whether the job's project is stopped, 0 or 1 (a job entering QUEUED takes it as on_hold). */
+const PROJECT_STOPPED = '(SELECT paused = 1 OR held_since IS NOT NULL FROM projects WHERE projects.id = jobs.project_id)';
 /** Projects a receiver's Retry-After holds back at @now (SPEC section 11), read through projects_backoff. */
 const BACKED_OFF_PROJECTS = 'SELECT id FROM projects WHERE backoff_until > @now';
-/** A job entering QUEUED is held while its project is paused (0007_operator_controls.sql). */
-export const HELD_IF_PAUSED = 'on_hold = (SELECT paused FROM projects WHERE projects.id = jobs.project_id)';
+/** A job entering QUEUED is held while its project is paused or held (0007_operator_controls.sql, 0017_receiver_health.sql). */
+export const HELD_IF_STOPPED = `on_hold = ${PROJECT_STOPPED}`;
 /**
  * A schedule's fire (schedule_id, schedule_fire_at) already created elsewhere is left as it is. A
  * job with tags is inserted by the same statement with its tags column (jobInsert), then its
@@ -85,7 +90,7 @@ export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelle
 export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = @scheduledFor,
   run_at = MAX(COALESCE(@scheduledFor, queued_at), queued_at), updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
-export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_PAUSED},
+export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @now, queued_at = @now, ${HELD_IF_STOPPED},
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 /**
@@ -119,7 +124,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
     FROM (
       SELECT seq, project_id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
         SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at <= @dueBy
-          AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${PAUSED_PROJECTS})
+          AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${STOPPED_PROJECTS})
           AND project_id NOT IN (${BACKED_OFF_PROJECTS})
         ORDER BY run_at LIMIT @limit)
     ) AS ranked JOIN projects p ON p.id = ranked.project_id
@@ -136,19 +141,19 @@ export const JobStart = `UPDATE jobs SET status = 'STARTED', attempt_count = att
   lease_attempt_id = @attemptId, lease_expires_at = @leaseExpiresAt, updated_at = @now
   WHERE id = @jobId AND lease_owner = @workerId AND (status = 'DISPATCHED' OR (status = 'STARTED' AND lease_attempt_id = @attemptId))
     -- Asked again for a started attempt, the answer stays the same, paused or not.
-    AND (status = 'STARTED' OR (project_id NOT IN (${PAUSED_PROJECTS}) AND project_id NOT IN (${BACKED_OFF_PROJECTS})))
+    AND (status = 'STARTED' OR (project_id NOT IN (${STOPPED_PROJECTS}) AND project_id NOT IN (${BACKED_OFF_PROJECTS})))
   RETURNING attempt_count - round_start_attempt_count AS attemptNumber, project_id AS projectId, run_at AS runAt`;
 /**
  * A job claimed before its project was paused (or backed off) and not yet sent: QUEUED again as
  * it was, due when it was; held if paused.
  */
-export const JobReleaseHeldBack = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+export const JobReleaseHeldBack = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_STOPPED}, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
   WHERE id = @jobId AND lease_owner = @workerId AND status = 'DISPATCHED'
-    AND (project_id IN (${PAUSED_PROJECTS}) OR project_id IN (${BACKED_OFF_PROJECTS}))`;
+    AND (project_id IN (${STOPPED_PROJECTS}) OR project_id IN (${BACKED_OFF_PROJECTS}))`;
 /** Guarded on the lease and the attempt: a worker whose lease was taken over changes nothing. */
 export const JobFinishAttempt = `UPDATE jobs SET status = @status,
   run_at = COALESCE(@runAt, run_at), queued_at = CASE WHEN @status = 'QUEUED' THEN @now ELSE queued_at END,
-  on_hold = CASE WHEN @status = 'QUEUED' THEN (SELECT paused FROM projects WHERE projects.id = jobs.project_id) ELSE on_hold END,
+  on_hold = CASE WHEN @status = 'QUEUED' THEN ${PROJECT_STOPPED} ELSE on_hold END,
   round_start_attempt_count = round_start_attempt_count + @releasedAttempts,
   lease_owner = NULL, lease_expires_at = NULL, lease_attempt_id = NULL,
   last_error = COALESCE(@lastError, last_error), updated_at = @now,
@@ -178,10 +183,10 @@ export const JobLeaseExpiredCheck = `SELECT 1 AS expired FROM jobs WHERE id = @j
  * A claim never started (its worker died, or is stopping): QUEUED again due when it was, and in its
  * QUEUED state as before: being claimed and given back is not a new due time (SPEC section 2).
  */
-export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
+export const JobRequeueExpired = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_STOPPED}, lease_owner = NULL,
   lease_expires_at = NULL, lease_attempt_id = NULL, updated_at = @now
   WHERE id = @jobId AND status = 'DISPATCHED' AND lease_expires_at < @expiredBefore`;
-export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_PAUSED}, lease_owner = NULL,
+export const JobReleaseDispatched = `UPDATE jobs SET status = 'QUEUED', ${HELD_IF_STOPPED}, lease_owner = NULL,
   lease_expires_at = NULL, updated_at = @now WHERE lease_owner = @workerId AND status = 'DISPATCHED'`;
 /** The `status IN (…)` repeats the partial index's condition: without it SQLite scans every job. */
 export const JobListDispatchedTo = `SELECT ${JOB_COLUMNS}, lease_expires_at AS leaseExpiresAt FROM jobs
@@ -236,14 +241,15 @@ export function jobListStatement(params: JobListParams): [sql: string, values: R
   const values = { projectId: params.projectId, beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit: params.limit, ...status };
   return [params.status === null ? JobList : JobListByStatus, values];
 }
-// Pause and resume (SPEC section 10): a paused project's QUEUED jobs held, a resumed one's released.
+// Pause and resume (SPEC section 10), hold and recovery (SPEC section 13): a stopped project's QUEUED
+// jobs held, a project no longer stopped has its released.
 /** The end of a paused project's next batch of QUEUED jobs, by seq from @afterSeq (jobs_project_status). */
 export const JobHoldBatchEnd = `SELECT max(seq) AS lastSeq, count(*) AS n FROM (SELECT seq FROM jobs INDEXED BY jobs_project_status
   WHERE project_id = @projectId AND status = 'QUEUED' AND seq > @afterSeq ORDER BY seq LIMIT @limit)`;
 /** Holds that batch, unless the project was resumed meanwhile. */
 export const JobHoldRange = `UPDATE jobs SET on_hold = 1 WHERE project_id = @projectId AND status = 'QUEUED'
-  AND seq > @afterSeq AND seq <= @lastSeq AND on_hold = 0 AND (SELECT paused FROM projects WHERE id = @projectId) = 1`;
+  AND seq > @afterSeq AND seq <= @lastSeq AND on_hold = 0 AND (SELECT paused = 1 OR held_since IS NOT NULL FROM projects WHERE id = @projectId) = 1`;
 /** A batch of a resumed project's held jobs, earliest due first (jobs_held). */
 export const JobReleaseHeldBatch = `UPDATE jobs SET on_hold = 0 WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_held
   WHERE project_id = @projectId AND status = 'QUEUED' AND on_hold = 1 ORDER BY run_at LIMIT @limit)
-  AND (SELECT paused FROM projects WHERE id = @projectId) = 0`;
+  AND (SELECT paused = 0 AND held_since IS NULL FROM projects WHERE id = @projectId) = 1`;

@@ -1,0 +1,18 @@
+-- Receiver health (SPEC section 13): hold, probe, resume; event subscriptions; retryPolicy.stopOn.
+ALTER TABLE projects ADD COLUMN hold_on_failure INTEGER NOT NULL DEFAULT 0;
+-- The event types sent to the eventsUrl, as a JSON array; null: the default set (all but job.completed).
+ALTER TABLE projects ADD COLUMN event_types TEXT;
+-- HTTP statuses that end a job at once, as a JSON array.
+ALTER TABLE projects ADD COLUMN retry_stop_on TEXT NOT NULL DEFAULT '[]';
+-- A held project (holdOnFailure, turned failing): since when, when it is probed next, and the
+-- interval that probe opens (30 s doubling to 10 min). All null while not held. Written in the
+-- transaction that records the failure that turns it failing; a probe is claimed by moving
+-- next_probe_at on, so that one instance probes each time.
+ALTER TABLE projects ADD COLUMN held_since INTEGER;
+ALTER TABLE projects ADD COLUMN next_probe_at INTEGER;
+ALTER TABLE projects ADD COLUMN probe_interval_ms INTEGER;
+-- A held project is stopped as a paused one is (claims and starts step over it, its QUEUED jobs
+-- are out of jobs_due): the index claims read for both.
+DROP INDEX projects_paused;
+CREATE INDEX projects_stopped ON projects (id) WHERE paused = 1 OR held_since IS NOT NULL;
+CREATE INDEX projects_probe_due ON projects (next_probe_at) WHERE next_probe_at IS NOT NULL;
