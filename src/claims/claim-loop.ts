@@ -66,6 +66,7 @@ export class ClaimLoop {
       tracer?: Tracer | null;
     },
   ) {
+    deps.runner.onKeyTurn = () => this.notifyDue(this.deps.clock.now());
     deps.runner.onCapacity = () => {
       // During a pass too, when room cut its claim short: it may have counted the freed slot as
       // taken. Not otherwise: with room to spare, every delivery's end would start another claim.

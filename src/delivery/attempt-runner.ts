@@ -45,6 +45,11 @@ export class AttemptRunner {
   private readonly takingTokens = new Set<string>();
   /** Called when room frees, so a claim loop starved of it claims again. */
   onCapacity: () => void = () => {};
+  /**
+   * An attempt of a job with a concurrencyKey was recorded: its key's next job may have become
+   * claimable (SPEC section 15), which no enqueue announces. The claim loop looks again.
+   */
+  onKeyTurn: () => void = () => {};
 
   constructor(
     private readonly deps: DeliveryDeps & {
@@ -280,6 +285,7 @@ export class AttemptRunner {
       })
       .finally(() => {
         freeSlot();
+        if (job.concurrencyKey !== null) this.onKeyTurn();
         this.unrecorded -= 1;
         this.leases.drop(job.id);
         if (this.unrecorded === 0) for (const resolve of this.idle.splice(0)) resolve();

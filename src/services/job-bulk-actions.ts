@@ -94,6 +94,8 @@ export class JobBulkActions {
       matched += chunk.matched;
       changed += chunk.changed;
       if (chunk.earliestRunAt !== null) this.deps.onJobDue(chunk.earliestRunAt);
+      // A job changed may have had a concurrencyKey: its key's next job may go now (SPEC section 15).
+      if (chunk.changed > 0) this.deps.onJobDue(clock.now());
       if (chunk.matched < take) {
         exhausted = true;
         break;

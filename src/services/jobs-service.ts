@@ -312,6 +312,8 @@ export class JobsService {
     const result = await this.deps.store.jobCancelIfQueued({ projectId: ctx.project.id, jobId, now: this.deps.clock.now() });
     requireTransition(result, jobId, notQueued);
     this.deps.metrics.jobsCancelled.inc();
+    // Its key's next job may go now (SPEC section 15).
+    if (result.ok && result.job.concurrencyKey !== null) this.deps.onJobDue(this.deps.clock.now());
     return { jobId, status: 'CANCELLED' };
   }
 
@@ -327,7 +329,7 @@ export class JobsService {
       now: this.deps.clock.now(),
     });
     requireTransition(result, jobId, notQueued);
-    if (result.ok) this.deps.onJobDue(result.job.runAt);
+    if (result.ok) this.deps.onJobDue(result.job.concurrencyKey === null ? result.job.runAt : this.deps.clock.now());
     return { jobId, scheduledFor: formatNullableTimestamp(schedule.value), status: 'QUEUED' };
   }
 

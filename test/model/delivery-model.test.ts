@@ -66,12 +66,18 @@ const delay = fc.oneof(
  * clients would: those are answered together, from one commit.
  */
 class Dispatch implements Command {
-  constructor(readonly projectName: ProjectName, readonly delays: (number | null)[], readonly together = false) {}
+  constructor(
+    readonly projectName: ProjectName,
+    readonly delays: (number | null)[],
+    readonly together = false,
+    /** Each job's concurrencyKey (SPEC section 15), or null; none when absent. */
+    readonly keys: (string | null)[] = [],
+  ) {}
   check = () => true;
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const p = model.projects.get(this.projectName)!;
     const now = run.clock.now();
-    const items = this.delays.map((d, i) => ({ payload: { i }, ...(d !== null && { scheduledFor: iso(now + d) }) }));
+    const items = this.delays.map((d, i) => ({ payload: { i }, ...(d !== null && { scheduledFor: iso(now + d) }), ...(this.keys[i] != null && { concurrencyKey: this.keys[i] }) }));
     const dispatch = (payload: Record<string, unknown>, batch: boolean) =>
       run.service.api(p.key, { method: 'POST', url: batch ? '/api/jobs/dispatch/batch' : '/api/jobs/dispatch', payload });
     const answers: Record<string, unknown>[] = [];
@@ -89,13 +95,13 @@ class Dispatch implements Command {
       const jobId = answer.jobId as string;
       const createdAt = await readCreatedAt(run, p, jobId);
       const asked = this.delays[i] === null ? null : now + this.delays[i]!;
-      model.addJob({ id: jobId, project: p.name, createdAt, dues: [{ since: createdAt, dueAt: Math.max(asked ?? createdAt, createdAt) }], maxRetries: 2 });
+      model.addJob({ id: jobId, project: p.name, createdAt, dues: [{ since: createdAt, dueAt: Math.max(asked ?? createdAt, createdAt) }], maxRetries: 2, key: this.keys[i] ?? null });
       run.jobIds.push(jobId);
       // A job due at once is due at its creation, to the millisecond (SPEC section 2).
       if (asked === null) await new ReadStatus(run.jobIds.length - 1).run(model, run);
     }
   }
-  toString = () => `dispatch${this.together ? '-together' : ''}(${this.projectName}, ${JSON.stringify(this.delays)})`;
+  toString = () => `dispatch${this.together ? '-together' : ''}(${this.projectName}, ${JSON.stringify(this.delays)}${this.keys.length > 0 ? `, keys ${JSON.stringify(this.keys)}` : ''})`;
 }
 
 class Cancel implements Command {
@@ -148,7 +154,7 @@ class ReadStatus implements Command {
 }
 
 class ProjectSetting implements Command {
-  constructor(readonly projectName: ProjectName, readonly patch: { paused?: boolean; deliveryConcurrency?: number; deliveryRatePerSecond?: number | null }) {}
+  constructor(readonly projectName: ProjectName, readonly patch: { paused?: boolean; deliveryConcurrency?: number; deliveryRatePerSecond?: number | null; keyConcurrency?: number }) {}
   check = () => true;
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const p = model.projects.get(this.projectName)!;
@@ -164,6 +170,7 @@ class ProjectSetting implements Command {
     if (this.patch.paused === false && open && open.until === null) open.until = requestedAt;
     if (this.patch.deliveryConcurrency !== undefined) p.concurrency.push({ since: at, value: this.patch.deliveryConcurrency });
     if (this.patch.deliveryRatePerSecond !== undefined) p.rate.push({ since: at, value: this.patch.deliveryRatePerSecond });
+    if (this.patch.keyConcurrency !== undefined) p.keyConcurrency.push({ since: at, value: this.patch.keyConcurrency });
   }
   toString = () => `set(${this.projectName}, ${JSON.stringify(this.patch)})`;
 }
@@ -307,6 +314,11 @@ class KillAndRestart implements Command {
 const commands = [
   fc.record({ p: project, delays: fc.array(delay, { minLength: 1, maxLength: 6 }) }).map(({ p, delays }) => new Dispatch(p, delays)),
   fc.record({ p: project, delays: fc.array(delay, { minLength: 2, maxLength: 6 }) }).map(({ p, delays }) => new Dispatch(p, delays, true)),
+  // Keys (SPEC section 15): jobs of two keys and none, in a batch, their order and per-key limit checked.
+  fc
+    .record({ p: project, jobs: fc.array(fc.record({ d: delay, key: fc.constantFrom<string | null>('k1', 'k2', null) }), { minLength: 1, maxLength: 6 }) })
+    .map(({ p, jobs }) => new Dispatch(p, jobs.map((j) => j.d), false, jobs.map((j) => j.key))),
+  fc.record({ p: project, n: fc.integer({ min: 1, max: 2 }) }).map(({ p, n }) => new ProjectSetting(p, { keyConcurrency: n })),
   fc.nat().map((pick) => new Cancel(pick)),
   fc.nat().map((pick) => new ReadStatus(pick)),
   fc.record({ pick: fc.nat(), d: delay }).map(({ pick, d }) => new Reschedule(pick, d)),
@@ -340,7 +352,7 @@ async function setUp(): Promise<Run> {
     expect(patched.statusCode, patched.body).toBe(200);
     const key = await service.admin({ method: 'POST', url: `/manage/v1/projects/${projectId}/keys`, payload: { name: 'model' } });
     const at = clock.now();
-    model.addProject({ name, projectId, key: key.json().key, asyncCompletion, concurrency: [{ since: at, value: 2 }], rate: [{ since: at, value: null }], paused: [] });
+    model.addProject({ name, projectId, key: key.json().key, asyncCompletion, concurrency: [{ since: at, value: 2 }], rate: [{ since: at, value: null }], keyConcurrency: [{ since: at, value: 1 }], paused: [] });
   }
   // An accepted delivery is reported on a little later, as a receiver finishing the work would.
   receiver.onAccepted = (delivery) => {

@@ -34,6 +34,8 @@ export interface ModelJob {
   maxRetries: number;
   /** When a cancel of it was answered 200. */
   cancelledAt: number | null;
+  /** Its concurrencyKey (SPEC section 15), or null. */
+  key: string | null;
 }
 
 export interface ModelProject {
@@ -44,6 +46,8 @@ export interface ModelProject {
   /** Settings as each change took effect (`since`: when it was answered). */
   concurrency: { since: number; value: number }[];
   rate: { since: number; value: number | null }[];
+  /** keyConcurrency as each change took effect. */
+  keyConcurrency: { since: number; value: number }[];
   /** Paused spans: from the pause's answer to the resume's request (null while still paused). */
   paused: { from: number; until: number | null }[];
 }
@@ -87,8 +91,8 @@ export class DeliveryModel {
     this.projects.set(project.name, project);
   }
 
-  addJob(job: Omit<ModelJob, 'seq' | 'cancelledAt'>): void {
-    this.jobs.set(job.id, { ...job, seq: this.nextSeq++, cancelledAt: null });
+  addJob(job: Omit<ModelJob, 'seq' | 'cancelledAt' | 'key'> & { key?: string | null }): void {
+    this.jobs.set(job.id, { ...job, key: job.key ?? null, seq: this.nextSeq++, cancelledAt: null });
   }
 
   dueAt(job: ModelJob, at: number): number {
@@ -148,6 +152,18 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     }
   }
 
+  /** Whether another job of `job`'s key, before it in the key's order, had an attempt open or to come at `at`. */
+  const heldByKey = (job: ModelJob, at: number): boolean =>
+    [...model.jobs.values()].some((other) => {
+      if (other === job || other.project !== job.project || other.key !== job.key) return false;
+      const otherDue = model.dueAt(other, at);
+      const jobDue = model.dueAt(job, at);
+      if (otherDue > jobDue || (otherDue === jobDue && other.seq > job.seq)) return false;
+      if (other.cancelledAt !== null && other.cancelledAt <= at) return false;
+      const its = attempts.get(other.id) ?? [];
+      const succeeded = its.some((a) => a.finishedAt !== null && a.finishedAt <= at && a.outcome === 'success');
+      return !succeeded && (its.length <= other.maxRetries || its.some((a) => a.finishedAt === null || a.finishedAt > at));
+    });
   for (const project of model.projects.values()) {
     const own = deliveries.filter((d) => d.project === project.name).sort((a, b) => a.arrivedAt - b.arrivedAt);
     // Concurrency: open requests at an arrival never exceed the limit in force (a lowered limit
@@ -188,11 +204,55 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
         const earlierDue = model.dueAt(earlier, laterStart);
         if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq > laterJob.seq)) continue;
+        // A job waiting for its key's turn (SPEC section 15) is overtaken by design: the keys' own rules check it.
+        if (earlier.key !== null && earlier.key !== laterJob.key && heldByKey(earlier, laterStart)) continue;
         const its = (byJob.get(earlier.id) ?? []).find((d) => d.attemptNumber === 1);
         if (!its || startOf(its) > laterStart) {
           found.push(
             `${project.name}: ${later.jobId} (due ${laterDue}) first started at ${laterStart}, before ${earlier.id} (due ${earlierDue}, ` +
               `${its ? `started at ${startOf(its)}` : 'never delivered'})`,
+          );
+        }
+      }
+    }
+    // Keys (SPEC section 15): at most keyConcurrency requests of one key open at once (of one
+    // instance generation; a lowered limit lets requests already out finish).
+    for (const d of own) {
+      const key = model.jobs.get(d.jobId)?.key ?? null;
+      if (key === null || interrupted(d.jobId)) continue;
+      const overlapping = own.filter(
+        (o) =>
+          o === d ||
+          (model.jobs.get(o.jobId)?.key === key && o.arrivedAt <= d.arrivedAt && (o.endedAt === null || o.endedAt > d.arrivedAt) && o.generation === d.generation && !interrupted(o.jobId)),
+      );
+      const limit = Math.max(...overlapping.map((o) => valueAt(project.keyConcurrency, o.arrivedAt)));
+      if (overlapping.length > limit) {
+        found.push(`${project.name}: ${overlapping.length} requests of key ${key} open at ${d.arrivedAt}, over its keyConcurrency ${limit}`);
+        break;
+      }
+    }
+    // Strict order at keyConcurrency 1: a job of a key starts only once every job of its key due
+    // before it (and known well before) is final: each of its attempts ended, none after.
+    for (const later of firsts) {
+      const laterJob = model.jobs.get(later.jobId);
+      if (!laterJob || laterJob.key === null) continue;
+      const laterStart = startOf(later);
+      if (valueAt(project.keyConcurrency, laterStart) !== 1 || project.keyConcurrency.some((c) => c.since > laterStart - ORDER_SLACK_MS && c.since <= laterStart)) continue;
+      const laterDue = model.dueAt(laterJob, laterStart);
+      for (const earlier of model.jobs.values()) {
+        if (earlier.project !== project.name || earlier.key !== laterJob.key || earlier.id === later.jobId || interrupted(earlier.id)) continue;
+        const known = Math.max(earlier.createdAt, ...earlier.dues.map((c) => c.since));
+        if (known > laterStart - ORDER_SLACK_MS) continue;
+        if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
+        const earlierDue = model.dueAt(earlier, laterStart);
+        if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq > laterJob.seq)) continue;
+        const its = attempts.get(earlier.id) ?? [];
+        const open = its.find((a) => a.finishedAt === null || a.finishedAt > laterStart);
+        const finished = its.some((a) => a.finishedAt !== null && a.finishedAt <= laterStart && a.outcome === 'success');
+        if (its.length === 0 || open || (!finished && its.length <= earlier.maxRetries)) {
+          found.push(
+            `${project.name}: ${later.jobId} of key ${laterJob.key} (due ${laterDue}) started at ${laterStart} before ${earlier.id} (due ${earlierDue}) was final ` +
+              `(attempts ${its.map((a) => `${a.startedAt}-${a.finishedAt ?? 'open'}:${a.outcome ?? '?'}`).join(', ') || 'none'})`,
           );
         }
       }

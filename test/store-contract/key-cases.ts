@@ -43,6 +43,15 @@ export function keyCases(contract: ContractContext): void {
       expect(ids(await claim(T0 + 1_020))).toEqual(['job_a3']);
     });
 
+    it('a job created after another of its key but due before it takes its turn first, in one batch or two', async () => {
+      const project = await makeProject();
+      await create(project, [job('job_k2late', { runAt: T0 + 30, concurrencyKey: 'k2' }), job('job_k1', { runAt: T0 + 96, concurrencyKey: 'k1' }), job('job_k2now', { runAt: T0, concurrencyKey: 'k2' })]);
+      await create(project, [job('job_k3late', { runAt: T0 + 30, concurrencyKey: 'k3' })]);
+      await create(project, [job('job_k3now', { runAt: T0, concurrencyKey: 'k3' })]);
+      expect(ids(await claim(T0 + 1))).toEqual(['job_k2now', 'job_k3now']);
+      expect(ids(await claim(T0 + 200))).toEqual(['job_k1']);
+    });
+
     it("keyConcurrency 3: up to three of a key's jobs at once, the next as one ends", async () => {
       const project = await makeProject();
       await contract.store.projectUpdate({ projectId: project.id, patch: { keyConcurrency: 3 } });
