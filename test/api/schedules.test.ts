@@ -318,8 +318,10 @@ describe('recurring schedules: /api/schedules', () => {
     await fire();
     expect(await jobsOf(schedule.scheduleId)).toHaveLength(1);
     expect((await get(`/api/schedules/${schedule.scheduleId}`)).json()).toMatchObject({ skippedCount: 1, nextRunAt: iso(T0 + 3 * MINUTE) });
-    // The project has no eventsUrl: no event recorded.
-    expect((await t.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/events` })).json().events).toEqual([]);
+    // The project has no eventsUrl: the event is listed, not sent.
+    expect((await t.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}/events` })).json().events).toMatchObject([
+      { type: 'schedule.skipped', status: 'NOT_SENT', data: { scheduleId: schedule.scheduleId } },
+    ]);
     // Once it is final, the next fire creates its job.
     const [first] = await jobsOf(schedule.scheduleId);
     expect((await json('DELETE', `/api/jobs/${first!.jobId as string}`)).statusCode).toBe(200);

@@ -151,6 +151,7 @@ describe('dashboard: project overview', () => {
     const failure = (name: string, at: string, rest: Record<string, unknown>) => ({ jobId: ids[name], attemptId: `att_${name}_0000000000000000`, attemptNumber: 1, finishedAt: at, ...rest });
     expect(response.json()).toEqual({
       at: '2027-01-01T00:10:30.000Z',
+      health: { state: 'healthy', since: null, consecutiveFailures: 0, nextProbeAt: null },
       jobsByStatus: { QUEUED: 1, DISPATCHED: 0, STARTED: 0, COMPLETED: 3, FAILED: 2, CANCELLED: 1 },
       jobCountLimit: 10_000,
       deliveries: {
