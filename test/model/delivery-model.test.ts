@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptRow } from '../../src/store/store.js';
 import { eventually } from '../support/eventually.js';
 import { OffsetClock } from '../support/offset-clock.js';
-import { DeliveryModel, POLICY, scheduleViolations, violations, type ModelProject, type ScheduleJob } from './delivery-model.js';
+import { DeliveryModel, POLICY, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
 import { ModelReceiver, type ReceiverMode } from './model-receiver.js';
 import { ModelService } from './model-service.js';
 
@@ -220,9 +220,23 @@ async function overdueJobs(run: Run): Promise<string[]> {
     const p = run.model.projects.get(job.project)!;
     if (p.paused.at(-1)?.until === null || p.rate.at(-1)?.value != null || !['ok', 'fail'].includes(run.receiver.modeOf(p.name))) continue;
     const body = await readJob(run.service, p, job.id);
-    if (body.status === 'QUEUED' && Date.parse(body.nextAttemptAt as string) <= now) left.push(`${job.id} QUEUED, due ${body.nextAttemptAt as string}`);
+    if (body.status !== 'QUEUED' || Date.parse(body.nextAttemptAt as string) > now) continue;
+    // A keyed job waits its key's turn behind a job of its key that a killed instance may still
+    // hold, claimed, until that claim's lease ends (SPEC section 15's strict order): not overdue.
+    if (job.key !== null && (await heldByKilledClaim(run, job))) continue;
+    left.push(`${job.id} QUEUED, due ${body.nextAttemptAt as string}`);
   }
   return left;
+}
+
+/** Whether another job of `job`'s key, in flight at a kill, is not yet final. */
+async function heldByKilledClaim(run: Run, job: ModelJob): Promise<boolean> {
+  const p = run.model.projects.get(job.project)!;
+  for (const other of run.model.jobs.values()) {
+    if (other === job || other.project !== job.project || other.key !== job.key || !run.model.maybeRepeated(other.id)) continue;
+    if (['DISPATCHED', 'STARTED', 'QUEUED'].includes((await readJob(run.service, p, other.id)).status as string)) return true;
+  }
+  return false;
 }
 
 /**
