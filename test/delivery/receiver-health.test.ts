@@ -178,6 +178,11 @@ describe('receiver health: hold, probe, resume (injected clock)', () => {
       t.clock.set(t.clock.now() + 60 * SECOND);
       await t.engine!.claimLoop.tick();
       await receiver.waitFor(() => jobs.every((jobId) => receiver.forJob(jobId).length === 2));
+      // Recorded COMPLETED (the answer is in before the finish is written) before the subscription changes.
+      await eventually(async () => Promise.all(jobs.map(async (jobId) => (await t.store.jobGet({ projectId: p.projectId, jobId }))!.status)), {
+        what: 'every job COMPLETED',
+        until: (statuses) => statuses.every((s) => s === 'COMPLETED'),
+      });
       await t.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: { eventTypes: ['job.completed'] } });
       const last = await dispatch(p, { payload: { last: true } });
       await t.engine!.claimLoop.tick();
