@@ -6,7 +6,9 @@ import { testDatabase } from '../support/make-app.js';
 import { runCli, runOnTerminal } from '../support/spawn-punctual.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
-describe('punctual CLI', () => {
+// Each test runs its commands as processes of their own (up to about thirty, each a Node start): the
+// bound is on a hang, with room for a loaded machine, not on speed.
+describe('punctual CLI', { timeout: 120_000 }, () => {
   const dir = makeTempDir();
   const env: Record<string, string> = { PUNCTUAL_SECRET_KEY: 'cli-test-secret-key-0123456789abcdef' };
   let drop = async () => {};
