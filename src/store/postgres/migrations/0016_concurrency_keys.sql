@@ -46,8 +46,12 @@ DECLARE
   room integer;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_project || '/' || p_key, 0));
-  SELECT GREATEST(0, p.key_concurrency - (SELECT count(*) FROM jobs WHERE project_id = p_project AND concurrency_key = p_key
-    AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status IN ('DISPATCHED', 'STARTED')))
+  -- A seek per status, DISPATCHED and STARTED: never a read of the key's QUEUED backlog.
+  SELECT GREATEST(0, p.key_concurrency
+    - (SELECT count(*) FROM jobs WHERE project_id = p_project AND concurrency_key = p_key
+        AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'DISPATCHED')
+    - (SELECT count(*) FROM jobs WHERE project_id = p_project AND concurrency_key = p_key
+        AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'STARTED'))
   INTO room FROM projects p WHERE p.id = p_project;
   UPDATE jobs SET key_held = false WHERE seq IN (
     SELECT seq FROM jobs WHERE project_id = p_project AND concurrency_key = p_key

@@ -16,7 +16,8 @@ ALTER TABLE schedules ADD COLUMN concurrency_key TEXT;
 
 DROP INDEX jobs_due;
 CREATE INDEX jobs_due ON jobs (run_at) WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0;
--- A key's unfinished jobs, by status then order: its running count and its turn, each a seek.
+-- A key's unfinished jobs, by status then order: its running count (a seek per status, DISPATCHED
+-- and STARTED, never a read of its QUEUED backlog) and its turn, each a seek.
 CREATE INDEX jobs_key ON jobs (project_id, concurrency_key, status, key_order_at, seq)
   WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED');
 -- A key's QUEUED jobs in their turn (at most keyConcurrency): those a turn's move may hold again.
@@ -24,9 +25,10 @@ CREATE INDEX jobs_key_turn ON jobs (project_id, concurrency_key)
   WHERE concurrency_key IS NOT NULL AND status = 'QUEUED' AND key_held = 0;
 
 -- A keyed job's order: set when it enters QUEUED other than from a claim (a retry's backoff keeps it).
-CREATE TRIGGER jobs_key_order AFTER UPDATE OF status, run_at, concurrency_key ON jobs
-  WHEN NEW.concurrency_key IS NOT NULL AND NEW.status = 'QUEUED' AND (OLD.concurrency_key IS NULL
-    OR (OLD.status = 'QUEUED' AND NEW.run_at <> OLD.run_at) OR OLD.status IN ('COMPLETED', 'FAILED', 'CANCELLED'))
+-- (A new job's order is set with its key, just after its insert: queries/jobs.ts, JobConcurrencyKeySet.)
+CREATE TRIGGER jobs_key_order AFTER UPDATE OF status, run_at ON jobs
+  WHEN NEW.concurrency_key IS NOT NULL AND NEW.status = 'QUEUED'
+    AND ((OLD.status = 'QUEUED' AND NEW.run_at <> OLD.run_at) OR OLD.status IN ('COMPLETED', 'FAILED', 'CANCELLED'))
 BEGIN
   UPDATE jobs SET key_order_at = NEW.run_at WHERE seq = NEW.seq;
 END;
@@ -40,9 +42,11 @@ BEGIN
   UPDATE jobs SET key_held = 0 WHERE seq IN (
     SELECT seq FROM jobs INDEXED BY jobs_key WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
       AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' ORDER BY key_order_at, seq
-    LIMIT MAX(0, (SELECT key_concurrency FROM projects WHERE id = NEW.project_id) - (SELECT count(*) FROM jobs INDEXED BY jobs_key
-      WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key AND status IN ('QUEUED', 'DISPATCHED', 'STARTED')
-        AND status IN ('DISPATCHED', 'STARTED'))))
+    LIMIT MAX(0, (SELECT key_concurrency FROM projects WHERE id = NEW.project_id)
+      - (SELECT count(*) FROM jobs INDEXED BY jobs_key WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
+          AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'DISPATCHED')
+      - (SELECT count(*) FROM jobs INDEXED BY jobs_key WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
+          AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'STARTED')))
     AND key_held = 1;
   UPDATE jobs SET key_held = 1 WHERE seq IN (
     SELECT seq FROM jobs INDEXED BY jobs_key_turn WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
@@ -50,9 +54,11 @@ BEGIN
     AND seq NOT IN (
     SELECT seq FROM jobs INDEXED BY jobs_key WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
       AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' ORDER BY key_order_at, seq
-    LIMIT MAX(0, (SELECT key_concurrency FROM projects WHERE id = NEW.project_id) - (SELECT count(*) FROM jobs INDEXED BY jobs_key
-      WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key AND status IN ('QUEUED', 'DISPATCHED', 'STARTED')
-        AND status IN ('DISPATCHED', 'STARTED'))));
+    LIMIT MAX(0, (SELECT key_concurrency FROM projects WHERE id = NEW.project_id)
+      - (SELECT count(*) FROM jobs INDEXED BY jobs_key WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
+          AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'DISPATCHED')
+      - (SELECT count(*) FROM jobs INDEXED BY jobs_key WHERE project_id = NEW.project_id AND concurrency_key = NEW.concurrency_key
+          AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'STARTED')));
 END;
 -- A project's keyConcurrency changed: every key's turn of it, again (an operator's change, rare).
 CREATE TRIGGER projects_key_concurrency AFTER UPDATE OF key_concurrency ON projects

@@ -52,10 +52,10 @@ export const JobInsertStartedTagged = jobInsertStarted(true);
 export const JobTagsInsert = `INSERT INTO job_tags (project_id, key, value, job_seq)
   SELECT @projectId, key, value, @seq FROM json_each(@tags)`;
 /**
- * A keyed job's key, set just after its insert (one statement for jobs with a key or without): the
- * triggers of 0016_concurrency_keys.sql then set its order and its key's turn.
+ * A keyed job's key and its order (its due time), set just after its insert (one insert statement
+ * for jobs with a key or without): the trigger of 0016_concurrency_keys.sql then sets its key's turn.
  */
-export const JobConcurrencyKeySet = 'UPDATE jobs SET concurrency_key = @key WHERE seq = @seq';
+export const JobConcurrencyKeySet = 'UPDATE jobs SET concurrency_key = @key, key_order_at = run_at WHERE seq = @seq';
 /**
  * Debounce (SPEC section 15): the open job of a debounceKey (QUEUED, never attempted; jobs_debounce),
  * a dispatch it absorbs, and a new job's key and deadline, set just after its insert.
