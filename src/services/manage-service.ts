@@ -134,6 +134,9 @@ export class ManageService {
     await followPause(this.deps.store, projectId, { wasPaused: project.paused, paused: updated.paused }, () => this.deps.onJobDue(this.deps.clock.now()));
     // holdOnFailure turned off ends a hold in the same update (the store's projectUpdate).
     if (project.holdOnFailure && !updated.holdOnFailure) await this.deps.releaseHold(projectId);
+    // A higher keyConcurrency gives keys' held jobs their turn in the same update (0016's trigger):
+    // they are due now, and the claim loop would otherwise sleep past them.
+    if (updated.keyConcurrency > project.keyConcurrency) this.deps.onJobDue(this.deps.clock.now());
     return projectView(updated, await this.health(projectId));
   }
 

@@ -71,6 +71,29 @@ describe('scheduler wake-ups (injected clock)', () => {
     await allCompleted(p.projectId, jobs);
   });
 
+  it("wakes when a project's keyConcurrency rises: a key's job held behind its running one goes at once", async () => {
+    app.holdAnswers();
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url });
+    const dispatchKeyed = async () => {
+      const response = await app.t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, concurrencyKey: 'k1' } });
+      expect(response.statusCode).toBe(201);
+      return response.json().jobId as string;
+    };
+    const [first, second] = [await dispatchKeyed(), await dispatchKeyed()];
+    await settle();
+    await eventually(() => app.receiver.forJob(first).length, { what: 'the first job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
+    await settle();
+    expect((await app.t.store.jobGet({ projectId: p.projectId, jobId: second }))?.status).toBe('QUEUED');
+
+    // No tick from here on: the update itself must wake the loop (the injected clock stands still,
+    // so a loop left asleep until its safety wake-up would never send it).
+    const update = await app.t.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: { keyConcurrency: 2 } });
+    expect(update.statusCode, update.body).toBe(200);
+    await eventually(() => app.receiver.forJob(second).length, { what: 'the second job of the key at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
+    app.releaseAnswers();
+    await allCompleted(p.projectId, [first, second]);
+  });
+
   it('holds no more of a project\'s jobs than twice its slots when its dispatches arrive together', async () => {
     app.releaseAnswers();
     app.holdAnswers();
