@@ -507,6 +507,21 @@ describe('dashboard pages', () => {
     expect(await status(ids[0]!)).toBe('QUEUED');
   });
 
+  it("shows a job's concurrencyKey on its page and in the list's Key column (SPEC section 15)", async () => {
+    const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'keys', webhookUrl: 'https://93.184.216.34/hook' });
+    const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
+    const jobs = `/projects/${projectId}/jobs`;
+    const dispatch = async (body: Record<string, unknown>) => (await t.api(key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, scheduledFor: '2028-01-01T00:00:00Z', ...body } })).json().jobId as string;
+    const keyed = await dispatch({ concurrencyKey: 'customer-42' });
+    const plain = await dispatch({});
+    expect((await get(`${jobs}/${keyed}`)).body).toContain('<dt>Concurrency key</dt><dd><code class="concurrency-key">customer-42</code>');
+    expect((await get(`${jobs}/${plain}`)).body).not.toContain('Concurrency key');
+    const list = (await get(jobs)).body;
+    expect(list).toContain('<th scope="col">Key</th>');
+    expect(list).toContain('<td data-label="Key"><code class="concurrency-key">customer-42</code></td>');
+    expect(list).toContain('<td data-label="Key"></td>');
+  });
+
   it("filters by tag and due window, shows each job's tags, and cancels or reschedules all that match after a dry run's count", async () => {
     const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'tags', webhookUrl: 'https://93.184.216.34/hook' });
     const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
