@@ -170,6 +170,8 @@ export interface JobFilter {
   createdBefore?: number | null;
   dueFrom?: number | null;
   dueBefore?: number | null;
+  /** Only the jobs of this concurrencyKey (SPEC section 15). */
+  concurrencyKey?: string | null;
 }
 
 export type JobTagPair = [key: string, value: string];
@@ -188,12 +190,12 @@ export interface JobListParams extends JobFilter {
   limit: number;
 }
 
-/** Whether this list reads a tag's or a due window's jobs (jobsByFilter in each driver), ordered by seq. */
-export const listedByFilter = (params: Pick<JobFilter, 'tags' | 'dueFrom' | 'dueBefore'>): boolean =>
-  (params.tags?.length ?? 0) > 0 || params.dueFrom != null || params.dueBefore != null;
+/** Whether this list reads a tag's, a due window's or a concurrencyKey's jobs (jobsByFilter in each driver), ordered by seq. */
+export const listedByFilter = (params: Pick<JobFilter, 'tags' | 'dueFrom' | 'dueBefore' | 'concurrencyKey'>): boolean =>
+  (params.tags?.length ?? 0) > 0 || params.dueFrom != null || params.dueBefore != null || params.concurrencyKey != null;
 
 /** Whether this list is ordered by (createdAt, seq), and so needs a cursor's createdAt as well as its seq. */
-export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId' | 'tags' | 'dueFrom' | 'dueBefore'>): boolean =>
+export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId' | 'tags' | 'dueFrom' | 'dueBefore' | 'concurrencyKey'>): boolean =>
   !listedByFilter(params) && (params.createdFrom != null || params.createdBefore != null || params.scheduleId != null);
 
 /**

@@ -520,6 +520,19 @@ describe('dashboard pages', () => {
     expect(list).toContain('<th scope="col">Key</th>');
     expect(list).toContain('<td data-label="Key"><code class="concurrency-key">customer-42</code></td>');
     expect(list).toContain('<td data-label="Key"></td>');
+    // The list's Key field: that key's jobs alone, and the bulk actions on them.
+    const other = await dispatch({ concurrencyKey: 'customer-7' });
+    expect((await get(`${jobs}/${keyed}`)).body).toContain(`(<a href="${jobs}?concurrencyKey=customer-42">its jobs</a>)`);
+    const byKey = (await get(`${jobs}?concurrencyKey=customer-42`)).body;
+    expect(byKey).toContain(`/jobs/${keyed}"`);
+    expect(byKey).not.toContain(`/jobs/${plain}"`);
+    expect(byKey).not.toContain(`/jobs/${other}"`);
+    expect(byKey).toContain('id="f-concurrencyKey" name="concurrencyKey" type="search" value="customer-42"');
+    expect(byKey).toContain('Cancel <strong>1 queued job</strong> of key <code>customer-42</code>?');
+    const cancelled = await post(`${jobs}/bulk`, { action: 'cancel', filter: 'concurrencyKey=customer-42' });
+    expect(cancelled.headers.location).toBe(`${jobs}?concurrencyKey=customer-42&done=bulk-cancelled&count=1`);
+    expect((await t.store.jobGet({ projectId, jobId: keyed }))!.status).toBe('CANCELLED');
+    expect((await t.store.jobGet({ projectId, jobId: other }))!.status).toBe('QUEUED');
   });
 
   it("filters by tag and due window, shows each job's tags, and cancels or reschedules all that match after a dry run's count", async () => {

@@ -125,7 +125,7 @@ export function jobsPage(
       ${i === filter.tags.length ? html`<p class="hint" id="f-tag-hint">key:value, e.g. order:123. Jobs with every tag given.</p>` : ''}
     </div>`,
   );
-  const filtered = Boolean(filter.status || filter.tags.length > 0 || filter.from || filter.to || filter.dueFrom || filter.dueTo || filter.scheduleId || filter.jobId);
+  const filtered = Boolean(filter.status || filter.tags.length > 0 || filter.from || filter.to || filter.dueFrom || filter.dueTo || filter.scheduleId || filter.concurrencyKey || filter.jobId);
   return layout({
     title: `${project.name}: jobs`,
     ctx,
@@ -155,6 +155,7 @@ export function jobsPage(
           </select>
           <p class="hint" id="f-scheduleId-hint">${scheduleOptions.length === 0 ? 'This project has no schedules.' : "The jobs a schedule created."}</p>
         </div>
+        ${input('concurrencyKey', 'Key', 'search', 'A concurrencyKey: its jobs alone.')}
         ${input('jobId', 'Find a job by id', 'search', 'job_…: goes straight to that job.')}
         <div class="filter-actions">
           <button type="submit" class="button">Filter</button>
@@ -296,10 +297,11 @@ export function jobPage(
               : ''}
             <dt>Next attempt</dt><dd>${job.nextAttemptAt ? time(job.nextAttemptAt) : html`<span class="muted">none</span>`}</dd>
             <dt>Tags</dt><dd>${Object.keys(job.tags).length > 0
-              ? html`${tagChips(job.tags)} <a href="/projects/${project.id}/jobs?${filterQuery({ status: '', tags: Object.entries(job.tags).map(([k, v]) => `${k}:${v}`), from: '', to: '', dueFrom: '', dueTo: '', scheduleId: '', jobId: '' })}">jobs with the same tags</a>`
+              ? html`${tagChips(job.tags)} <a href="/projects/${project.id}/jobs?${filterQuery({ status: '', tags: Object.entries(job.tags).map(([k, v]) => `${k}:${v}`), from: '', to: '', dueFrom: '', dueTo: '', scheduleId: '', concurrencyKey: '', jobId: '' })}">jobs with the same tags</a>`
               : html`<span class="muted">none</span>`}</dd>
             ${job.concurrencyKey !== undefined
-              ? html`<dt>Concurrency key</dt><dd><code class="concurrency-key">${job.concurrencyKey}</code></dd>`
+              ? html`<dt>Concurrency key</dt><dd><code class="concurrency-key">${job.concurrencyKey}</code>
+                  (<a href="/projects/${project.id}/jobs?concurrencyKey=${encodeURIComponent(job.concurrencyKey)}">its jobs</a>)</dd>`
               : ''}
             <dt>Attempts</dt><dd>${job.attemptCount} (at most ${job.maxRetries} ${job.maxRetries === 1 ? 'retry' : 'retries'} after the first)</dd>
             ${job.completedAt ? html`<dt>Completed</dt><dd>${time(job.completedAt)}</dd>` : ''}
