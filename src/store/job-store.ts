@@ -376,7 +376,20 @@ export interface JobStore {
   jobCountByStatus(): Promise<Record<JobStatus, number>>;
   /** Concurrency keys (SPEC section 15) with at least one job waiting for its key's turn, all projects (`/metrics`). */
   jobCountKeysWaiting(): Promise<number>;
+  /**
+   * A project's busiest concurrency keys (SPEC section 15): each key with an unfinished job, its
+   * QUEUED jobs (waiting) and its DISPATCHED or STARTED ones (running), most waiting first (then
+   * most running, then by key), at most `limit` (the dashboard's overview).
+   */
+  jobBusiestKeys(params: { projectId: string; limit: number }): Promise<KeyLoad[]>;
+}
+
+/** One concurrency key's unfinished jobs (JobStore.jobBusiestKeys). */
+export interface KeyLoad {
+  key: string;
+  waiting: number;
+  running: number;
 }
 
 /** JobStore's methods, each driver's noun object forwards them (forward-methods.ts). */
-export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus', 'jobCountKeysWaiting'] as const);
+export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus', 'jobCountKeysWaiting', 'jobBusiestKeys'] as const);
