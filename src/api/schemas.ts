@@ -104,6 +104,7 @@ const jobFilter = {
     status: { type: 'string', enum: JOB_STATUSES, description: "Only this status; other than the action's (QUEUED, or FAILED for retry), nothing matches" },
     tags: { type: 'object', additionalProperties: { type: 'string' }, description: 'Tags a job must all have', examples: [{ order: '123' }] },
     scheduleId: { type: 'string' },
+    concurrencyKey: { type: 'string', description: 'Only the jobs of this concurrencyKey' },
     createdAfter: { type: 'string', format: 'date-time', description: 'inclusive' },
     createdBefore: { type: 'string', format: 'date-time', description: 'exclusive' },
     dueAfter: { type: 'string', format: 'date-time', description: "inclusive, against a QUEUED job's nextAttemptAt" },

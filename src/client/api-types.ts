@@ -719,6 +719,8 @@ export interface paths {
                     /** @description <key>:<value> (the key ends at the first colon); repeatable: a job matches when it has every tag given */
                     tag?: string | string[];
                     scheduleId?: string;
+                    /** @description Only the jobs of this concurrencyKey */
+                    concurrencyKey?: string;
                     /** @description timestamp, inclusive */
                     createdAfter?: string;
                     /** @description timestamp, exclusive */
@@ -1132,6 +1134,8 @@ export interface paths {
                                 [key: string]: string;
                             };
                             scheduleId?: string;
+                            /** @description Only the jobs of this concurrencyKey */
+                            concurrencyKey?: string;
                             /**
                              * Format: date-time
                              * @description inclusive

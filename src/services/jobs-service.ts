@@ -266,11 +266,12 @@ export class JobsService {
   }
 
   async list(ctx: JobRequestContext, query: Record<string, unknown>): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
-    const params = singleValues(query, ['status', 'scheduleId', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore', 'limit', 'cursor']);
+    const params = singleValues(query, ['status', 'scheduleId', 'concurrencyKey', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore', 'limit', 'cursor']);
     return this.listPage(ctx, {
       status: readStatusParam(params.status),
       tags: readTagParams(query.tag),
       scheduleId: params.scheduleId ?? null,
+      concurrencyKey: params.concurrencyKey ?? null,
       createdFrom: readTimestampParam(params.createdAfter, 'createdAfter'),
       createdBefore: readTimestampParam(params.createdBefore, 'createdBefore'),
       dueFrom: readTimestampParam(params.dueAfter, 'dueAfter'),
@@ -292,6 +293,7 @@ export class JobsService {
       createdFrom: filter.createdFrom ?? null,
       createdBefore: filter.createdBefore ?? null,
       scheduleId: filter.scheduleId ?? null,
+      concurrencyKey: filter.concurrencyKey ?? null,
       tags: filter.tags ?? null,
       dueFrom: filter.dueFrom ?? null,
       dueBefore: filter.dueBefore ?? null,
@@ -356,6 +358,7 @@ export interface JobListFilter {
   status: JobStatus | null;
   tags?: JobTagPair[] | null;
   scheduleId?: string | null;
+  concurrencyKey?: string | null;
   createdFrom?: number | null;
   createdBefore?: number | null;
   dueFrom?: number | null;

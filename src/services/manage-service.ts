@@ -5,7 +5,10 @@ import { generateWebhookSecret, type SecretBox } from '../crypto/secret-box.js';
 import { checkWebhookUrl } from '../delivery/address-guard.js';
 import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError } from '../errors.js';
 import { DEFAULT_PLAN_NAME } from '../plans.js';
-import type { ApiKeyRow, ProjectRow, Store, TeamRow } from '../store/store.js';
+import type { ApiKeyRow, KeyLoad, ProjectRow, Store, TeamRow } from '../store/store.js';
+
+/** How many of a project's busiest keys its overview lists. */
+const BUSIEST_KEYS = 10;
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { apiKeyView, eventView, healthView, overviewView, projectView, teamView } from './views/manage-views.js';
@@ -202,6 +205,11 @@ export class ManageService {
     await this.requireProject(projectId);
     const at = this.deps.clock.now();
     return { at, ...(await this.deps.store.projectOverview({ projectId, now: at })) };
+  }
+
+  /** A project's busiest concurrency keys (SPEC section 15), at most BUSIEST_KEYS of them: the dashboard's overview. */
+  async busiestKeys(projectId: string): Promise<KeyLoad[]> {
+    return this.deps.store.jobBusiestKeys({ projectId, limit: BUSIEST_KEYS });
   }
 
   /** A project's delivery health as the API shows it (SPEC section 13). */

@@ -170,6 +170,8 @@ export interface JobFilter {
   createdBefore?: number | null;
   dueFrom?: number | null;
   dueBefore?: number | null;
+  /** Only the jobs of this concurrencyKey (SPEC section 15). */
+  concurrencyKey?: string | null;
 }
 
 export type JobTagPair = [key: string, value: string];
@@ -188,12 +190,12 @@ export interface JobListParams extends JobFilter {
   limit: number;
 }
 
-/** Whether this list reads a tag's or a due window's jobs (jobsByFilter in each driver), ordered by seq. */
-export const listedByFilter = (params: Pick<JobFilter, 'tags' | 'dueFrom' | 'dueBefore'>): boolean =>
-  (params.tags?.length ?? 0) > 0 || params.dueFrom != null || params.dueBefore != null;
+/** Whether this list reads a tag's, a due window's or a concurrencyKey's jobs (jobsByFilter in each driver), ordered by seq. */
+export const listedByFilter = (params: Pick<JobFilter, 'tags' | 'dueFrom' | 'dueBefore' | 'concurrencyKey'>): boolean =>
+  (params.tags?.length ?? 0) > 0 || params.dueFrom != null || params.dueBefore != null || params.concurrencyKey != null;
 
 /** Whether this list is ordered by (createdAt, seq), and so needs a cursor's createdAt as well as its seq. */
-export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId' | 'tags' | 'dueFrom' | 'dueBefore'>): boolean =>
+export const listedByCreation = (params: Pick<JobListParams, 'createdFrom' | 'createdBefore' | 'scheduleId' | 'tags' | 'dueFrom' | 'dueBefore' | 'concurrencyKey'>): boolean =>
   !listedByFilter(params) && (params.createdFrom != null || params.createdBefore != null || params.scheduleId != null);
 
 /**
@@ -374,7 +376,20 @@ export interface JobStore {
   jobCountByStatus(): Promise<Record<JobStatus, number>>;
   /** Concurrency keys (SPEC section 15) with at least one job waiting for its key's turn, all projects (`/metrics`). */
   jobCountKeysWaiting(): Promise<number>;
+  /**
+   * A project's busiest concurrency keys (SPEC section 15): each key with an unfinished job, its
+   * QUEUED jobs (waiting) and its DISPATCHED or STARTED ones (running), most waiting first (then
+   * most running, then by key), at most `limit` (the dashboard's overview).
+   */
+  jobBusiestKeys(params: { projectId: string; limit: number }): Promise<KeyLoad[]>;
+}
+
+/** One concurrency key's unfinished jobs (JobStore.jobBusiestKeys). */
+export interface KeyLoad {
+  key: string;
+  waiting: number;
+  running: number;
 }
 
 /** JobStore's methods, each driver's noun object forwards them (forward-methods.ts). */
-export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus', 'jobCountKeysWaiting'] as const);
+export const JOB_STORE_METHODS = methodList<JobStore>()(['jobCreate', 'jobGet', 'jobList', 'jobCancelIfQueued', 'jobRescheduleIfQueued', 'jobRetryIfFailed', 'jobBulkAct', 'jobBulkCount', 'jobHoldBatch', 'jobReleaseHeldBatch', 'jobClaimDue', 'jobNextDueAt', 'jobLeaseRenew', 'jobRescueExpiredLeases', 'jobListDispatchedTo', 'jobReleaseDispatched', 'jobCountByStatus', 'jobCountKeysWaiting', 'jobBusiestKeys'] as const);

@@ -167,6 +167,26 @@ describe('tags, filters and bulk actions (SPEC section 14)', () => {
     });
   });
 
+  describe('the one filter by concurrencyKey (SPEC section 15)', () => {
+    it("lists and cancels one key's jobs, with the other filters too, and never another project's", async () => {
+      const later = iso(T0 + HOUR);
+      const a1 = await dispatch({ concurrencyKey: 'cust-1', scheduledFor: later });
+      const a2 = await dispatch({ concurrencyKey: 'cust-1', scheduledFor: later, tags: { order: '1' } });
+      const b1 = await dispatch({ concurrencyKey: 'cust-2', scheduledFor: later });
+      const theirs = await dispatch({ concurrencyKey: 'cust-1', scheduledFor: later }, other.key);
+      expect(await listed('?concurrencyKey=cust-1')).toEqual([a2, a1]);
+      expect(await listed('?concurrencyKey=cust-1&tag=order:1')).toEqual([a2]);
+      expect(await listed('?concurrencyKey=cust-1&status=CANCELLED')).toEqual([]);
+      expectContractError(await get('/api/jobs?concurrencyKey=a&concurrencyKey=b'), 400, 'INVALID_REQUEST');
+      const dry = await bulk({ action: 'cancel', filter: { concurrencyKey: 'cust-1' }, dryRun: true });
+      expect(dry.json()).toMatchObject({ matched: 2, changed: 0 });
+      const done = await bulk({ action: 'cancel', filter: { concurrencyKey: 'cust-1' } });
+      expect(done.json()).toMatchObject({ matched: 2, changed: 2, hasMore: false });
+      expect([await statusOf(a1), await statusOf(a2), await statusOf(b1), await statusOf(theirs, other.key)]).toEqual(['CANCELLED', 'CANCELLED', 'QUEUED', 'QUEUED']);
+      expectContractError(await bulk({ action: 'cancel', filter: { concurrencyKey: 7 } }), 400, 'INVALID_REQUEST');
+    });
+  });
+
   describe('POST /api/jobs/bulk', () => {
     async function tagged(n: number, tags: Record<string, string>, extra: Record<string, unknown> = {}, key = p.key): Promise<string[]> {
       const made: string[] = [];
@@ -305,7 +325,7 @@ describe('tags, filters and bulk actions (SPEC section 14)', () => {
       const body = bulkRoute.requestBody.content['application/json'].schema;
       expect(body.required).toEqual(['action', 'filter']);
       expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['action', 'filter', 'scheduledFor', 'dryRun', 'limit']));
-      expect(Object.keys(body.properties.filter.properties)).toEqual(['status', 'tags', 'scheduleId', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore']);
+      expect(Object.keys(body.properties.filter.properties)).toEqual(['status', 'tags', 'scheduleId', 'concurrencyKey', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore']);
       expect(Object.keys(bulkRoute.responses['200'].content['application/json'].schema.properties)).toEqual(['matched', 'changed', 'hasMore']);
       expect(spec.paths['/api/jobs/dispatch'].post.requestBody.content['application/json'].schema.properties.tags.type).toBe('object');
       expect(spec.paths['/api/jobs/{jobId}'].get.responses['200'].content['application/json'].schema.properties.tags.type).toBe('object');

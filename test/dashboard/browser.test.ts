@@ -607,6 +607,33 @@ describe.runIf(haveChromium)('dashboard in a real browser', () => {
     await receiver.waitFor(() => ids.every((id) => receiver.forJob(id).length === 1));
   });
 
+  it("lists the busiest keys on the overview, opens a key's jobs from there, shows the key on a job's page, and cancels the key's jobs", async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const ids = [await dispatch({ payload: { key: 1 }, concurrencyKey: 'customer-9', scheduledFor: later }), await dispatch({ payload: { key: 2 }, concurrencyKey: 'customer-9', scheduledFor: later })];
+    const single = await dispatch({ payload: { key: 3 }, concurrencyKey: 'customer-3', scheduledFor: later });
+    await page.goto(`${base}/projects/${projectId}`);
+    const table = page.getByTestId('busiest-keys');
+    expect(await table.locator('tbody tr').first().innerText()).toMatch(/customer-9\s+2\s+0/);
+    await shot('overview-busiest-keys');
+    await table.getByRole('link', { name: 'customer-9' }).click();
+    await page.waitForURL('**/jobs?concurrencyKey=customer-9');
+    expect(await page.getByLabel('Key', { exact: true }).inputValue()).toBe('customer-9');
+    expect(await page.locator('tbody tr').count()).toBe(2);
+    expect(await page.locator('tbody tr').first().locator('td[data-label="Key"]').innerText()).toBe('customer-9');
+    await shot('jobs-by-key');
+    await page.getByText('Cancel all that match…').click();
+    const confirm = page.getByTestId('bulk-cancel-confirm');
+    expect(await confirm.innerText()).toContain('Cancel 2 queued jobs of key customer-9?');
+    await confirm.getByRole('button', { name: 'Cancel 2 jobs' }).click();
+    await page.waitForURL('**/jobs?concurrencyKey=customer-9&done=bulk-cancelled&count=2');
+    await page.goto(`${base}/projects/${projectId}/jobs/${ids[0]}`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('CANCELLED');
+    expect(await page.locator('dd code.concurrency-key').innerText()).toBe('customer-9');
+    await shot('job-concurrency-key');
+    await page.goto(`${base}/projects/${projectId}/jobs/${single}`);
+    expect(await page.locator('h1 .badge').innerText()).toBe('QUEUED');
+  });
+
   it('sends a job.failed event to the Events URL set in the settings, signed as deliveries, and lists it on the Events tab', async () => {
     const eventsUrl = receiver.url.replace(/\/hook$/, '/events');
     await page.goto(`${base}/projects/${projectId}/settings`);

@@ -507,6 +507,45 @@ describe('dashboard pages', () => {
     expect(await status(ids[0]!)).toBe('QUEUED');
   });
 
+  it("shows a job's concurrencyKey on its page and in the list's Key column, filters by key, and lists the busiest keys on the overview (SPEC section 15)", async () => {
+    const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'keys', webhookUrl: 'https://93.184.216.34/hook' });
+    const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;
+    const jobs = `/projects/${projectId}/jobs`;
+    const dispatch = async (body: Record<string, unknown>) => (await t.api(key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, scheduledFor: '2028-01-01T00:00:00Z', ...body } })).json().jobId as string;
+    const keyed = await dispatch({ concurrencyKey: 'customer-42' });
+    const plain = await dispatch({});
+    expect((await get(`${jobs}/${keyed}`)).body).toContain('<dt>Concurrency key</dt><dd><code class="concurrency-key">customer-42</code>');
+    expect((await get(`${jobs}/${plain}`)).body).not.toContain('Concurrency key');
+    const list = (await get(jobs)).body;
+    expect(list).toContain('<th scope="col">Key</th>');
+    expect(list).toContain('<td data-label="Key"><code class="concurrency-key">customer-42</code></td>');
+    expect(list).toContain('<td data-label="Key"></td>');
+    // The list's Key field: that key's jobs alone, and the bulk actions on them.
+    const other = await dispatch({ concurrencyKey: 'customer-7' });
+    expect((await get(`${jobs}/${keyed}`)).body).toContain(`(<a href="${jobs}?concurrencyKey=customer-42">its jobs</a>)`);
+    const byKey = (await get(`${jobs}?concurrencyKey=customer-42`)).body;
+    expect(byKey).toContain(`/jobs/${keyed}"`);
+    expect(byKey).not.toContain(`/jobs/${plain}"`);
+    expect(byKey).not.toContain(`/jobs/${other}"`);
+    expect(byKey).toContain('id="f-concurrencyKey" name="concurrencyKey" type="search" value="customer-42"');
+    expect(byKey).toContain('Cancel <strong>1 queued job</strong> of key <code>customer-42</code>?');
+    // The overview's busiest keys: most waiting first, each a link to its jobs.
+    await dispatch({ concurrencyKey: 'customer-7' });
+    await dispatch({ concurrencyKey: 'customer-7' });
+    const overview = (await get(`/projects/${projectId}`)).body;
+    const rows = [...overview.matchAll(/<td data-label="Key"><a href="([^"]+)"><code class="concurrency-key">([^<]+)<\/code><\/a><\/td>\s*<td data-label="Waiting">(\d+)<\/td>\s*<td data-label="Running">(\d+)<\/td>/g)];
+    expect(rows.map((r) => [r[1], r[2], r[3], r[4]])).toEqual([
+      [`${jobs}?concurrencyKey=customer-7`, 'customer-7', '3', '0'],
+      [`${jobs}?concurrencyKey=customer-42`, 'customer-42', '1', '0'],
+    ]);
+    const cancelled = await post(`${jobs}/bulk`, { action: 'cancel', filter: 'concurrencyKey=customer-42' });
+    expect(cancelled.headers.location).toBe(`${jobs}?concurrencyKey=customer-42&done=bulk-cancelled&count=1`);
+    expect((await t.store.jobGet({ projectId, jobId: keyed }))!.status).toBe('CANCELLED');
+    expect((await t.store.jobGet({ projectId, jobId: other }))!.status).toBe('QUEUED');
+    expect((await get(`/projects/${projectId}`)).body).not.toContain('customer-42');
+    expect((await get(`/projects/${p.projectId}`)).body).not.toContain('Busiest keys');
+  });
+
   it("filters by tag and due window, shows each job's tags, and cancels or reschedules all that match after a dry run's count", async () => {
     const { projectId } = await t.services.manage.createProject(p.teamId, { name: 'tags', webhookUrl: 'https://93.184.216.34/hook' });
     const key = (await t.services.manage.createKey(projectId, { name: 'k' })).key;

@@ -89,6 +89,35 @@ export function filterCases(contract: ContractContext): void {
       expect(ids(await list(project, { dueFrom: T0, limit: 2, beforeSeq: page[1]!.seq }))).toEqual(['job_c2', 'job_c1']);
     });
 
+    it("lists, counts and cancels by concurrencyKey (SPEC section 15), alone or with a tag, status or creation window, and no other project's", async () => {
+      const project = await makeProject();
+      const other = await makeProject();
+      await create(project, [
+        job('job_k1', { runAt: LATER, scheduledFor: LATER, concurrencyKey: 'cust-1' }),
+        tagged('job_k2', { order: '9' }, { concurrencyKey: 'cust-1' }),
+        job('job_k3', { runAt: LATER, scheduledFor: LATER, concurrencyKey: 'cust-2' }),
+        tagged('job_k4', { order: '9' }),
+      ], { now: T0 });
+      await create(project, [job('job_k5', { runAt: LATER, scheduledFor: LATER, concurrencyKey: 'cust-1' })], { now: T0 + 100 });
+      await create(other, [job('job_kx', { runAt: LATER, scheduledFor: LATER, concurrencyKey: 'cust-1' })]);
+      await contract.store.jobCancelIfQueued({ projectId: project.id, jobId: 'job_k1', now: T0 + 200 });
+      expect(ids(await list(project, { concurrencyKey: 'cust-1' }))).toEqual(['job_k5', 'job_k2', 'job_k1']);
+      expect(ids(await list(project, { concurrencyKey: 'cust-1', status: 'QUEUED' }))).toEqual(['job_k5', 'job_k2']);
+      expect(ids(await list(project, { concurrencyKey: 'cust-1', tags: [['order', '9']] }))).toEqual(['job_k2']);
+      expect(ids(await list(project, { concurrencyKey: 'cust-1', createdFrom: T0 + 100 }))).toEqual(['job_k5']);
+      expect(ids(await list(project, { concurrencyKey: 'cust-1', scheduleId: 'sch_none' }))).toEqual([]);
+      expect(await list(project, { concurrencyKey: 'cust-' })).toEqual([]);
+      const page = await list(project, { concurrencyKey: 'cust-1', limit: 1 });
+      expect(ids(await list(project, { concurrencyKey: 'cust-1', limit: 2, beforeSeq: page[0]!.seq }))).toEqual(['job_k2', 'job_k1']);
+      expect(await count(project, cancel, { concurrencyKey: 'cust-1' })).toBe(2);
+      const chunk = await act(project, cancel, { concurrencyKey: 'cust-1' });
+      expect(chunk.matched).toBe(2);
+      expect(await statusOf(project, 'job_k5')).toBe('CANCELLED');
+      expect(await statusOf(project, 'job_k3')).toBe('QUEUED');
+      expect(await statusOf(project, 'job_k4')).toBe('QUEUED');
+      expect(await statusOf(other, 'job_kx')).toBe('QUEUED');
+    });
+
     it('cancels the QUEUED jobs of a filter oldest first, a chunk at a time from its cursor, and no job of another state or project', async () => {
       const project = await makeProject();
       const other = await makeProject();

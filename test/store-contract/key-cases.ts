@@ -120,5 +120,32 @@ export function keyCases(contract: ContractContext): void {
       await contract.store.jobReleaseDispatched({ workerId: 'wrk_gone', now: T0 + 11 });
       expect(ids(await claim(T0 + 20))).toEqual(['job_g1']);
     });
+
+    it("lists a project's busiest keys: waiting (QUEUED) and running (claimed or started) jobs per key, most waiting first, up to a limit", async () => {
+      const project = await makeProject();
+      const other = await makeProject();
+      await create(project, [
+        job('job_h1', { runAt: T0 + 1, concurrencyKey: 'busy' }),
+        job('job_h2', { runAt: T0 + 2, concurrencyKey: 'busy' }),
+        job('job_h3', { runAt: T0 + 3, concurrencyKey: 'busy' }),
+        job('job_q1', { runAt: T0 + 1, concurrencyKey: 'quiet' }),
+        job('job_d1', { runAt: T0 + 1, concurrencyKey: 'done' }),
+        job('job_n1', { runAt: T0 + 1 }),
+      ]);
+      await create(other, [job('job_o1', { runAt: T0 + 1, concurrencyKey: 'busy' }), job('job_o2', { runAt: T0 + 1, concurrencyKey: 'theirs' })]);
+      expect(ids(await claim(T0 + 1))).toEqual(['job_d1', 'job_h1', 'job_n1', 'job_o1', 'job_o2', 'job_q1']);
+      await run('job_d1', T0 + 2, { kind: 'complete' });
+      await run('job_q1', T0 + 2, { kind: 'complete' });
+      await create(project, [job('job_q2', { runAt: T0 + 50, concurrencyKey: 'quiet' })]);
+      expect(await contract.store.jobBusiestKeys({ projectId: project.id, limit: 10 })).toEqual([
+        { key: 'busy', waiting: 2, running: 1 },
+        { key: 'quiet', waiting: 1, running: 0 },
+      ]);
+      expect(await contract.store.jobBusiestKeys({ projectId: project.id, limit: 1 })).toEqual([{ key: 'busy', waiting: 2, running: 1 }]);
+      expect(await contract.store.jobBusiestKeys({ projectId: other.id, limit: 10 })).toEqual([
+        { key: 'busy', waiting: 0, running: 1 },
+        { key: 'theirs', waiting: 0, running: 1 },
+      ]);
+    });
   });
 }

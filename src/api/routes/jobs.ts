@@ -130,6 +130,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
               description: '<key>:<value> (the key ends at the first colon); repeatable: a job matches when it has every tag given',
             },
             scheduleId: { type: 'string' },
+            concurrencyKey: { type: 'string', description: 'Only the jobs of this concurrencyKey' },
             createdAfter: { type: 'string', description: 'timestamp, inclusive' },
             createdBefore: { type: 'string', description: 'timestamp, exclusive' },
             dueAfter: { type: 'string', description: "timestamp, inclusive, against a QUEUED job's nextAttemptAt (other jobs do not match)" },

@@ -30,7 +30,7 @@ function filterOf(query: Record<string, unknown>): JobFilter {
   const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
   const given = query.tag === undefined ? [] : Array.isArray(query.tag) ? (query.tag as unknown[]) : [query.tag];
   const tags = given.flatMap((tag) => (typeof tag === 'string' && tag.trim() !== '' ? [tag.trim()] : []));
-  return { status: text('status'), tags, from: text('from'), to: text('to'), dueFrom: text('dueFrom'), dueTo: text('dueTo'), scheduleId: text('scheduleId'), jobId: text('jobId') };
+  return { status: text('status'), tags, from: text('from'), to: text('to'), dueFrom: text('dueFrom'), dueTo: text('dueTo'), scheduleId: text('scheduleId'), concurrencyKey: text('concurrencyKey'), jobId: text('jobId') };
 }
 
 /** The filter read as the API reads it (the one filter of SPEC section 14); a bad field is INVALID_REQUEST naming it. */
@@ -39,6 +39,7 @@ function criteriaOf(filter: JobFilter): BulkFilter {
     status: readStatusParam(filter.status || undefined),
     tags: readTagParams(filter.tags),
     scheduleId: filter.scheduleId || null,
+    concurrencyKey: filter.concurrencyKey || null,
     createdFrom: formUtcTime(filter.from, 'from'),
     createdBefore: formUtcTime(filter.to, 'to'),
     dueFrom: formUtcTime(filter.dueFrom, 'dueFrom'),

@@ -141,8 +141,8 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
   app.get<ProjectParams>('/projects/:projectId', async (request, reply) => {
     const row = await project(request);
     const team = await access.requireTeam(signedIn(request).viewer, row.teamId);
-    const [{ keys }, overview, health] = await Promise.all([manage.listKeys(row.id), manage.overview(row.id), manage.health(row.id)]);
-    const page = overviewPage(await pageContext(deps, request, team), { project: row, overview, health, keys, publicUrl: deps.publicUrl, notice: noticeFrom(request) });
+    const [{ keys }, overview, health, busiestKeys] = await Promise.all([manage.listKeys(row.id), manage.overview(row.id), manage.health(row.id), manage.busiestKeys(row.id)]);
+    const page = overviewPage(await pageContext(deps, request, team), { project: row, overview, health, keys, busiestKeys, publicUrl: deps.publicUrl, notice: noticeFrom(request) });
     return sendPage(reply, page);
   });
 

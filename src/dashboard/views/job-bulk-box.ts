@@ -17,6 +17,8 @@ export interface JobFilter {
   dueFrom: string;
   dueTo: string;
   scheduleId: string;
+  /** A concurrencyKey (SPEC section 15): its jobs alone. */
+  concurrencyKey: string;
   jobId: string;
 }
 
@@ -46,6 +48,7 @@ export function describeFilter(filter: JobFilter): SafeHtml {
   const parts = [
     filter.tags.length > 0 ? html`tagged ${filter.tags.map((tag, i) => html`${i > 0 ? ' and ' : ''}<code>${tag}</code>`)}` : null,
     filter.scheduleId ? html`made by schedule <code>${filter.scheduleId}</code>` : null,
+    filter.concurrencyKey ? html`of key <code>${filter.concurrencyKey}</code>` : null,
     window(filter.from, filter.to, 'created'),
     window(filter.dueFrom, filter.dueTo, 'due'),
   ].filter((part): part is SafeHtml => part !== null);

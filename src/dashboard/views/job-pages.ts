@@ -49,6 +49,8 @@ export interface JobView {
   scheduleId?: string;
   /** Its tags (SPEC section 14); {} for none. */
   tags: Record<string, string>;
+  /** Its concurrencyKey (SPEC section 15); absent for none. */
+  concurrencyKey?: string;
   payload: unknown;
 }
 
@@ -105,6 +107,8 @@ export function jobsPage(
   const chosenSchedule = scheduleOptions.find((s) => s.scheduleId === filter.scheduleId);
   // The tags column only where a job of the page has some, or the filter asks for them.
   const tagged = filter.tags.length > 0 || o.jobs.some((j) => Object.keys(j.tags).length > 0);
+  // Likewise the key column: only where a job of the page has a concurrencyKey.
+  const keyed = o.jobs.some((j) => j.concurrencyKey !== undefined);
   const base = `/projects/${project.id}/jobs`;
   const input = (name: Exclude<keyof JobFilter, 'tags'>, label: string, type: string, hint: string) => html`<div class="field">
       <label for="f-${name}">${label}</label>
@@ -121,7 +125,7 @@ export function jobsPage(
       ${i === filter.tags.length ? html`<p class="hint" id="f-tag-hint">key:value, e.g. order:123. Jobs with every tag given.</p>` : ''}
     </div>`,
   );
-  const filtered = Boolean(filter.status || filter.tags.length > 0 || filter.from || filter.to || filter.dueFrom || filter.dueTo || filter.scheduleId || filter.jobId);
+  const filtered = Boolean(filter.status || filter.tags.length > 0 || filter.from || filter.to || filter.dueFrom || filter.dueTo || filter.scheduleId || filter.concurrencyKey || filter.jobId);
   return layout({
     title: `${project.name}: jobs`,
     ctx,
@@ -151,6 +155,7 @@ export function jobsPage(
           </select>
           <p class="hint" id="f-scheduleId-hint">${scheduleOptions.length === 0 ? 'This project has no schedules.' : "The jobs a schedule created."}</p>
         </div>
+        ${input('concurrencyKey', 'Key', 'search', 'A concurrencyKey: its jobs alone.')}
         ${input('jobId', 'Find a job by id', 'search', 'job_…: goes straight to that job.')}
         <div class="filter-actions">
           <button type="submit" class="button">Filter</button>
@@ -170,7 +175,7 @@ export function jobsPage(
         : html`<div class="table-wrap"><table class="table table-cards" aria-label="Jobs, newest first">
             <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Payload</th><th scope="col">Created (UTC)</th><th scope="col">Scheduled for (UTC)</th>${
               tagged ? html`<th scope="col">Tags</th>` : ''
-            }<th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
+            }${keyed ? html`<th scope="col">Key</th>` : ''}<th scope="col">Attempts</th><th scope="col">Last error</th></tr></thead>
             <tbody>${o.jobs.map(
               (j) => html`<tr>
                 <td data-label="Job"><a href="${base}/${j.jobId}"><code class="job-id">${j.jobId}</code></a></td>
@@ -179,6 +184,7 @@ export function jobsPage(
                 <td data-label="Created (UTC)">${time(j.createdAt, false, false)}</td>
                 <td data-label="Scheduled for (UTC)">${j.scheduledFor ? time(j.scheduledFor, false, false) : html`<span class="muted">at once</span>`}</td>
                 ${tagged ? html`<td data-label="Tags">${tagChips(j.tags)}</td>` : ''}
+                ${keyed ? html`<td data-label="Key">${j.concurrencyKey !== undefined ? html`<code class="concurrency-key">${j.concurrencyKey}</code>` : ''}</td>` : ''}
                 <td data-label="Attempts">${j.attemptCount}</td>
                 <td data-label="Last error">${oneLine(j.lastError)}</td>
               </tr>`,
@@ -291,8 +297,12 @@ export function jobPage(
               : ''}
             <dt>Next attempt</dt><dd>${job.nextAttemptAt ? time(job.nextAttemptAt) : html`<span class="muted">none</span>`}</dd>
             <dt>Tags</dt><dd>${Object.keys(job.tags).length > 0
-              ? html`${tagChips(job.tags)} <a href="/projects/${project.id}/jobs?${filterQuery({ status: '', tags: Object.entries(job.tags).map(([k, v]) => `${k}:${v}`), from: '', to: '', dueFrom: '', dueTo: '', scheduleId: '', jobId: '' })}">jobs with the same tags</a>`
+              ? html`${tagChips(job.tags)} <a href="/projects/${project.id}/jobs?${filterQuery({ status: '', tags: Object.entries(job.tags).map(([k, v]) => `${k}:${v}`), from: '', to: '', dueFrom: '', dueTo: '', scheduleId: '', concurrencyKey: '', jobId: '' })}">jobs with the same tags</a>`
               : html`<span class="muted">none</span>`}</dd>
+            ${job.concurrencyKey !== undefined
+              ? html`<dt>Concurrency key</dt><dd><code class="concurrency-key">${job.concurrencyKey}</code>
+                  (<a href="/projects/${project.id}/jobs?concurrencyKey=${encodeURIComponent(job.concurrencyKey)}">its jobs</a>)</dd>`
+              : ''}
             <dt>Attempts</dt><dd>${job.attemptCount} (at most ${job.maxRetries} ${job.maxRetries === 1 ? 'retry' : 'retries'} after the first)</dd>
             ${job.completedAt ? html`<dt>Completed</dt><dd>${time(job.completedAt)}</dd>` : ''}
             ${job.failedAt ? html`<dt>Failed</dt><dd>${time(job.failedAt)}</dd>` : ''}

@@ -7,7 +7,7 @@ import {
   type FailedAttempt,
   type ProjectOverview,
 } from '../../store/overview-store.js';
-import { JOB_STATUSES, type JobStatus, type ProjectRow } from '../../store/store.js';
+import { JOB_STATUSES, type JobStatus, type KeyLoad, type ProjectRow } from '../../store/store.js';
 import { duration, notice, statusBadge, time, type PageContext } from './components.js';
 import { deliveryChart, hourlyTotals } from './delivery-chart.js';
 import { html, type SafeHtml } from './html.js';
@@ -21,6 +21,8 @@ interface OverviewOptions {
   overview: ProjectOverview & { at: number };
   health: ProjectHealth;
   keys: ReturnType<typeof apiKeyView>[];
+  /** Its busiest concurrency keys (SPEC section 15); none shows no card. */
+  busiestKeys?: KeyLoad[];
   publicUrl: string;
   /** A key just created with the project: its full text, shown this once. */
   createdKey?: { name: string; key: string } | null;
@@ -118,6 +120,24 @@ function failuresCard(project: ProjectRow, failures: FailedAttempt[]): SafeHtml 
   </section>`;
 }
 
+/** The keys with the most jobs waiting, each a link to its jobs; only for a project with a keyed job unfinished. */
+function busiestKeysCard(project: ProjectRow, keys: KeyLoad[]): SafeHtml {
+  if (keys.length === 0) return html``;
+  return html`<section class="card" aria-labelledby="busiest-keys-title" data-testid="busiest-keys">
+    <h2 id="busiest-keys-title">Busiest keys <span class="muted small">most jobs waiting first</span></h2>
+    <div class="table-wrap"><table class="table table-cards" aria-labelledby="busiest-keys-title">
+      <thead><tr><th scope="col">Key</th><th scope="col">Waiting</th><th scope="col">Running</th></tr></thead>
+      <tbody>${keys.map(
+        (k) => html`<tr>
+          <td data-label="Key"><a href="/projects/${project.id}/jobs?concurrencyKey=${encodeURIComponent(k.key)}"><code class="concurrency-key">${k.key}</code></a></td>
+          <td data-label="Waiting">${count(k.waiting)}</td>
+          <td data-label="Running">${count(k.running)}</td>
+        </tr>`,
+      )}</tbody>
+    </table></div>
+  </section>`;
+}
+
 /**
  * A project's first tab: at a glance, whether its deliveries are healthy (success rate, lateness,
  * attempts per minute, the last failures) and how its jobs stand now; a new project is shown how
@@ -134,7 +154,8 @@ export function overviewPage(ctx: PageContext, o: OverviewOptions): SafeHtml {
         <div class="grid">${successCard(attempts, failed)}${latenessCard(overview.lateness)}</div>
         ${deliveriesChartCard(overview)}
         ${statusCounts(project, overview.jobsByStatus)}
-        ${failuresCard(project, overview.recentFailures)}`
+        ${failuresCard(project, overview.recentFailures)}
+        ${busiestKeysCard(project, o.busiestKeys ?? [])}`
     : html`<section class="card" data-testid="overview-empty"><h2>Delivery health</h2>
         <p>No jobs yet. Once there are, this page shows at a glance how their deliveries go: the success rate and attempts per minute over
           the last 24 hours, how late first attempts start, the jobs by status and the last failed attempts with their errors.</p></section>`;

@@ -23,6 +23,8 @@ export interface BulkFilter {
   status: JobStatus | null;
   tags: JobTagPair[];
   scheduleId: string | null;
+  /** Only the jobs of this concurrencyKey (SPEC section 15). */
+  concurrencyKey?: string | null;
   createdFrom: number | null;
   createdBefore: number | null;
   dueFrom: number | null;
@@ -40,31 +42,35 @@ export interface BulkRequest {
 }
 
 const BODY_FIELDS = fieldSet(['action', 'filter', 'scheduledFor', 'scheduleFor', 'dryRun', 'limit']);
-export const FILTER_FIELDS = ['status', 'tags', 'scheduleId', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore'] as const;
+export const FILTER_FIELDS = ['status', 'tags', 'scheduleId', 'concurrencyKey', 'createdAfter', 'createdBefore', 'dueAfter', 'dueBefore'] as const;
 const FILTER_FIELD_SET = fieldSet(FILTER_FIELDS);
 /** Bulk replay's body: a near miss is refused (`failed_after` dropped would replay every failure). */
 const REPLAY_FIELDS = fieldSet(['status', 'failedAfter', 'failedBefore', 'limit']);
 
 /** Whether the filter names anything: a bulk action is never "every job" by accident. */
 export const filterIsEmpty = (filter: BulkFilter): boolean =>
-  filter.status === null && filter.tags.length === 0 && filter.scheduleId === null && filter.createdFrom === null && filter.createdBefore === null &&
+  filter.status === null && filter.tags.length === 0 && filter.scheduleId === null && filter.concurrencyKey == null && filter.createdFrom === null && filter.createdBefore === null &&
   filter.dueFrom === null && filter.dueBefore === null && filter.failedFrom == null && filter.failedBefore == null;
 
 /** A filter object (a bulk body's `filter`), each field checked; null stands for a field not given. */
 export function readBulkFilter(value: unknown): BulkFilter {
   if (!isPlainObject(value)) throw new InvalidRequestError('filter must be a JSON object, such as {"tags": {"order": "123"}}', { field: 'filter' });
   refuseUnknownFields(value, FILTER_FIELD_SET, 'a bulk action', 'filter.');
-  const { status, tags, scheduleId } = value;
+  const { status, tags, scheduleId, concurrencyKey } = value;
   if (status != null && !JOB_STATUSES.includes(status as JobStatus)) {
     throw new InvalidRequestError(`filter.status must be one of ${JOB_STATUSES.join(', ')}`, { field: 'filter.status' });
   }
   if (scheduleId != null && (typeof scheduleId !== 'string' || scheduleId === '')) {
     throw new InvalidRequestError('filter.scheduleId must be a schedule id (a string)', { field: 'filter.scheduleId' });
   }
+  if (concurrencyKey != null && (typeof concurrencyKey !== 'string' || concurrencyKey === '')) {
+    throw new InvalidRequestError('filter.concurrencyKey must be a concurrencyKey (a string)', { field: 'filter.concurrencyKey' });
+  }
   return {
     status: (status as JobStatus | null | undefined) ?? null,
     tags: tags == null ? [] : readFilterTags(tags),
     scheduleId: (scheduleId as string | null | undefined) ?? null,
+    concurrencyKey: (concurrencyKey as string | null | undefined) ?? null,
     createdFrom: readTimestampParam(value.createdAfter, 'filter.createdAfter'),
     createdBefore: readTimestampParam(value.createdBefore, 'filter.createdBefore'),
     dueFrom: readTimestampParam(value.dueAfter, 'filter.dueAfter'),

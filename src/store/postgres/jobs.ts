@@ -4,12 +4,12 @@
  * attempt-recorder.ts's. A change that makes jobs due wakes the other instances (NOTIFY, a hint).
  */
 import { countsByStatus, rarestFirst, TAG_COUNT_BOUND } from '../job-rules.js';
-import { dueOrder, listedByFilter, type ClaimedJob, type ExpiredLease, type JobBulkChunk, type JobBulkParams, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTagPair, type JobTransitionResult } from '../job-store.js';
+import { dueOrder, listedByFilter, type ClaimedJob, type ExpiredLease, type JobBulkChunk, type JobBulkParams, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTagPair, type JobTransitionResult, type KeyLoad } from '../job-store.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import type { ConnectionPool } from './connection-pool.js';
 import type { JobCreator } from './job-creator.js';
 import { bulkReadValues, filteredListStatement, JobBulkAct, JobBulkCount, JobTagCounts } from './queries/job-filters.js';
-import { JobCancelIfQueued, JobClaimDue, JobCountByStatus, JobCountKeysWaiting, JobGet, JobHoldBatch, JobLeaseRenew, JobListDispatchedTo, JobNextDueAt, JobReleaseDispatched, JobReleaseHeldBatch, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, jobListStatement } from './queries/jobs.js';
+import { JobBusiestKeys, JobCancelIfQueued, JobClaimDue, JobCountByStatus, JobCountKeysWaiting, JobGet, JobHoldBatch, JobLeaseRenew, JobListDispatchedTo, JobNextDueAt, JobReleaseDispatched, JobReleaseHeldBatch, JobRescheduleIfQueued, JobRetryIfFailed, JobStatusGet, jobListStatement } from './queries/jobs.js';
 import { argumentsOf } from './queries/named-params.js';
 
 export class PostgresJobs implements JobStore {
@@ -142,5 +142,9 @@ export class PostgresJobs implements JobStore {
 
   async jobCountKeysWaiting(): Promise<number> {
     return (await this.db.rows<{ n: number }>(JobCountKeysWaiting))[0]!.n;
+  }
+
+  async jobBusiestKeys(params: { projectId: string; limit: number }): Promise<KeyLoad[]> {
+    return this.db.rows<KeyLoad>(JobBusiestKeys, [params.projectId, params.limit]);
   }
 }

@@ -4,13 +4,13 @@
  * needs no SKIP LOCKED: the single writer runs it alone.
  */
 import { countsByStatus, leaseExpiredFinish, leaseRescuePlan, rarestFirst, TAG_COUNT_BOUND, type ExpiredLeaseRow } from '../job-rules.js';
-import { listedByFilter, type ClaimedJob, type ExpiredLease, type JobBulkChunk, type JobBulkParams, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTagPair, type JobTransitionResult } from '../job-store.js';
+import { listedByFilter, type ClaimedJob, type ExpiredLease, type JobBulkChunk, type JobBulkParams, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobListParams, type JobRescueParams, type JobRow, type JobStatus, type JobStore, type JobTagPair, type JobTransitionResult, type KeyLoad } from '../job-store.js';
 import type { BackgroundConnection } from './background-connection.js';
 import type { CachedReads } from './cached-reads.js';
 import * as jobBulkWrites from './job-bulk-writes.js';
 import * as jobWrites from './job-writes.js';
 import { bulkReadStatement, filteredListStatement, JobBulkCount, JobTagCount } from './queries/job-filters.js';
-import { JobCountByStatus, JobCountKeysWaiting, JobGet, JobListDispatchedTo, JobListExpiredLeases, JobNextDueAt, jobListStatement } from './queries/jobs.js';
+import { JobBusiestKeys, JobCountByStatus, JobCountKeysWaiting, JobGet, JobListDispatchedTo, JobListExpiredLeases, JobNextDueAt, jobListStatement } from './queries/jobs.js';
 import type { Sql } from './sql.js';
 import type { SqliteWriter } from './writer.js';
 
@@ -118,5 +118,9 @@ export class SqliteJobs implements JobStore {
 
   async jobCountKeysWaiting(): Promise<number> {
     return (await this.background.all<{ n: number }>(JobCountKeysWaiting))[0]!.n;
+  }
+
+  async jobBusiestKeys(params: { projectId: string; limit: number }): Promise<KeyLoad[]> {
+    return this.sql(JobBusiestKeys).all(params) as KeyLoad[];
   }
 }

@@ -21,6 +21,7 @@ import { named, type NamedStatement } from './named-params.js';
  */
 const REST_OF_FILTER = `j.project_id = :projectId AND (:status::text IS NULL OR j.status = :status::text)
   AND (:scheduleId::text IS NULL OR j.schedule_id = :scheduleId::text)
+  AND (:concurrencyKey::text IS NULL OR j.concurrency_key = :concurrencyKey::text)
   AND j.created_at >= :createdFrom::bigint AND j.created_at < :createdBefore::bigint
   AND (:dueFrom::bigint IS NULL OR (j.status = 'QUEUED' AND j.run_at >= :dueFrom::bigint))
   AND (:dueBefore::bigint IS NULL OR (j.status = 'QUEUED' AND j.run_at < :dueBefore::bigint))
@@ -115,6 +116,12 @@ export const JobListByTag = named(`SELECT ${jobColumns('j')} ${BY_TAG} AND d.job
   ORDER BY d.job_seq DESC LIMIT :limit::int`);
 export const JobListDue = named(`SELECT ${jobColumns('j')} FROM jobs j WHERE j.project_id = :projectId AND j.status = 'QUEUED'
   AND j.seq < :beforeSeq::bigint AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT :limit::int`);
+/**
+ * A page of a concurrencyKey's jobs without a tag: the project's jobs by seq, each checked for the
+ * key. Kept simple: a key's unfinished jobs are few, and its finished ones have no index of their own.
+ */
+export const JobListByKey = named(`SELECT ${jobColumns('j')} FROM jobs j WHERE j.project_id = :projectId
+  AND j.concurrency_key = :concurrencyKey::text AND j.seq < :beforeSeq::bigint AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT :limit::int`);
 
 /** How many of each tag's rows ($2, $3: keys and values) the project has, each counted only as far as $4, in the order given. */
 export const JobTagCounts = `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM job_tags WHERE project_id = $1 AND key = t.key AND value = t.value LIMIT $4) AS r) AS n
@@ -127,6 +134,7 @@ function filterValues(filter: Omit<JobFilter, 'status'> & { failedFrom?: number 
     projectId: filter.projectId,
     status,
     scheduleId: filter.scheduleId ?? null,
+    concurrencyKey: filter.concurrencyKey ?? null,
     createdFrom: filter.createdFrom ?? 0,
     createdBefore: filter.createdBefore ?? Number.MAX_SAFE_INTEGER,
     dueFrom: filter.dueFrom ?? null,
@@ -158,6 +166,6 @@ export function bulkReadValues(params: Omit<JobBulkParams, 'now'> & { now?: numb
 /** The statement of a page of a list by tag or due window and its named arguments (the query-plan tests explain it). */
 export function filteredListStatement(params: JobListParams, tags: JobTagPair[]): [statement: NamedStatement, values: Record<string, unknown>] {
   const values = { ...filterValues(params, params.status, tags, null), beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit: params.limit };
-  return [tags.length > 0 ? JobListByTag : JobListDue, values];
+  return [tags.length > 0 ? JobListByTag : params.concurrencyKey != null ? JobListByKey : JobListDue, values];
 }
 

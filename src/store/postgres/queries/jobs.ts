@@ -187,6 +187,11 @@ export const JobCountByStatus = 'SELECT status, count(*)::int AS n FROM jobs GRO
 /** Keys with a job waiting for their turn, as in ../../sqlite/queries/jobs.ts. */
 export const JobCountKeysWaiting = `SELECT count(*)::int AS n FROM (SELECT DISTINCT project_id, concurrency_key FROM jobs
   WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' AND key_held) AS waiting`;
+/** A project's busiest keys (JobStore.jobBusiestKeys): its unfinished keyed jobs, all in jobs_key, grouped by key. */
+export const JobBusiestKeys = `SELECT concurrency_key AS key, (count(*) FILTER (WHERE status = 'QUEUED'))::int AS waiting,
+  (count(*) FILTER (WHERE status <> 'QUEUED'))::int AS running
+  FROM jobs WHERE project_id = $1 AND concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED')
+  GROUP BY concurrency_key ORDER BY waiting DESC, running DESC, key LIMIT $2`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`;
 /** The attempt still waits for its report and its deadline is after $3 (now); locked for the report's transaction. */
 export const JobAwaitingReportLock = `SELECT 1 AS waiting FROM jobs WHERE id = $1 AND status = 'STARTED' AND lease_owner = '${AWAITING_REPORT}'

@@ -20,6 +20,7 @@ import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
  */
 const REST_OF_FILTER = `j.project_id = @projectId AND (@status IS NULL OR j.status = @status)
   AND (@scheduleId IS NULL OR j.schedule_id = @scheduleId)
+  AND (@concurrencyKey IS NULL OR j.concurrency_key = @concurrencyKey)
   AND j.created_at >= @createdFrom AND j.created_at < @createdBefore
   AND (@dueFrom IS NULL OR (j.status = 'QUEUED' AND j.run_at >= @dueFrom))
   AND (@dueBefore IS NULL OR (j.status = 'QUEUED' AND j.run_at < @dueBefore))
@@ -69,6 +70,12 @@ export const JobListByTag = `SELECT ${jobColumns('j')} ${BY_TAG} AND d.job_seq <
   ORDER BY d.job_seq DESC LIMIT @limit`;
 export const JobListDue = `SELECT ${jobColumns('j')} FROM jobs j INDEXED BY jobs_project_status WHERE j.project_id = @projectId
   AND j.status = 'QUEUED' AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT @limit`;
+/**
+ * A page of a concurrencyKey's jobs without a tag: the project's jobs by seq, each checked for the
+ * key. Kept simple: a key's unfinished jobs are few, and its finished ones have no index of their own.
+ */
+export const JobListByKey = `SELECT ${jobColumns('j')} FROM jobs j WHERE j.project_id = @projectId
+  AND j.concurrency_key = @concurrencyKey AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT @limit`;
 
 /** How many of a tag's rows the project has, counted only as far as @bound (the rarest tag drives a read). */
 export const JobTagCount = `SELECT count(*) AS n FROM (SELECT 1 FROM job_tags WHERE project_id = @projectId AND key = @key AND value = @value LIMIT @bound)`;
@@ -95,6 +102,7 @@ function filterValues(filter: Omit<JobFilter, 'status'> & { failedFrom?: number 
     projectId: filter.projectId,
     status,
     scheduleId: filter.scheduleId ?? null,
+    concurrencyKey: filter.concurrencyKey ?? null,
     createdFrom: filter.createdFrom ?? 0,
     createdBefore: filter.createdBefore ?? Number.MAX_SAFE_INTEGER,
     dueFrom: filter.dueFrom ?? null,
@@ -120,5 +128,5 @@ export function bulkReadStatement(params: Omit<JobBulkParams, 'now'>, tags: JobT
 /** The statement of a page of a list by tag or due window and its parameters (the query-plan tests explain it). */
 export function filteredListStatement(params: JobListParams, tags: JobTagPair[]): [sql: string, values: Record<string, unknown>] {
   const values = { ...filterValues(params, params.status, tags, null), beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit: params.limit };
-  return [tags.length > 0 ? JobListByTag : JobListDue, values];
+  return [tags.length > 0 ? JobListByTag : params.concurrencyKey != null ? JobListByKey : JobListDue, values];
 }

@@ -195,6 +195,10 @@ export const JobCountByStatus = 'SELECT status, count(*) AS n FROM jobs GROUP BY
 /** Keys with a job waiting for their turn: read from jobs_key (keyed jobs only), each key's QUEUED jobs until one is held. */
 export const JobCountKeysWaiting = `SELECT count(*) AS n FROM (SELECT DISTINCT project_id, concurrency_key FROM jobs INDEXED BY jobs_key
   WHERE concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED') AND status = 'QUEUED' AND key_held = 1)`;
+/** A project's busiest keys (JobStore.jobBusiestKeys): its unfinished keyed jobs, all in jobs_key, grouped by key. */
+export const JobBusiestKeys = `SELECT concurrency_key AS key, sum(status = 'QUEUED') AS waiting, sum(status <> 'QUEUED') AS running
+  FROM jobs INDEXED BY jobs_key WHERE project_id = @projectId AND concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED')
+  GROUP BY concurrency_key ORDER BY waiting DESC, running DESC, key LIMIT @limit`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,
   created_at AS createdAt FROM idempotency_keys WHERE project_id = ? AND endpoint = ? AND key = ?`;
