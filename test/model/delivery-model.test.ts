@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptRow } from '../../src/store/store.js';
 import { eventually } from '../support/eventually.js';
 import { OffsetClock } from '../support/offset-clock.js';
-import { DeliveryModel, holdSpans, holdViolations, POLICY, PROBE_FIRST_MS, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
+import { DeliveryModel, holdSpans, holdViolations, POLICY, PROBE_FIRST_MS, probeIntervalOf, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
 import { ModelReceiver, type ReceiverMode } from './model-receiver.js';
 import { ModelService } from './model-service.js';
 
@@ -250,7 +250,11 @@ async function readHealth(run: Run, p: ModelProject): Promise<{ state: string; s
  * project, a receiver another command set answering). What was held is learnt from the service.
  */
 class ReceiverOutage implements Command {
-  constructor(readonly projectName: ProjectName) {}
+  constructor(
+    readonly projectName: ProjectName,
+    /** Probes sent while it stays down, once held: each fails, and the next waits twice as long. */
+    readonly failedProbes = 0,
+  ) {}
   check = () => true;
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const p = model.projects.get(this.projectName)!;
@@ -258,13 +262,14 @@ class ReceiverOutage implements Command {
     await new Dispatch(this.projectName, [null, null, null, null]).run(model, run);
     for (let step = 0; step < 12; step++) {
       const health = await readHealth(run, p);
-      if (health.state !== 'healthy' || health.consecutiveFailures >= 10) return;
+      if (health.state !== 'healthy' || health.consecutiveFailures >= 10) break;
       await jump(run, 1_100);
       // The attempts the jump made due start, and are answered, before the next look.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    for (let i = 0; i < this.failedProbes; i++) await new NextProbe(this.projectName).run(model, run);
   }
-  toString = () => `receiver-outage(${this.projectName})`;
+  toString = () => `receiver-outage(${this.projectName}${this.failedProbes > 0 ? `, then ${this.failedProbes} probes` : ''})`;
 }
 
 /**
@@ -287,12 +292,23 @@ class NextProbe implements Command {
     }
     const before = probed().length;
     while (run.clock.now() < due) await jump(run, Math.min(MAX_JUMP_MS, due - run.clock.now()));
-    await eventually(async () => ({ answered: probed().slice(before).some((probe) => probe.endedAt !== null), health: await readHealth(run, p) }), {
+    const after = await eventually(async () => ({ answered: probed().slice(before).some((probe) => probe.endedAt !== null), health: await readHealth(run, p) }), {
       what: `${p.name}'s probe due ${iso(due)} sent and its outcome recorded`,
       until: ({ answered, health: now }) => answered && (now.state !== 'held' || now.nextProbeAt !== due),
       withinMs: 5_000,
       everyMs: 20,
     });
+    const probe = probed()[before]!;
+    const succeeded = probe.status === 200 || (probe.status === 202 && p.asyncCompletion);
+    if (succeeded !== (after.health.state !== 'held')) {
+      run.errors.push(`${p.name}: probe answered ${probe.status ?? 'nothing'} at ${iso(probe.arrivedAt)}, and the project is ${after.health.state} after it`);
+    }
+    // A failed probe, claimed between its due time and its arrival, sets the next one the doubled interval after its claim.
+    const interval = probeIntervalOf(before + 1);
+    const next = after.health.nextProbeAt;
+    if (after.health.state === 'held' && (next === null || next < due + interval || next > probe.arrivedAt + interval)) {
+      run.errors.push(`${p.name}: probe ${before + 1} (due ${iso(due)}, sent ${iso(probe.arrivedAt)}) failed, and the next is due ${next === null ? 'never' : iso(next)}, not ${interval} ms after it`);
+    }
   }
   toString = () => `next-probe(${this.projectName})`;
 }
@@ -419,7 +435,7 @@ const commands = [
   // Receiver health (SPEC section 13): holdOnFailure on or off, a receiver failing, probes.
   fc.record({ p: project, hold: fc.boolean() }).map(({ p, hold }) => new ProjectSetting(p, { holdOnFailure: hold })),
   project.map((p) => new NextProbe(p)),
-  project.map((p) => new ReceiverOutage(p)),
+  fc.record({ p: project, probes: fc.integer({ min: 0, max: 3 }) }).map(({ p, probes }) => new ReceiverOutage(p, probes)),
 ];
 
 async function setUp(): Promise<Run> {

@@ -69,7 +69,8 @@ export interface HoldSpan {
 /** The probe schedule (src/store/event-store.ts): 30 s after the hold, then doubling, capped at 10 min. */
 export const PROBE_FIRST_MS = 30_000;
 export const PROBE_MAX_MS = 600_000;
-const probeIntervalOf = (index: number) => Math.min(PROBE_FIRST_MS * 2 ** index, PROBE_MAX_MS);
+/** The wait before a hold's probe `index` (0: the first, 30 s after the hold). */
+export const probeIntervalOf = (index: number) => Math.min(PROBE_FIRST_MS * 2 ** index, PROBE_MAX_MS);
 /**
  * A start this soon after the failure that held its project is one the hold's write had not yet
  * excluded: the failure's time is taken before its outcome is written (webhook-health.ts batches
@@ -339,11 +340,11 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], probes: 
     const project = model.projects.get(span.project)!;
     const own = probes.filter((p) => p.project === span.project && inside(span, p.arrivedAt, span.endedBy === 'setting' ? PROBE_IN_FLIGHT_MS : 0)).sort((a, b) => a.arrivedAt - b.arrivedAt);
     for (const [i, probe] of own.entries()) {
-      // Each probe is claimed at or after the time the one before set: its claim plus the doubled interval.
-      const earliest = i === 0 ? span.from + PROBE_FIRST_MS : own[i - 1]!.arrivedAt + probeIntervalOf(i) - START_AHEAD_TOLERANCE_MS;
-      // The one before may have been claimed well before it arrived when the clock jumped in between.
-      const jumpedBetween = i > 0 && model.jumps.some((j) => j.at + j.ms > own[i - 1]!.arrivedAt - 2_000 && j.at <= own[i - 1]!.arrivedAt);
-      if (probe.arrivedAt < earliest && !jumpedBetween) {
+      // Each probe is claimed at or after the time the claim before set (its own time plus the doubled
+      // interval), so never before the schedule's sum: 30 s, then 60 s more, and so on. NextProbe
+      // checks each next time the service sets against the probe that set it.
+      const earliest = span.from + Array.from({ length: i + 1 }, (_, k) => probeIntervalOf(k)).reduce((a, b) => a + b, 0);
+      if (probe.arrivedAt < earliest) {
         found.push(`${span.project}: probe ${i + 1} of the hold from ${span.from} at ${probe.arrivedAt}, before ${earliest} (probes at 30 s, then doubling to 10 min)`);
       }
       const paused = project.paused.find((p) => probe.arrivedAt > p.from + PROBE_IN_FLIGHT_MS && (p.until === null || probe.arrivedAt < p.until));
