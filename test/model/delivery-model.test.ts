@@ -437,6 +437,8 @@ const commands = [
   fc.record({ p: project, hold: fc.boolean() }).map(({ p, hold }) => new ProjectSetting(p, { holdOnFailure: hold })),
   project.map((p) => new NextProbe(p)),
   fc.record({ p: project, probes: fc.integer({ min: 0, max: 3 }) }).map(({ p, probes }) => new ReceiverOutage(p, probes)),
+  // Twice as likely as one entry: a hold needs an outage, and project a's holdOnFailure (b's once set).
+  fc.record({ probes: fc.integer({ min: 0, max: 3 }) }).map(({ probes }) => new ReceiverOutage('a', probes)),
 ];
 
 async function setUp(): Promise<Run> {
