@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptRow } from '../../src/store/store.js';
 import { eventually } from '../support/eventually.js';
 import { OffsetClock } from '../support/offset-clock.js';
-import { DeliveryModel, POLICY, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
+import { DeliveryModel, holdSpans, holdViolations, POLICY, PROBE_FIRST_MS, probeIntervalOf, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
 import { ModelReceiver, type ReceiverMode } from './model-receiver.js';
 import { ModelService } from './model-service.js';
 
@@ -11,7 +11,8 @@ import { ModelService } from './model-service.js';
  * The delivery rules as a model-based test: fast-check builds sequences of what users and
  * receivers do (dispatch, batch, cancel, reschedule, pause, resume, change concurrency or rate,
  * answer 200 / 500 / 503 with Retry-After / 202 then a report / slowly, time passing, the process
- * killed and restarted), runs them against the real service on a real store with a real receiver,
+ * killed and restarted, a receiver down long enough to hold its project, holdOnFailure on or off,
+ * a held project's next probe), runs them against the real service on a real store with a real receiver,
  * and checks every delivery against the reference model (delivery-model.ts). A failing sequence
  * is shrunk and printed with its seed.
  *
@@ -154,7 +155,10 @@ class ReadStatus implements Command {
 }
 
 class ProjectSetting implements Command {
-  constructor(readonly projectName: ProjectName, readonly patch: { paused?: boolean; deliveryConcurrency?: number; deliveryRatePerSecond?: number | null; keyConcurrency?: number }) {}
+  constructor(
+    readonly projectName: ProjectName,
+    readonly patch: { paused?: boolean; deliveryConcurrency?: number; deliveryRatePerSecond?: number | null; keyConcurrency?: number; holdOnFailure?: boolean },
+  ) {}
   check = () => true;
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const p = model.projects.get(this.projectName)!;
@@ -171,6 +175,7 @@ class ProjectSetting implements Command {
     if (this.patch.deliveryConcurrency !== undefined) p.concurrency.push({ since: at, value: this.patch.deliveryConcurrency });
     if (this.patch.deliveryRatePerSecond !== undefined) p.rate.push({ since: at, value: this.patch.deliveryRatePerSecond });
     if (this.patch.keyConcurrency !== undefined) p.keyConcurrency.push({ since: at, value: this.patch.keyConcurrency });
+    if (this.patch.holdOnFailure !== undefined) p.holdOnFailure.push({ since: at, requestedAt, value: this.patch.holdOnFailure });
   }
   toString = () => `set(${this.projectName}, ${JSON.stringify(this.patch)})`;
 }
@@ -219,6 +224,8 @@ async function overdueJobs(run: Run): Promise<string[]> {
   for (const job of run.model.jobs.values()) {
     const p = run.model.projects.get(job.project)!;
     if (p.paused.at(-1)?.until === null || p.rate.at(-1)?.value != null || !['ok', 'fail'].includes(run.receiver.modeOf(p.name))) continue;
+    // A held project's due jobs wait for a probe's success (SPEC section 13).
+    if ((await readHealth(run, p)).state === 'held') continue;
     const body = await readJob(run.service, p, job.id);
     if (body.status !== 'QUEUED' || Date.parse(body.nextAttemptAt as string) > now) continue;
     // A keyed job waits its key's turn behind a job of its key that a killed instance may still
@@ -227,6 +234,84 @@ async function overdueJobs(run: Run): Promise<string[]> {
     left.push(`${job.id} QUEUED, due ${body.nextAttemptAt as string}`);
   }
   return left;
+}
+
+/** A project's health as GET /manage/v1/projects/:id shows it (SPEC section 13). */
+async function readHealth(run: Run, p: ModelProject): Promise<{ state: string; since: number | null; nextProbeAt: number | null; consecutiveFailures: number }> {
+  const health = (await run.service.admin({ method: 'GET', url: `/manage/v1/projects/${p.projectId}` })).json().health as Record<string, string | null>;
+  const at = (value: string | null | undefined) => (value ? Date.parse(value) : null);
+  return { state: health.state!, since: at(health.since), nextProbeAt: at(health.nextProbeAt), consecutiveFailures: Number(health.consecutiveFailures) };
+}
+
+/**
+ * A receiver going down: it answers 500, four jobs due now are dispatched, and time passes (in
+ * steps of about a retry's backoff) until the project has failed often enough to turn failing, and
+ * with holdOnFailure to be held (FAILING_AFTER, 10, in a row), or a dozen steps went by (a paused
+ * project, a receiver another command set answering). What was held is learnt from the service.
+ */
+class ReceiverOutage implements Command {
+  constructor(
+    readonly projectName: ProjectName,
+    /** Probes sent while it stays down, once held: each fails, and the next waits twice as long. */
+    readonly failedProbes = 0,
+  ) {}
+  check = () => true;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const p = model.projects.get(this.projectName)!;
+    run.receiver.setMode(p.name, 'fail');
+    await new Dispatch(this.projectName, [null, null, null, null]).run(model, run);
+    for (let step = 0; step < 12; step++) {
+      const health = await readHealth(run, p);
+      if (health.state !== 'healthy' || health.consecutiveFailures >= 10) break;
+      await jump(run, 1_100);
+      // The attempts the jump made due start, and are answered, before the next look.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (let i = 0; i < this.failedProbes; i++) await new NextProbe(this.projectName).run(model, run);
+  }
+  toString = () => `receiver-outage(${this.projectName}${this.failedProbes > 0 ? `, then ${this.failedProbes} probes` : ''})`;
+}
+
+/**
+ * A held project's next probe: time passes (in jumps) to when the service says it is due, and it
+ * goes out then, answered by the receiver's mode: a success ends the hold, a failure sets the next
+ * one (the probe rules are checked at the end, holdViolations). A hold's first probe is due 30 s
+ * after it began.
+ */
+class NextProbe implements Command {
+  constructor(readonly projectName: ProjectName) {}
+  check = () => true;
+  async run(model: DeliveryModel, run: Run): Promise<void> {
+    const p = model.projects.get(this.projectName)!;
+    const health = await readHealth(run, p);
+    if (health.state !== 'held' || p.paused.at(-1)?.until === null) return;
+    const due = health.nextProbeAt!;
+    const probed = () => run.receiver.probes.filter((probe) => probe.project === p.name && probe.arrivedAt >= health.since!);
+    // (Checked while not yet due: one due may be claimed already, on its way.)
+    if (probed().length === 0 && run.clock.now() < due && due !== health.since! + PROBE_FIRST_MS) {
+      run.errors.push(`${p.name}: held since ${iso(health.since!)}, not yet probed, its first probe due ${iso(due)}, not 30 s after`);
+    }
+    const before = probed().length;
+    while (run.clock.now() < due) await jump(run, Math.min(MAX_JUMP_MS, due - run.clock.now()));
+    const after = await eventually(async () => ({ answered: probed().slice(before).some((probe) => probe.endedAt !== null), health: await readHealth(run, p) }), {
+      what: `${p.name}'s probe due ${iso(due)} sent and its outcome recorded`,
+      until: ({ answered, health: now }) => answered && (now.state !== 'held' || now.nextProbeAt !== due),
+      withinMs: 5_000,
+      everyMs: 20,
+    });
+    const probe = probed()[before]!;
+    const succeeded = probe.status === 200 || (probe.status === 202 && p.asyncCompletion);
+    if (succeeded !== (after.health.state !== 'held')) {
+      run.errors.push(`${p.name}: probe answered ${probe.status ?? 'nothing'} at ${iso(probe.arrivedAt)}, and the project is ${after.health.state} after it`);
+    }
+    // A failed probe, claimed between its due time and its arrival, sets the next one the doubled interval after its claim.
+    const interval = probeIntervalOf(before + 1);
+    const next = after.health.nextProbeAt;
+    if (after.health.state === 'held' && (next === null || next < due + interval || next > probe.arrivedAt + interval)) {
+      run.errors.push(`${p.name}: probe ${before + 1} (due ${iso(due)}, sent ${iso(probe.arrivedAt)}) failed, and the next is due ${next === null ? 'never' : iso(next)}, not ${interval} ms after it`);
+    }
+  }
+  toString = () => `next-probe(${this.projectName})`;
 }
 
 /** Whether another job of `job`'s key, in flight at a kill, is not yet final. */
@@ -348,6 +433,12 @@ const commands = [
     ({ p, every, catchUp }) => new CreateSchedule(p, every, catchUp),
   ),
   fc.record({ pick: fc.nat(), paused: fc.boolean() }).map(({ pick, paused }) => new PauseSchedule(pick, paused)),
+  // Receiver health (SPEC section 13): holdOnFailure on or off, a receiver failing, probes.
+  fc.record({ p: project, hold: fc.boolean() }).map(({ p, hold }) => new ProjectSetting(p, { holdOnFailure: hold })),
+  project.map((p) => new NextProbe(p)),
+  fc.record({ p: project, probes: fc.integer({ min: 0, max: 3 }) }).map(({ p, probes }) => new ReceiverOutage(p, probes)),
+  // Twice as likely as one entry: a hold needs an outage, and project a's holdOnFailure (b's once set).
+  fc.record({ probes: fc.integer({ min: 0, max: 3 }) }).map(({ probes }) => new ReceiverOutage('a', probes)),
 ];
 
 async function setUp(): Promise<Run> {
@@ -361,12 +452,14 @@ async function setUp(): Promise<Run> {
     const team = await service.admin({ method: 'POST', url: '/manage/v1/teams', payload: { name: `team ${name}`, plan: 'unlimited' } });
     const created = await service.admin({ method: 'POST', url: `/manage/v1/teams/${team.json().teamId}/projects`, payload: { name, webhookUrl: receiver.urlOf(name) } });
     const projectId = created.json().projectId as string;
-    const settings = { deliveryConcurrency: 2, deliveryTimeoutMs: 1_000, retryPolicy: { maxRetries: 2, ...POLICY }, asyncCompletion, asyncCompletionTimeoutMs: 5_000 };
+    // Project a holds its jobs while its receiver is down (SPEC section 13) from the start; b only once a command says so.
+    const holdOnFailure = name === 'a';
+    const settings = { holdOnFailure, deliveryConcurrency: 2, deliveryTimeoutMs: 1_000, retryPolicy: { maxRetries: 2, ...POLICY }, asyncCompletion, asyncCompletionTimeoutMs: 5_000 };
     const patched = await service.admin({ method: 'PATCH', url: `/manage/v1/projects/${projectId}`, payload: settings });
     expect(patched.statusCode, patched.body).toBe(200);
     const key = await service.admin({ method: 'POST', url: `/manage/v1/projects/${projectId}/keys`, payload: { name: 'model' } });
     const at = clock.now();
-    model.addProject({ name, projectId, key: key.json().key, asyncCompletion, concurrency: [{ since: at, value: 2 }], rate: [{ since: at, value: null }], keyConcurrency: [{ since: at, value: 1 }], paused: [] });
+    model.addProject({ name, projectId, key: key.json().key, asyncCompletion, concurrency: [{ since: at, value: 2 }], rate: [{ since: at, value: null }], keyConcurrency: [{ since: at, value: 1 }], paused: [], holdOnFailure: [{ since: at, requestedAt: at, value: holdOnFailure }] });
   }
   // An accepted delivery is reported on a little later, as a receiver finishing the work would.
   receiver.onAccepted = (delivery) => {
@@ -380,8 +473,8 @@ async function setUp(): Promise<Run> {
 }
 
 /**
- * The end of a run: every project resumed and answering 200, time moved past every due time and
- * lease, until no job is waiting or in flight. Then every job the model knows is final, as its
+ * The end of a run: every project resumed and answering 200, time moved past every due time,
+ * lease and probe, until no job is waiting or in flight and no project held. Then every job the model knows is final, as its
  * history says it must be.
  */
 async function settle(run: Run): Promise<string[]> {
@@ -400,6 +493,8 @@ async function settle(run: Run): Promise<string[]> {
       const status = (await readJob(service, p, job.id)).status as string;
       if (!['COMPLETED', 'FAILED', 'CANCELLED'].includes(status)) left.push(`${job.id}:${status}`);
     }
+    // A held project's receiver answers 200 now: its next probe (time jumps to it) ends the hold.
+    for (const p of model.projects.values()) if ((await readHealth(run, p)).state === 'held') left.push(`${p.name}:held`);
     return left;
   };
   // Liveness first, before time is made to jump (a jump wakes every loop and hides a stall).
@@ -439,6 +534,20 @@ async function scheduleJobsOf(run: Run): Promise<ScheduleJob[]> {
   return jobs;
 }
 
+/** The projects' webhook.held and webhook.recovered events (recorded whether or not a project has an eventsUrl). */
+async function healthEventsOf(run: Run): Promise<{ project: string; type: string; occurredAt: number; data: Record<string, unknown> }[]> {
+  const events: { project: string; type: string; occurredAt: number; data: Record<string, unknown> }[] = [];
+  for (const p of run.model.projects.values()) {
+    for (let beforeSeq: number | null = null, more = true; more; ) {
+      const page = await run.service.store.eventList({ projectId: p.projectId, beforeSeq, limit: 500 });
+      for (const e of page) if (e.type === 'webhook.held' || e.type === 'webhook.recovered') events.push({ project: p.name, type: e.type, occurredAt: e.occurredAt, data: JSON.parse(e.data) as Record<string, unknown> });
+      more = page.length === 500;
+      beforeSeq = page.at(-1)?.seq ?? null;
+    }
+  }
+  return events;
+}
+
 async function attemptsOf(run: Run): Promise<Map<string, AttemptRow[]>> {
   const attempts = new Map<string, AttemptRow[]>();
   for (const jobId of run.model.jobs.keys()) attempts.set(jobId, await run.service.store.attemptListByJob(jobId));
@@ -456,7 +565,9 @@ async function runSequence(cmds: Iterable<Command>): Promise<void> {
       ...settled,
       ...violations(run.model, run.receiver.deliveries, attempts),
       ...scheduleViolations(run.model, await scheduleJobsOf(run), run.receiver.deliveries, run.stoppedLooking),
+      ...holdViolations(run.model, holdSpans(run.model, await healthEventsOf(run)), run.receiver.probes, attempts),
     ];
+    if (process.env.MODEL_DEBUG) console.log('holds', JSON.stringify(holdSpans(run.model, await healthEventsOf(run))), 'probes', JSON.stringify(run.receiver.probes));
     if (broken.length > 0 && process.env.MODEL_DEBUG) {
       for (const job of run.model.jobs.values()) {
         console.log(job.id, job.project, JSON.stringify({ createdAt: job.createdAt, dues: job.dues, cancelledAt: job.cancelledAt }));

@@ -1,11 +1,11 @@
 /**
- * A reference model of the delivery contract (SPEC sections 2, 3, 4, 10 and 11): what the service
+ * A reference model of the delivery contract (SPEC sections 2, 3, 4, 10, 11, 13 and 15): what the service
  * was told, and when, and the rules every delivery it made must satisfy. The commands of
  * delivery-model.test.ts record into it as they drive the real service; `violations` checks the
  * receiver's deliveries and the store's attempts against it.
  */
 import type { AttemptRow } from '../../src/store/store.js';
-import { BUSY_RETRY_AFTER_S, type Delivery } from './model-receiver.js';
+import { BUSY_RETRY_AFTER_S, type Delivery, type Probe } from './model-receiver.js';
 import { GLOBAL_SLOTS } from './model-service.js';
 
 /** One project never uses more than half of an instance's slots, whatever its concurrency. */
@@ -50,7 +50,35 @@ export interface ModelProject {
   keyConcurrency: { since: number; value: number }[];
   /** Paused spans: from the pause's answer to the resume's request (null while still paused). */
   paused: { from: number; until: number | null }[];
+  /** holdOnFailure as each change took effect (`since`: its answer; `requestedAt`: its request). */
+  holdOnFailure: { since: number; requestedAt: number; value: boolean }[];
 }
+
+/**
+ * A hold (SPEC section 13) as the service recorded it: from webhook.held (the failure that held
+ * it) to webhook.recovered (the probe's success) or to the request that turned holdOnFailure off;
+ * null while still held.
+ */
+export interface HoldSpan {
+  project: string;
+  from: number;
+  until: number | null;
+  endedBy: 'probe' | 'setting' | null;
+}
+
+/** The probe schedule (src/store/event-store.ts): 30 s after the hold, then doubling, capped at 10 min. */
+export const PROBE_FIRST_MS = 30_000;
+export const PROBE_MAX_MS = 600_000;
+/** The wait before a hold's probe `index` (0: the first, 30 s after the hold). */
+export const probeIntervalOf = (index: number) => Math.min(PROBE_FIRST_MS * 2 ** index, PROBE_MAX_MS);
+/**
+ * A start this soon after the failure that held its project is one the hold's write had not yet
+ * excluded: the failure's time is taken before its outcome is written (webhook-health.ts batches
+ * a turn's outcomes), and a start committed before that write came before the hold.
+ */
+const HOLD_WRITE_TOLERANCE_MS = 100;
+/** A probe claimed just before holdOnFailure was turned off may reach the receiver just after. */
+const PROBE_IN_FLIGHT_MS = 1_000;
 
 export interface ModelSchedule {
   id: string;
@@ -273,6 +301,64 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         const early = (attempts.get(job.id) ?? []).find((a) => a.startedAt > busy.endedAt! + START_AHEAD_TOLERANCE_MS && a.startedAt < until);
         if (early) found.push(`${project.name}: ${job.id} attempt ${early.attemptNumber} started at ${early.startedAt}, within the Retry-After of a 503 at ${busy.endedAt}`);
       }
+    }
+  }
+  return found;
+}
+
+/** The hold spans of the projects, from their webhook.held and webhook.recovered events and holdOnFailure changes. */
+export function holdSpans(model: DeliveryModel, events: { project: string; type: string; occurredAt: number; data: Record<string, unknown> }[]): HoldSpan[] {
+  const spans: HoldSpan[] = [];
+  for (const event of events.filter((e) => e.type === 'webhook.held').sort((a, b) => a.occurredAt - b.occurredAt)) {
+    const project = model.projects.get(event.project)!;
+    const from = event.occurredAt;
+    const recovered = events.find((e) => e.project === event.project && e.type === 'webhook.recovered' && e.data.heldFor != null && e.occurredAt >= from);
+    const turnedOff = project.holdOnFailure.find((c) => !c.value && c.requestedAt >= from);
+    const byProbe = recovered?.occurredAt ?? Number.POSITIVE_INFINITY;
+    const bySetting = turnedOff?.requestedAt ?? Number.POSITIVE_INFINITY;
+    const until = Math.min(byProbe, bySetting);
+    spans.push({ project: event.project, from, until: Number.isFinite(until) ? until : null, endedBy: !Number.isFinite(until) ? null : byProbe <= bySetting ? 'probe' : 'setting' });
+  }
+  return spans;
+}
+
+/**
+ * The hold rules of SPEC section 13: no attempt of a held project starts (attempts in flight at the
+ * hold's start finish), probes go out only while held and not paused, 30 s after the hold and then
+ * at doubling intervals capped at 10 minutes, and a probe answered by success ends the hold. Resume
+ * order is the due-order rule of `violations`, which holds across a hold as across anything.
+ */
+export function holdViolations(model: DeliveryModel, spans: HoldSpan[], probes: Probe[], attempts: Map<string, AttemptRow[]>): string[] {
+  const found: string[] = [];
+  const inside = (span: HoldSpan, at: number, after = 0) => at >= span.from && (span.until === null || at <= span.until + after);
+  for (const span of spans) {
+    for (const job of model.jobs.values()) {
+      if (job.project !== span.project) continue;
+      const started = (attempts.get(job.id) ?? []).find((a) => a.startedAt > span.from + HOLD_WRITE_TOLERANCE_MS && (span.until === null || a.startedAt < span.until));
+      if (started) found.push(`${span.project}: ${job.id} attempt ${started.attemptNumber} started at ${started.startedAt}, while held from ${span.from} to ${span.until ?? 'the end'}`);
+    }
+    const project = model.projects.get(span.project)!;
+    const own = probes.filter((p) => p.project === span.project && inside(span, p.arrivedAt, span.endedBy === 'setting' ? PROBE_IN_FLIGHT_MS : 0)).sort((a, b) => a.arrivedAt - b.arrivedAt);
+    for (const [i, probe] of own.entries()) {
+      // Each probe is claimed at or after the time the claim before set (its own time plus the doubled
+      // interval), so never before the schedule's sum: 30 s, then 60 s more, and so on. NextProbe
+      // checks each next time the service sets against the probe that set it.
+      const earliest = span.from + Array.from({ length: i + 1 }, (_, k) => probeIntervalOf(k)).reduce((a, b) => a + b, 0);
+      if (probe.arrivedAt < earliest) {
+        found.push(`${span.project}: probe ${i + 1} of the hold from ${span.from} at ${probe.arrivedAt}, before ${earliest} (probes at 30 s, then doubling to 10 min)`);
+      }
+      const paused = project.paused.find((p) => probe.arrivedAt > p.from + PROBE_IN_FLIGHT_MS && (p.until === null || probe.arrivedAt < p.until));
+      if (paused) found.push(`${span.project}: probe at ${probe.arrivedAt} while paused from ${paused.from}`);
+      const succeeded = probe.status === 200 || (probe.status === 202 && project.asyncCompletion);
+      const killedMeanwhile = model.kills.some((k) => k.at >= probe.arrivedAt && k.at <= (probe.endedAt ?? probe.arrivedAt) + 1_000);
+      if (succeeded && probe.endedAt !== null && !killedMeanwhile && (span.until === null || span.until > probe.endedAt + 1_000)) {
+        found.push(`${span.project}: probe answered ${probe.status} at ${probe.endedAt}, but the hold from ${span.from} lasted until ${span.until ?? 'the end'}`);
+      }
+    }
+  }
+  for (const probe of probes) {
+    if (!spans.some((span) => span.project === probe.project && inside(span, probe.arrivedAt, span.endedBy === 'setting' ? PROBE_IN_FLIGHT_MS : 0))) {
+      found.push(`${probe.project}: probe at ${probe.arrivedAt}, while not held`);
     }
   }
   return found;

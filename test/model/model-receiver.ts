@@ -12,7 +12,11 @@ export type ReceiverMode =
   | 'accept'; // 202, then a success report with the callback token (asyncCompletion projects)
 
 export const SLOW_MS = 150;
+
 export const BUSY_RETRY_AFTER_S = 1;
+
+const answerOf = (mode: ReceiverMode): [number, Record<string, string>] =>
+  mode === 'fail' ? [500, {}] : mode === 'busy' ? [503, { 'retry-after': String(BUSY_RETRY_AFTER_S) }] : mode === 'accept' ? [202, {}] : [200, {}];
 
 /** One delivery as it reached the receiver; times by the application clock. */
 export interface Delivery {
@@ -32,12 +36,23 @@ export interface Delivery {
   generation: number;
 }
 
+/** A probe of a held project (SPEC section 13, `"probe": true`) as it reached the receiver. */
+export interface Probe {
+  project: string;
+  arrivedAt: number;
+  endedAt: number | null;
+  status: number | null;
+  mode: ReceiverMode;
+}
+
 /**
  * One receiver for every project of a run, each at its own path (/p/<name>): it records every
  * delivery with the application clock's arrival and end, and answers as the project's mode says.
  */
 export class ModelReceiver {
   readonly deliveries: Delivery[] = [];
+  /** Probes, answered by the project's mode as its jobs are, apart from the jobs' deliveries. */
+  readonly probes: Probe[] = [];
   private readonly modes = new Map<string, ReceiverMode>();
   private readonly open = new Map<string, number>();
   private readonly server = createServer((req, res) => void this.handle(req, res));
@@ -86,6 +101,7 @@ export class ModelReceiver {
     for await (const chunk of req) body += chunk;
     const json = JSON.parse(body) as Record<string, unknown>;
     const mode = this.modes.get(project) ?? 'ok';
+    if (json.probe === true) return this.answerProbe(project, mode, res, arrivedAt);
     const delivery: Delivery = {
       project,
       jobId: json.jobId as string,
@@ -109,8 +125,7 @@ export class ModelReceiver {
       return;
     }
     if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
-    const [status, headers] =
-      mode === 'fail' ? [500, {}] : mode === 'busy' ? [503, { 'retry-after': String(BUSY_RETRY_AFTER_S) }] : mode === 'accept' ? [202, {}] : [200, {}];
+    const [status, headers] = answerOf(mode);
     // Counted closed as the answer leaves: the sender's slot frees once it has the answer.
     this.open.set(project, this.open.get(project)! - 1);
     delivery.endedAt = this.clock.now();
@@ -118,6 +133,25 @@ export class ModelReceiver {
     res.writeHead(status, headers);
     res.end('');
     if (status === 202) this.onAccepted(delivery);
+  }
+
+  private async answerProbe(project: string, mode: ReceiverMode, res: ServerResponse, arrivedAt: number): Promise<void> {
+    const probe: Probe = { project, arrivedAt, endedAt: null, status: null, mode };
+    this.probes.push(probe);
+    const close = () => {
+      this.open.set(project, this.open.get(project)! - 1);
+      probe.endedAt = this.clock.now();
+    };
+    if (mode === 'hang') {
+      res.on('close', close);
+      return;
+    }
+    if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+    const [status, headers] = answerOf(mode);
+    close();
+    probe.status = status;
+    res.writeHead(status, headers);
+    res.end('');
   }
 
   async close(): Promise<void> {

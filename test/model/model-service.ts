@@ -90,6 +90,8 @@ export class ModelService {
     this.live.runtime.services.scheduleFiring.wake();
     this.live.engine.notifyDue(this.clock.now());
     void this.live.engine.rescuer.tick().catch(() => {});
+    // The probes now due, as the probe loop's next pass (it sleeps up to 5 s of real time) would send them.
+    void this.live.engine.probes.probeDue().catch(() => {});
   }
 
   /**
