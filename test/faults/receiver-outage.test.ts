@@ -12,9 +12,9 @@ const ADMIN_TOKEN = 'outage-fault-admin-token-0123';
 /**
  * SPEC section 13 with real processes: three `punctual serve` on one PostgreSQL, a project with
  * holdOnFailure and a receiver that answers 503 for a while, then 200. The project is held once,
- * by one instance; across the three, exactly one probe goes out at 30 s (it fails: the receiver is
- * still down) and one at 90 s (it succeeds); no job's request goes out while held; every job is
- * then delivered, each answered 200 exactly once.
+ * by one instance; across the three, exactly one probe goes out, 30 s after the hold, and (the
+ * receiver back by then) ends it; no job's request goes out while held; every job is then
+ * delivered, each answered 200 exactly once.
  */
 describe.runIf(TEST_STORE === 'postgres')('a receiver outage on three instances', () => {
   const database = sharedDatabase();
@@ -31,7 +31,7 @@ describe.runIf(TEST_STORE === 'postgres')('a receiver outage on three instances'
     await receiver.close();
   });
 
-  it('holds once, probes once each time across instances, spends no attempt while held, and delivers every job after', { timeout: 240_000 }, async () => {
+  it('holds once, probes once across instances, spends no attempt while held, and delivers every job after', { timeout: 240_000 }, async () => {
     const env = { PUNCTUAL_SECRET_KEY: 'outage-fault-secret-key-0123456789', PUNCTUAL_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'warn', DATABASE_URL: database.url };
     const { key, projectId } = projectByCli(env, receiver.url);
     // Retries 1 s apart: without the hold every job would spend all its attempts within the outage.
@@ -67,34 +67,28 @@ describe.runIf(TEST_STORE === 'postgres')('a receiver outage on three instances'
     // Dispatches are still accepted while held.
     for (let i = JOBS; i < JOBS + 20; i++) jobIds.push(await dispatch(i));
 
-    // The first probe, 30 s after the hold, from one instance only; still down, so the hold stays.
-    await receiver.waitFor(() => probes().length >= 1, 45_000, 'the first probe');
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(probes()).toHaveLength(1);
-    expect(probes()[0]!.arrivedAt - heldSince).toBeGreaterThanOrEqual(PROBE_FIRST_MS - 50);
-    expect((await health()).state).toBe('held');
-    expect(jobRequests().length).toBe(sentBeforeHold);
-
-    // Back: the next probe (60 s after the first) ends the hold, and every job goes out.
+    // Back before the first probe: the probe, 30 s after the hold and from one instance only, ends
+    // the hold. (A failed probe keeping the hold, and the doubling after it, are the injected-clock
+    // tests' and the model's: waiting them out here would cost CI a minute more.)
     down = false;
-    const firstProbeAt = probes()[0]!.arrivedAt;
-    await receiver.waitFor(() => probes().length >= 2, 75_000, 'the second probe');
-    expect(probes()[1]!.arrivedAt - firstProbeAt).toBeGreaterThanOrEqual(60_000 - 1_000);
-    expect(jobRequests().filter((r) => r.arrivedAt < probes()[1]!.arrivedAt)).toHaveLength(sentBeforeHold);
-    await receiver.waitFor(() => jobIds.every((jobId) => receiver.forJob(jobId).some((r) => r.arrivedAt >= probes()[1]!.arrivedAt)), 60_000, 'every job after the hold');
+    await receiver.waitFor(() => probes().length >= 1, 45_000, 'the probe');
+    const probeAt = probes()[0]!.arrivedAt;
+    expect(probeAt - heldSince).toBeGreaterThanOrEqual(PROBE_FIRST_MS - 50);
+    expect(jobRequests().filter((r) => r.arrivedAt < probeAt)).toHaveLength(sentBeforeHold);
+    await receiver.waitFor(() => jobIds.every((jobId) => receiver.forJob(jobId).some((r) => r.arrivedAt >= probeAt)), 60_000, 'every job after the hold');
     const recovered = await eventually(health, { what: 'healthy', until: (h) => h.state === 'healthy', withinMs: 10_000 });
     expect(recovered.nextProbeAt).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    expect(probes()).toHaveLength(2);
+    // One probe sequence across the three instances: no other instance probed too.
+    expect(probes()).toHaveLength(1);
     // Each job answered 200 exactly once (no kill, so no duplicate is allowed), its attempts before
     // the hold (at most a few: those in flight) plus that one.
     const successes = new Map<string, number>();
-    for (const request of receiver.requests.filter((r) => r.json.probe !== true && r.arrivedAt >= probes()[1]!.arrivedAt)) {
+    for (const request of receiver.requests.filter((r) => r.json.probe !== true && r.arrivedAt >= probeAt)) {
       successes.set(request.json.jobId as string, (successes.get(request.json.jobId as string) ?? 0) + 1);
     }
     expect(jobIds.filter((jobId) => successes.get(jobId) !== 1)).toEqual([]);
     for (const jobId of jobIds) {
-      const before = receiver.forJob(jobId).filter((r) => r.arrivedAt < probes()[1]!.arrivedAt).length;
+      const before = receiver.forJob(jobId).filter((r) => r.arrivedAt < probeAt).length;
       expect(before, jobId).toBeLessThanOrEqual(3);
     }
     const statuses = await Promise.all(
