@@ -16,7 +16,7 @@ import { ModelService } from './model-service.js';
  * and checks every delivery against the reference model (delivery-model.ts). A failing sequence
  * is shrunk and printed with its seed.
  *
- * MODEL_RUNS (default 2, which keeps CI under its 20 minutes) and MODEL_SEED set how many sequences and from which seed; the fixed
+ * MODEL_RUNS (default 2; CI sets 1, which keeps it under its 20 minutes) and MODEL_SEED set how many sequences and from which seed; the fixed
  * seed's runs come first, then as many from a random seed, printed. `npm run test:model` runs
  * 100 of them. A failure prints its seed, its path and the commands' replayPath: MODEL_SEED,
  * MODEL_PATH and MODEL_REPLAY run that one sequence again (MODEL_DEBUG=1 prints every delivery).
