@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDeliveryEngine } from '../../src/runtime.js';
-import { queryRows } from '../support/job-fixtures.js';
+import { execSql, queryRows } from '../support/job-fixtures.js';
 import { makeTestApp, SECOND, TEST_STORE, testDatabase } from '../support/make-app.js';
 import { TestReceiver } from '../support/receiver.js';
 import { freePort, startFirstServer, startServer, waitUntilReady, type RunningServer } from '../support/spawn-punctual.js';
@@ -54,8 +54,10 @@ describe(`stale worker (${TEST_STORE})`, () => {
       const { jobId } = (await dispatched.json()) as { jobId: string };
       await receiver.waitFor(() => receiver.forJob(jobId).length === 1, 10_000, 'the first attempt');
       first.server.child.kill('SIGSTOP');
+      // Its lease (1 s timeout + 30 s) expires: set in the database, as that much time passing would.
+      await execSql(database.url, 'UPDATE jobs SET lease_expires_at = $1 WHERE id = $2', [Date.now() - 1, jobId]);
 
-      // The second instance rescues the lease once it expires (1 s timeout + 30 s) and retries.
+      // The second instance rescues the expired lease and retries.
       const portB = await freePort();
       const second = startServer({ ...env, PORT: String(portB) });
       servers.push(second);
