@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { JOB_STATUSES, type JobStatus, type Store } from './store/store.js';
+import { JOB_STATUSES, type Store } from './store/store.js';
 
 /** Queue depth is counted in the database at most this often, however often /metrics is scraped. */
 const DEPTH_CACHE_MS = 5_000;
@@ -64,7 +64,6 @@ export class Metrics {
   });
 
   constructor(store: Pick<Store, 'jobCountByStatus' | 'jobCountKeysWaiting' | 'storeSize' | 'webhookHealthCounts'>) {
-    const countByStatus = () => store.jobCountByStatus();
     new Gauge({
       name: 'punctual_store_size_bytes',
       help: "Bytes the store occupies: its database and, for the embedded store, its write-ahead log (PostgreSQL: this schema's tables and indexes)",
@@ -88,41 +87,43 @@ export class Metrics {
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'punctual_' });
-    // The count itself is shared: scrapes that arrive while one runs wait for it instead of starting another.
-    let cached: { at: number; counts: Promise<Record<JobStatus, number>> } | null = null;
+    const countByStatusCached = recentOf(() => store.jobCountByStatus(), DEPTH_CACHE_MS);
+    const keysWaitingCached = recentOf(() => store.jobCountKeysWaiting(), DEPTH_CACHE_MS);
     new Gauge({
       name: 'punctual_jobs',
       help: 'Jobs by state (counted at most every 5 s)',
       labelNames: ['state'],
       registers: [this.registry],
       async collect() {
-        if (!cached || Date.now() - cached.at > DEPTH_CACHE_MS) {
-          const counts = countByStatus();
-          cached = { at: Date.now(), counts };
-          // A failed count is not kept: the next scrape tries again.
-          counts.catch(() => {
-            if (cached?.counts === counts) cached = null;
-          });
-        }
-        const counts = await cached.counts;
+        const counts = await countByStatusCached();
         for (const state of JOB_STATUSES) this.set({ state }, counts[state]);
       },
     });
-    let keysCached: { at: number; count: Promise<number> } | null = null;
     new Gauge({
       name: 'punctual_keys_waiting',
       help: 'Concurrency keys with a job waiting for its turn (counted at most every 5 s)',
       registers: [this.registry],
       async collect() {
-        if (!keysCached || Date.now() - keysCached.at > DEPTH_CACHE_MS) {
-          const count = store.jobCountKeysWaiting();
-          keysCached = { at: Date.now(), count };
-          count.catch(() => {
-            if (keysCached?.count === count) keysCached = null;
-          });
-        }
-        this.set(await keysCached.count);
+        this.set(await keysWaitingCached());
       },
     });
   }
+}
+
+/**
+ * A count read at most every `maxAgeMs`, shared: scrapes that arrive while one runs wait for it
+ * instead of starting another. A failed count is not kept: the next scrape tries again.
+ */
+function recentOf<T>(read: () => Promise<T>, maxAgeMs: number): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | null = null;
+  return () => {
+    if (!cached || Date.now() - cached.at > maxAgeMs) {
+      const value = read();
+      cached = { at: Date.now(), value };
+      value.catch(() => {
+        if (cached?.value === value) cached = null;
+      });
+    }
+    return cached.value;
+  };
 }

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NotFoundError } from '../../errors.js';
 import type { ProjectRow } from '../../store/store.js';
 import { formError, noticeFrom, pageContext, redirectWithNotice, sendPage, signedIn, type DashboardDeps } from '../dashboard-context.js';
@@ -222,30 +222,21 @@ export const projectRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps
     return redirectWithNotice(reply, `/projects/${row.id}/webhook`, 'rotated');
   });
 
-  app.post<ProjectParams>('/projects/:projectId/webhook/test', async (request, reply) => {
+  /** A test delivery or a probe sent now, its result (or its refusal) shown on the webhook tab. */
+  const sendNow = (send: (projectId: string) => ReturnType<typeof testDeliveries.send>) => async (request: FastifyRequest<ProjectParams>, reply: FastifyReply) => {
     const row = await project(request);
     const at = deps.clock.now();
     try {
-      const result = await testDeliveries.send(row.id);
+      const result = await send(row.id);
       return sendPage(reply, await webhook(request, { testResult: { ...result, at } }));
     } catch (error) {
       const refused = formError(error);
       return sendPage(reply, await webhook(request, { error: refused }), refused.statusCode);
     }
-  });
-
+  };
+  app.post<ProjectParams>('/projects/:projectId/webhook/test', sendNow((projectId) => testDeliveries.send(projectId)));
   // "Probe now" on a held project's banner (SPEC section 13): a success ends the hold.
-  app.post<ProjectParams>('/projects/:projectId/webhook/probe', async (request, reply) => {
-    const row = await project(request);
-    const at = deps.clock.now();
-    try {
-      const result = await testDeliveries.probe(row.id);
-      return sendPage(reply, await webhook(request, { testResult: { ...result, at } }));
-    } catch (error) {
-      const refused = formError(error);
-      return sendPage(reply, await webhook(request, { error: refused }), refused.statusCode);
-    }
-  });
+  app.post<ProjectParams>('/projects/:projectId/webhook/probe', sendNow((projectId) => testDeliveries.probe(projectId)));
 
   async function settings(
     request: FastifyRequest<ProjectParams>,
