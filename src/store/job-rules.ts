@@ -12,12 +12,15 @@ import {
   JOB_STATUSES,
   type AnswerTemplate,
   type ExpiredLease,
+  type JobBulkAction,
   type JobBulkCursor,
   type JobBulkFilter,
   type JobCreateResult,
+  type JobFilter,
   type JobListParams,
   type JobRow,
   type JobStatus,
+  type JobTagPair,
   type NewJob,
   type StartedAtCreation,
   type StartedJob,
@@ -252,6 +255,37 @@ export function filterDriver(filter: JobBulkFilter): FilterDriver {
   if (filter.scheduleId != null) return 'schedule';
   if (filter.createdFrom != null || filter.createdBefore != null) return 'created';
   return 'status';
+}
+
+/**
+ * A filter's parameters as both drivers' filter SQL reads them (their queries/job-filters.ts,
+ * REST_OF_FILTER): open bounds as the widest values, the first of `tags` (the one read by) apart
+ * from the others, which each driver encodes as its SQL reads them.
+ */
+export function filterParameters(
+  filter: Omit<JobFilter, 'status'> & { failedFrom?: number | null; failedBefore?: number | null },
+  status: string | null,
+  tags: JobTagPair[],
+  action: JobBulkAction | null,
+) {
+  const [first, ...moreTags] = tags;
+  return {
+    projectId: filter.projectId,
+    status,
+    scheduleId: filter.scheduleId ?? null,
+    concurrencyKey: filter.concurrencyKey ?? null,
+    createdFrom: filter.createdFrom ?? 0,
+    createdBefore: filter.createdBefore ?? Number.MAX_SAFE_INTEGER,
+    dueFrom: filter.dueFrom ?? null,
+    dueBefore: filter.dueBefore ?? null,
+    failedFrom: filter.failedFrom ?? null,
+    failedBefore: filter.failedBefore ?? null,
+    reschedule: action?.kind === 'reschedule',
+    scheduledFor: action?.kind === 'reschedule' ? action.scheduledFor : null,
+    tagKey: first?.[0] ?? null,
+    tagValue: first?.[1] ?? null,
+    moreTags,
+  };
 }
 
 /**

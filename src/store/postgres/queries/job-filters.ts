@@ -6,8 +6,8 @@
  * matching jobs; the filter's other fields are checked on each job it reads (REST_OF_FILTER).
  * Written with named parameters (named-params.ts).
  */
-import { bulkReadStart, filterDriver, type FilterDriver } from '../../job-rules.js';
-import { bulkActionStatus, type JobBulkAction, type JobBulkParams, type JobFilter, type JobListParams, type JobTagPair } from '../../job-store.js';
+import { bulkReadStart, filterDriver, filterParameters, type FilterDriver } from '../../job-rules.js';
+import { bulkActionStatus, type JobBulkAction, type JobBulkParams, type JobListParams, type JobTagPair } from '../../job-store.js';
 import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
 import { named, type NamedStatement } from './named-params.js';
 
@@ -128,25 +128,9 @@ export const JobTagCounts = `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM jo
   FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(key, value, i) ORDER BY t.i`;
 
 /** REST_OF_FILTER's arguments for a filter whose tags are `tags` (the one to read by first). */
-function filterValues(filter: Omit<JobFilter, 'status'> & { failedFrom?: number | null; failedBefore?: number | null }, status: string | null, tags: JobTagPair[], action: JobBulkAction | null) {
-  const [first, ...more] = tags;
-  return {
-    projectId: filter.projectId,
-    status,
-    scheduleId: filter.scheduleId ?? null,
-    concurrencyKey: filter.concurrencyKey ?? null,
-    createdFrom: filter.createdFrom ?? 0,
-    createdBefore: filter.createdBefore ?? Number.MAX_SAFE_INTEGER,
-    dueFrom: filter.dueFrom ?? null,
-    dueBefore: filter.dueBefore ?? null,
-    failedFrom: filter.failedFrom ?? null,
-    failedBefore: filter.failedBefore ?? null,
-    reschedule: action?.kind === 'reschedule',
-    scheduledFor: action?.kind === 'reschedule' ? action.scheduledFor : null,
-    tagKey: first?.[0] ?? null,
-    tagValue: first?.[1] ?? null,
-    moreTags: more.length === 0 ? null : JSON.stringify(Object.fromEntries(more)),
-  };
+function filterValues(...filter: Parameters<typeof filterParameters>) {
+  const values = filterParameters(...filter);
+  return { ...values, moreTags: values.moreTags.length === 0 ? null : JSON.stringify(Object.fromEntries(values.moreTags)) };
 }
 
 /** A bulk read's driver and named arguments (JobBulkAct, JobBulkCount), its tags the rarest first. */

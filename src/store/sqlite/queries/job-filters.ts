@@ -6,8 +6,8 @@
  * filter's other fields are checked on each job that index yields (REST_OF_FILTER), so a read stops
  * at its limit after the matching jobs, and a tag's read never sees a job without that tag.
  */
-import { bulkReadStart, filterDriver, type FilterDriver } from '../../job-rules.js';
-import { bulkActionStatus, type JobBulkAction, type JobBulkParams, type JobFilter, type JobListParams, type JobTagPair } from '../../job-store.js';
+import { bulkReadStart, filterDriver, filterParameters, type FilterDriver } from '../../job-rules.js';
+import { bulkActionStatus, type JobBulkParams, type JobListParams, type JobTagPair } from '../../job-store.js';
 import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
 
 /**
@@ -96,25 +96,9 @@ export const JobBulkRetry = `UPDATE jobs SET status = 'QUEUED', run_at = @now, q
   WHERE ${OF_READ} AND status = 'FAILED' RETURNING run_at AS runAt`;
 
 /** REST_OF_FILTER's parameters for a filter whose tags are `tags` (the one to read by first), and the read's own. */
-function filterValues(filter: Omit<JobFilter, 'status'> & { failedFrom?: number | null; failedBefore?: number | null }, status: string | null, tags: JobTagPair[], action: JobBulkAction | null) {
-  const [first, ...more] = tags;
-  return {
-    projectId: filter.projectId,
-    status,
-    scheduleId: filter.scheduleId ?? null,
-    concurrencyKey: filter.concurrencyKey ?? null,
-    createdFrom: filter.createdFrom ?? 0,
-    createdBefore: filter.createdBefore ?? Number.MAX_SAFE_INTEGER,
-    dueFrom: filter.dueFrom ?? null,
-    dueBefore: filter.dueBefore ?? null,
-    failedFrom: filter.failedFrom ?? null,
-    failedBefore: filter.failedBefore ?? null,
-    reschedule: action?.kind === 'reschedule' ? 1 : 0,
-    scheduledFor: action?.kind === 'reschedule' ? action.scheduledFor : null,
-    tagKey: first?.[0] ?? null,
-    tagValue: first?.[1] ?? null,
-    moreTags: JSON.stringify(Object.fromEntries(more)),
-  };
+function filterValues(...filter: Parameters<typeof filterParameters>) {
+  const values = filterParameters(...filter);
+  return { ...values, reschedule: values.reschedule ? 1 : 0, moreTags: JSON.stringify(Object.fromEntries(values.moreTags)) };
 }
 
 /** A bulk read's driver and parameters (JobBulkRead, JobBulkCount), its tags the rarest first. */
