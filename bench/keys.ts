@@ -12,21 +12,17 @@
  *
  * On a fresh SQLite file; with DATABASE_URL=postgres://…, a fresh schema of that database.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { claimRule } from '../src/delivery/capacity.js';
 import { createDeliveryEngine, openRuntime } from '../src/runtime.js';
 import { buildServer } from '../src/server.js';
-import { PROJECT_DEFAULTS } from '../src/services/project-settings.js';
 import { openStore } from '../src/store/open-store.js';
-import type { Store } from '../src/store/store.js';
 import { machineLine, positiveNumber } from './delivery-harness.js';
-import { createSchema, postgresUrlFromEnv } from './pg-bench.js';
+import { postgresUrlFromEnv } from './pg-bench.js';
+import { insertProject, withFreshDatabase } from './store-fixtures.js';
 
 const JOBS = Math.round(positiveNumber('BENCH_JOBS', 5_000) / 100) * 100;
 const KEYS = Math.round(positiveNumber('BENCH_KEYS', 1_000));
@@ -34,27 +30,9 @@ const BACKLOG = Math.round(positiveNumber('BENCH_KEY_BACKLOG', 10_000) / 1_000) 
 const CLAIMS = 20;
 const SECRET = 'bench-keys-secret-key-0123456789abcdef';
 
-async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const postgres = postgresUrlFromEnv();
-  if (postgres) {
-    const schema = await createSchema(postgres);
-    try {
-      return await fn(schema.url);
-    } finally {
-      await schema.drop();
-    }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'punctual-keys-'));
-  try {
-    return await fn(`sqlite:${join(dir, 'punctual.db')}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** Jobs/s delivered end to end, with or without keys. */
 async function endToEnd(keyed: boolean): Promise<{ perSecond: number; seconds: number }> {
-  return withDatabase(async (url) => {
+  return withFreshDatabase('keys', async (url) => {
     let arrived = 0;
     let lastArrival = 0;
     let done: () => void = () => {};
@@ -105,24 +83,17 @@ async function endToEnd(keyed: boolean): Promise<{ perSecond: number; seconds: n
   });
 }
 
-async function project(store: Store, id: string, at: number) {
-  await store.teamInsert({ id: `team_${id}`, name: 't', plan: 'unlimited', createdAt: at });
-  const row = { id, teamId: `team_${id}`, name: id, webhookUrl: 'http://127.0.0.1:1/', ...PROJECT_DEFAULTS, createdAt: at };
-  await store.projectInsert({ project: row, secret: { id: `whs_${id}`, projectId: id, ciphertext: 'x', createdAt: at, expiresAt: null } });
-  return row;
-}
-
 const answer = { kind: 'single' as const, statusCode: 201, body: '{}' };
 
 /** Claims of another project's due job beside one key's backlog of `backlog` due jobs: median and max ms. */
 async function claimTimes(backlog: number): Promise<{ median: number; max: number; loadS: number }> {
-  return withDatabase(async (url) => {
+  return withFreshDatabase('keys', async (url) => {
     const store = await openStore(loadConfig({ DATABASE_URL: url, PUNCTUAL_SECRET_KEY: SECRET }).database, {});
     try {
       await store.migrate();
       const past = Date.now() - 3_600_000;
-      const big = await project(store, 'prj_big', past);
-      const other = await project(store, 'prj_other', past);
+      const big = await insertProject(store, 'prj_big', past);
+      const other = await insertProject(store, 'prj_other', past);
       const loadStarted = performance.now();
       // In batches of 100, as the API's batches come (a keyed insert takes its key's turn row by row).
       for (let i = 0; i < backlog; i += 100) {

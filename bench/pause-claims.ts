@@ -15,17 +15,13 @@
  *                  end of the hold (webhookHoldEnd, as a successful probe ends it).
  * Also printed: the time to hold the jobs, and to release them on resume.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { holdProjectJobs, releaseProjectJobs } from '../src/maintenance/project-holds.js';
-import { PROJECT_DEFAULTS } from '../src/services/project-settings.js';
 import { openStore } from '../src/store/open-store.js';
-import type { Store } from '../src/store/store.js';
 import { machineLine, positiveNumber } from './delivery-harness.js';
-import { createSchema, postgresUrlFromEnv } from './pg-bench.js';
+import { postgresUrlFromEnv } from './pg-bench.js';
+import { insertProject, withFreshDatabase } from './store-fixtures.js';
 import { claimRule } from '../src/delivery/capacity.js';
 import { FAILING_AFTER } from '../src/store/event-store.js';
 
@@ -33,41 +29,16 @@ const PAUSED_JOBS = Math.round(positiveNumber('BENCH_PAUSED_JOBS', 100_000) / 50
 const CLAIMS = 20;
 type Case = 'none' | 'stepped' | 'held' | 'vacuumed' | 'receiver';
 
-async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const postgres = postgresUrlFromEnv();
-  if (postgres) {
-    const schema = await createSchema(postgres);
-    try {
-      return await fn(schema.url);
-    } finally {
-      await schema.drop();
-    }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'punctual-pause-claims-'));
-  try {
-    return await fn(`sqlite:${join(dir, 'punctual.db')}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function project(store: Store, id: string, at: number) {
-  await store.teamInsert({ id: `team_${id}`, name: 't', plan: 'unlimited', createdAt: at });
-  const row = { id, teamId: `team_${id}`, name: id, webhookUrl: 'http://127.0.0.1:1/', ...PROJECT_DEFAULTS, createdAt: at };
-  await store.projectInsert({ project: row, secret: { id: `whs_${id}`, projectId: id, ciphertext: 'x', createdAt: at, expiresAt: null } });
-  return row;
-}
-
 const answer = { kind: 'single' as const, statusCode: 201, body: '{}' };
 
 async function run(kind: Case): Promise<string> {
-  return withDatabase(async (url) => {
+  return withFreshDatabase('pause-claims', async (url) => {
     const store = await openStore(loadConfig({ DATABASE_URL: url, PUNCTUAL_SECRET_KEY: 'x'.repeat(40) }).database, {});
     try {
       await store.migrate();
       const past = Date.now() - 3_600_000;
-      const paused = await project(store, 'prj_paused', past);
-      const live = await project(store, 'prj_live', past);
+      const paused = await insertProject(store, 'prj_paused', past);
+      const live = await insertProject(store, 'prj_live', past);
       const jobs = kind === 'none' ? 0 : PAUSED_JOBS;
       for (let i = 0; i < jobs; i += 500) {
         const batch = Array.from({ length: 500 }, (_, j) => ({ id: `job_p${i + j}`, payload: '{}', scheduledFor: null, runAt: past + i + j, maxRetries: 0 }));
