@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRule } from '../../src/delivery/capacity.js';
 import { DEFAULT_PLANS } from '../../src/plans.js';
 import { expectContractError } from '../support/contract-error.js';
-import { makeTestApp, SECOND, type TestApp, type TestProject } from '../support/make-app.js';
+import { ADMIN_TOKEN, makeTestApp, SECOND, TEST_STORE, type TestApp, type TestProject } from '../support/make-app.js';
+import { loadConfig } from '../../src/config.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
+import { buildServer } from '../../src/server.js';
+import type { App } from '../../src/api/build-app.js';
 
 /** SPEC section 15's debounce through the HTTP API, on both stores, with an injected clock. */
 describe('debounce (SPEC section 15)', () => {
@@ -130,5 +134,53 @@ describe('debounce (SPEC section 15)', () => {
     const batch = await t.api(p.key, { method: 'POST', url: '/api/jobs/dispatch/batch', payload: { jobs: [{ payload: {}, debounceKey: 'k', debounceMs: 5_000 }] } });
     expect(batch.json().jobs[0]).toMatchObject({ error: 'INVALID_REQUEST', data: { field: 'debounceKey' } });
     expect(await listed(p)).toEqual([]);
+  });
+});
+
+/**
+ * SPEC section 15 across instances: two instances on one PostgreSQL (each its own store, runtime
+ * and HTTP app) take the same key's dispatches at once; the per-key lock leaves exactly one job.
+ */
+describe.runIf(TEST_STORE === 'postgres')('debounce across two instances (postgres)', () => {
+  let t: TestApp;
+  let second: { runtime: Runtime; app: App } | null = null;
+  beforeAll(async () => {
+    t = await makeTestApp();
+    const config = loadConfig({
+      DATABASE_URL: t.databaseUrl,
+      PUNCTUAL_ADMIN_TOKEN: ADMIN_TOKEN,
+      PUNCTUAL_SECRET_KEY: 'test-secret-key-0123456789abcdef0123456789',
+      LOG_LEVEL: 'silent',
+    });
+    const runtime = await openRuntime(config, t.clock, { generateAdminToken: false, onBackgroundError: () => {} });
+    const app = await buildServer({ config, store: runtime.store, clock: t.clock, services: runtime.services, metrics: runtime.metrics, tracer: runtime.tracer });
+    second = { runtime, app };
+  });
+  afterAll(async () => {
+    if (second) {
+      await second.app.close();
+      await second.runtime.close();
+    }
+    await t.close();
+  });
+
+  it("leaves exactly one job when both instances take a key's dispatches at once", async () => {
+    const p = await t.makeProject();
+    const apps = [t.app, second!.app];
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        apps[i % 2]!.inject({
+          method: 'POST',
+          url: '/api/jobs/dispatch',
+          headers: { authorization: `Bearer ${p.key}`, 'content-type': 'application/json' },
+          payload: JSON.stringify({ payload: { i }, debounceKey: 'shared', debounceMs: 60 * SECOND }),
+        }),
+      ),
+    );
+    expect(answers.map((res) => res.statusCode).sort()).toEqual([201, ...Array.from({ length: 39 }, () => 200)].sort());
+    expect(new Set(answers.map((res) => res.json().jobId)).size).toBe(1);
+    expect(Math.max(...answers.map((res) => (res.json().debouncedCount as number | undefined) ?? 0))).toBe(39);
+    const listed = await t.api(p.key, { method: 'GET', url: '/api/jobs' });
+    expect(listed.json().jobs).toHaveLength(1);
   });
 });
