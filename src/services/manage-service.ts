@@ -6,9 +6,6 @@ import { checkWebhookUrl } from '../delivery/address-guard.js';
 import { InvalidRequestError, InvalidWebhookUrlError, NotFoundError } from '../errors.js';
 import { DEFAULT_PLAN_NAME } from '../plans.js';
 import type { ApiKeyRow, KeyLoad, ProjectRow, Store, TeamRow } from '../store/store.js';
-
-/** How many of a project's busiest keys its overview lists. */
-const BUSIEST_KEYS = 10;
 import type { ProjectOverview } from '../store/overview-store.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { apiKeyView, eventView, healthView, overviewView, projectView, teamView } from './views/manage-views.js';
@@ -18,6 +15,9 @@ import { healthOf, type ProjectHealth } from './project-health.js';
 import type { PlansService } from './plans-service.js';
 import { PROJECT_DEFAULTS, SECRET_ROTATION_OVERLAP_MS } from './project-settings.js';
 import { KEY_FIELDS, readName, webhookUrlRule, readProjectPatch, requireObject, TEAM_FIELDS } from './input/validate-manage-input.js';
+
+/** How many of a project's busiest keys its overview lists. */
+const BUSIEST_KEYS = 10;
 
 /** A project as the dashboard's list of a team's projects shows it. */
 export interface ProjectSummary {

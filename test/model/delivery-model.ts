@@ -77,6 +77,9 @@ export const probeIntervalOf = (index: number) => Math.min(PROBE_FIRST_MS * 2 **
  * a turn's outcomes), and a start committed before that write came before the hold.
  */
 const HOLD_WRITE_TOLERANCE_MS = 100;
+/** Whether a probe's answer was a success for its project: 200, or 202 where it accepts async completion. */
+export const probeSucceeded = (probe: Pick<Probe, 'status'>, project: Pick<ModelProject, 'asyncCompletion'>): boolean =>
+  probe.status === 200 || (probe.status === 202 && project.asyncCompletion);
 /** A probe claimed just before holdOnFailure was turned off may reach the receiver just after. */
 const PROBE_IN_FLIGHT_MS = 1_000;
 
@@ -338,7 +341,7 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
   const askedFor = (probe: Probe) => model.probesNow.some((asked) => asked.project === probe.project && probe.arrivedAt >= asked.from && probe.arrivedAt <= asked.until);
   const probes = allProbes.filter((probe) => !askedFor(probe));
   for (const probe of allProbes.filter(askedFor)) {
-    const succeeded = probe.status === 200 || (probe.status === 202 && model.projects.get(probe.project)!.asyncCompletion);
+    const succeeded = probeSucceeded(probe, model.projects.get(probe.project)!);
     const held = spans.find((span) => span.project === probe.project && inside(span, probe.arrivedAt));
     if (succeeded && probe.endedAt !== null && held && (held.until === null || held.until > probe.endedAt + 1_000)) {
       found.push(`${probe.project}: probe asked for answered ${probe.status} at ${probe.endedAt}, but the hold from ${held.from} lasted until ${held.until ?? 'the end'}`);
@@ -362,7 +365,7 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
       }
       const paused = project.paused.find((p) => probe.arrivedAt > p.from + PROBE_IN_FLIGHT_MS && (p.until === null || probe.arrivedAt < p.until));
       if (paused) found.push(`${span.project}: probe at ${probe.arrivedAt} while paused from ${paused.from}`);
-      const succeeded = probe.status === 200 || (probe.status === 202 && project.asyncCompletion);
+      const succeeded = probeSucceeded(probe, project);
       const killedMeanwhile = model.kills.some((k) => k.at >= probe.arrivedAt && k.at <= (probe.endedAt ?? probe.arrivedAt) + 1_000);
       if (succeeded && probe.endedAt !== null && !killedMeanwhile && (span.until === null || span.until > probe.endedAt + 1_000)) {
         found.push(`${span.project}: probe answered ${probe.status} at ${probe.endedAt}, but the hold from ${span.from} lasted until ${span.until ?? 'the end'}`);
