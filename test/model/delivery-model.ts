@@ -199,14 +199,11 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     });
   for (const project of model.projects.values()) {
     const own = deliveries.filter((d) => d.project === project.name).sort((a, b) => a.arrivedAt - b.arrivedAt);
-    // Concurrency: open requests at an arrival never exceed the limit in force when their attempts
-    // started (a lowered limit lets requests already started finish, and a start made ahead of its
-    // due time may reach the receiver after the change's answer; a killed instance's requests are
-    // another instance's).
-    const startedAt = (d: Delivery) => (attempts.get(d.jobId) ?? []).find((a) => a.id === d.attemptId)?.startedAt ?? d.arrivedAt;
+    // Concurrency: open requests at an arrival never exceed the limit in force (a lowered limit
+    // lets requests already out finish; a killed instance's requests are another instance's).
     for (const d of own) {
       const overlapping = own.filter((o) => o === d || (o.arrivedAt <= d.arrivedAt && (o.endedAt === null || o.endedAt > d.arrivedAt) && o.generation === d.generation));
-      const limit = Math.min(PROJECT_SHARE, Math.max(...overlapping.map((o) => valueAt(project.concurrency, startedAt(o)))));
+      const limit = Math.min(PROJECT_SHARE, Math.max(...overlapping.map((o) => valueAt(project.concurrency, o.arrivedAt))));
       if (overlapping.length > limit) {
         found.push(`${project.name}: ${overlapping.length} requests open at ${d.arrivedAt}, over its concurrency within its share, ${limit}`);
         break;
