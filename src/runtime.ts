@@ -15,7 +15,7 @@ import { resolveAdminToken } from './services/bootstrap.js';
 import type { ImmediateDelivery } from './services/immediate-delivery.js';
 import { createServices, type Services } from './services/services.js';
 import { openStore } from './store/open-store.js';
-import type { Store } from './store/store.js';
+import type { ProjectRow, Store } from './store/store.js';
 import { loadTracer } from './tracing/load-tracer.js';
 import type { Tracer } from './tracing/tracer.js';
 import { USER_AGENT, VERSION } from './version.js';
@@ -37,6 +37,8 @@ export interface Runtime {
   generatedAdminToken: string | null;
   /** Where the job service reports due jobs; the delivery engine subscribes (the CLI has none). */
   setJobDueListener(listener: (runAt: number) => void): void;
+  /** Where the services report a project's changed settings; the delivery engine subscribes. */
+  setProjectChangeListener(listener: (project: ProjectRow) => void): void;
   /** The delivery engine that takes jobs due at once without a claim (the CLI has none). */
   setImmediateDelivery(delivery: ImmediateDelivery): void;
   close(): Promise<void>;
@@ -102,6 +104,7 @@ export async function openRuntime(
     const callbackTokens = new CallbackTokens(secretKey);
     const tracer = await loadTracer({ enabled: config.otlpTracing, protocol: config.otlpProtocol, serviceVersion: VERSION });
     let jobDue: (runAt: number) => void = () => {};
+    let projectChanged: (project: ProjectRow) => void = () => {};
     let immediate: ImmediateDelivery | null = null;
     const services = createServices({
       store,
@@ -112,6 +115,7 @@ export async function openRuntime(
       callbackTokens,
       tracer,
       onJobDue: (runAt) => jobDue(runAt),
+      onProjectChanged: (project) => projectChanged(project),
       immediateDelivery: () => immediate,
       plans: config.plans,
       secretKey,
@@ -133,6 +137,9 @@ export async function openRuntime(
       generatedAdminToken: admin.generated,
       setJobDueListener: (listener) => {
         jobDue = listener;
+      },
+      setProjectChangeListener: (listener) => {
+        projectChanged = listener;
       },
       setImmediateDelivery: (delivery) => {
         immediate = delivery;
@@ -173,6 +180,7 @@ export function createDeliveryEngine(runtime: Runtime, log: FastifyBaseLogger, r
     ...(random && { random }),
   });
   runtime.setJobDueListener((runAt) => engine.notifyDue(runAt));
+  runtime.setProjectChangeListener((project) => engine.projectChanged(project));
   runtime.setImmediateDelivery(engine.immediateDelivery());
   return engine;
 }

@@ -182,6 +182,13 @@ export class AttemptRunner {
     return jobs.map((job) => ({ job, project: byId.get(job.projectId)!, secrets: secretsById.get(job.projectId)! }));
   }
 
+  /** The project's settings changed here: its waiting jobs start by the new ones (more, or fewer, at once). */
+  projectChanged(project: ProjectRow): void {
+    this.capacity.settingsChanged(project);
+    this.pump(project.id);
+    this.onCapacity();
+  }
+
   /** The project's next attempt waits until `until` (a rate's next token, a receiver's Retry-After); a later hold wins. */
   holdProject(projectId: string, until: number): void {
     if (!this.capacity.holdBack(projectId, until)) return;

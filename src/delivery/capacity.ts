@@ -265,10 +265,25 @@ export class Capacity {
     this.tidy(projectId, now);
   }
 
-  /** Whether one more attempt of the project may start now: a free slot of its own, and no hold. */
+  /**
+   * A project's settings were changed here (through this instance's API): what it holds or runs
+   * is judged by them from now on, and its next claims start by them. A project this worker knows
+   * nothing of is not remembered for it.
+   */
+  settingsChanged(project: ProjectRow): void {
+    const count = this.projects.get(project.id);
+    if (count) count.settings = project;
+    if (this.known.has(project.id)) this.known.set(project.id, project);
+  }
+
+  /**
+   * Whether one more attempt of the project may start now: a free slot of its own, and no hold.
+   * Its slots are reckoned from the newest settings loaded (`project` is those its job was claimed
+   * with, which a lowered deliveryConcurrency may have replaced since).
+   */
   mayStart(project: ProjectRow, now: number): boolean {
     const count = this.countOf(project.id);
-    return count.holdUntil <= now && count.running + count.reserved < projectSlots(project, this.globalSlots);
+    return count.holdUntil <= now && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
   }
 
   /** Until when the project is held back (0: not held). */

@@ -184,6 +184,11 @@ export class DeliveryEngine {
     return this.runner.inFlightCount;
   }
 
+  /** A project's settings changed through this instance (its concurrency, say): what it holds starts by them. */
+  projectChanged(project: ProjectRow): void {
+    this.runner.projectChanged(project);
+  }
+
   /** A job is due at `runAt` (enqueued, rescheduled, retried). */
   notifyDue(runAt: number): void {
     this.claimLoop.notifyDue(runAt);

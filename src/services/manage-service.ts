@@ -39,6 +39,8 @@ export class ManageService {
       allowPrivateWebhooks: boolean;
       /** Jobs became due at this instant (a project resumed); the server's claim loop wakes. */
       onJobDue: (runAt: number) => void;
+      /** The project's settings changed: this instance's delivery engine holds its jobs to them at once. */
+      onProjectChanged: (project: ProjectRow) => void;
       /** A hold ended by turning holdOnFailure off: the project's waiting jobs go out. */
       releaseHold: (projectId: string) => Promise<void>;
     },
@@ -134,6 +136,7 @@ export class ManageService {
     const patch = await readProjectPatch(input, this.settingsReader(await this.requireTeam(project.teamId)));
     const updated = await this.deps.store.projectUpdate({ projectId, patch });
     if (!updated) throw new NotFoundError(`No project ${projectId}`);
+    this.deps.onProjectChanged(updated);
     await followPause(this.deps.store, projectId, { wasPaused: project.paused, paused: updated.paused }, () => this.deps.onJobDue(this.deps.clock.now()));
     // holdOnFailure turned off ends a hold in the same update (the store's projectUpdate).
     if (project.holdOnFailure && !updated.holdOnFailure) await this.deps.releaseHold(projectId);

@@ -4,7 +4,7 @@ import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import type { Plans } from '../plans.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';
 import type { Metrics } from '../metrics.js';
-import type { Store } from '../store/store.js';
+import type { ProjectRow, Store } from '../store/store.js';
 import { AuthService } from './auth/auth-service.js';
 import type { ImmediateDelivery } from './immediate-delivery.js';
 import { JobBulkActions } from './job-bulk-actions.js';
@@ -60,6 +60,8 @@ interface ServiceDeps {
   tracer: Tracer | null;
   /** Set by the server once its delivery engine exists; the CLI has none. */
   onJobDue: (runAt: number) => void;
+  /** Set by the server once its delivery engine exists: a project's settings changed. */
+  onProjectChanged: (project: ProjectRow) => void;
   immediateDelivery: () => ImmediateDelivery | null;
   clock: Clock;
   plans: Plans;
@@ -89,6 +91,7 @@ export function createServices(deps: ServiceDeps): Services {
     secretBox,
     allowPrivateWebhooks: deps.allowPrivateWebhooks,
     onJobDue: (runAt) => deps.onJobDue(runAt),
+    onProjectChanged: (project) => deps.onProjectChanged(project),
     releaseHold: (projectId) => testDeliveries.probes.release(projectId),
   });
   const jobs = new JobsService({

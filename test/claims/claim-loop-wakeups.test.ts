@@ -104,6 +104,36 @@ describe('scheduler wake-ups (injected clock)', () => {
     await allCompleted(p.projectId, [first, second]);
   });
 
+  it('holds jobs it claimed before a deliveryConcurrency was lowered to the lowered one', async () => {
+    app.holdAnswers();
+    const p = await app.t.makeProject({ webhookUrl: `${app.receiver.url}/lowered`, settings: { deliveryConcurrency: 2 } });
+    // Two take the project's two slots (their requests are held), two wait claimed behind them.
+    const jobs = [await dispatch(p.key), await dispatch(p.key), await dispatch(p.key), await dispatch(p.key)];
+    await settle();
+    await eventually(() => jobs.filter((jobId) => app.receiver.forJob(jobId).length > 0).length, { what: 'two jobs at the receiver', until: (n) => n === 2, withinMs: 5_000, everyMs: 5 });
+    await settle();
+    const waiting = jobs.filter((jobId) => app.receiver.forJob(jobId).length === 0);
+    for (const jobId of waiting) expect((await app.t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('DISPATCHED');
+
+    const update = await app.t.admin({ method: 'PATCH', url: `/manage/v1/projects/${p.projectId}`, payload: { deliveryConcurrency: 1 } });
+    expect(update.statusCode, update.body).toBe(200);
+    // The two answers go out; the requests that follow are held again. Both slots free, but of the
+    // two jobs waiting here only one may start: the worker starts what a freed slot allows at once.
+    app.releaseAnswers();
+    app.holdAnswers();
+    await eventually(() => waiting.filter((jobId) => app.receiver.forJob(jobId).length > 0).length, { what: 'a waiting job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
+    await eventually(async () => (await Promise.all(jobs.slice(0, 2).map(async (jobId) => (await app.t.store.jobGet({ projectId: p.projectId, jobId }))?.status))).join(), {
+      what: 'the first two answered',
+      until: (statuses) => statuses === 'COMPLETED,COMPLETED',
+      withinMs: 5_000,
+      everyMs: 5,
+    });
+    expect(app.t.engine!.runner.capacity.running).toBe(1);
+    expect(waiting.filter((jobId) => app.receiver.forJob(jobId).length > 0)).toHaveLength(1);
+    app.releaseAnswers();
+    await allCompleted(p.projectId, jobs);
+  });
+
   it('holds no more of a project\'s jobs than twice its slots when its dispatches arrive together', async () => {
     app.releaseAnswers();
     app.holdAnswers();

@@ -101,4 +101,21 @@ describe('the capacity model', () => {
     capacity.noteClaim(false, []);
     expect(capacity.reserveStartAtEnqueue(project('other'), 1, NOW)).toBe(0);
   });
+  it('judges what it holds by the newest settings: a lowered concurrency holds jobs claimed before it', () => {
+    const capacity = new Capacity(256);
+    const before = project('p', { deliveryConcurrency: 3 });
+    capacity.know(before);
+    capacity.hold(before.id, 3);
+    capacity.start(before.id);
+    expect(capacity.mayStart(before, NOW)).toBe(true);
+    capacity.settingsChanged({ ...before, deliveryConcurrency: 1 });
+    // The waiting jobs carry the settings they were claimed with; the change decides.
+    expect(capacity.mayStart(before, NOW)).toBe(false);
+    capacity.finish(before.id, NOW);
+    expect(capacity.mayStart(before, NOW)).toBe(true);
+    // A project it holds nothing of is not remembered for the change.
+    capacity.settingsChanged(project('other', { deliveryConcurrency: 1 }));
+    expect(capacity.heldByProject()).toEqual({ p: 2 });
+    expect(capacity.reserveClaimStarts(NOW)).toEqual({});
+  });
 });

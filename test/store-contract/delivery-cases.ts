@@ -100,6 +100,31 @@ export function deliveryCases(contract: ContractContext): void {
       for (const j of claimed.filter((x) => !x.started)) expect((await contract.store.jobGet({ projectId: j.projectId, jobId: j.id }))?.status).toBe('DISPATCHED');
     });
 
+    it("starts no more at a claim than the project's concurrency in the store allows, less what the worker holds, whatever the worker reserved", async () => {
+      // The worker reserved from settings it loaded before the concurrency was lowered (to 1 here,
+      // on this or another instance): the store's row decides.
+      const lowered = await makeProject();
+      await contract.store.projectUpdate({ projectId: lowered.id, patch: { deliveryConcurrency: 1 } });
+      const held = await makeProject();
+      await contract.store.projectUpdate({ projectId: held.id, patch: { deliveryConcurrency: 3 } });
+      await create(lowered, [1, 2, 3].map((i) => job(`job_low${i}`, { runAt: T0 + i })));
+      await create(held, [1, 2, 3].map((i) => job(`job_held${i}`, { runAt: T0 + i })));
+      const claimed = await contract.store.jobClaimDue({
+        now: T0 + 10,
+        dueBy: T0 + 10,
+        limit: 100,
+        workerId: 'wrk_low',
+        leaseExtraMs: 30_000,
+        excludeProjectIds: [],
+        // Two of `held` run here already: one slot of its three is left.
+        heldByProject: { [held.id]: 2 },
+        claimRule: claimRule(256),
+        startable: { byProject: { [lowered.id]: 3, [held.id]: 3 }, attemptPrefix: 'att_low' },
+      });
+      const started = claimed.filter((j) => j.started).map((j) => j.id).sort();
+      expect([[], ['job_held1', 'job_low1']]).toContainEqual(started);
+    });
+
     it('claims due jobs earliest first, up to the limit, and never future ones', async () => {
       const project = await makeProject();
       await create(project, [

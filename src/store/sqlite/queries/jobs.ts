@@ -103,7 +103,9 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
  * `p` is the project's row; ceil is written out (SQLite may be built without math functions).
  */
 const RATE_WINDOW = 'p.delivery_rate_per_second * 1.0 / @rateWindowsPerSecond';
-const CLAIM_LIMIT = `MIN(@aheadFactor * MIN(p.delivery_concurrency, @share), @share,
+/** projectSlots of capacity.ts: the attempts of the project that may run at once in one worker. */
+const PROJECT_SLOTS = 'MIN(p.delivery_concurrency, @share)';
+const CLAIM_LIMIT = `MIN(@aheadFactor * ${PROJECT_SLOTS}, @share,
   CASE WHEN p.delivery_rate_per_second IS NULL THEN @share
     ELSE MAX(1, CAST(${RATE_WINDOW} AS INTEGER) + (${RATE_WINDOW} > CAST(${RATE_WINDOW} AS INTEGER))) END)`;
 /**
@@ -112,7 +114,9 @@ const CLAIM_LIMIT = `MIN(@aheadFactor * MIN(p.delivery_concurrency, @share), @sh
  * stay QUEUED, cancellable, instead of waiting claimed for a slot. Of each project the first
  * @startable ones due by @now (a JSON object of counts; none for a project not in it) are claimed
  * with their attempt STARTED at once, its id @attemptPrefix and the job's seq; the writer records
- * those attempts (job-writes.ts, jobClaimDue).
+ * those attempts (job-writes.ts, jobClaimDue). Never more than the project's slots as its row has
+ * them now less what the worker holds: @startable was reckoned from settings the worker loaded
+ * earlier, and a lowered deliveryConcurrency must hold from its answer on.
  */
 export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THEN 'STARTED' ELSE 'DISPATCHED' END,
   attempt_count = jobs.attempt_count + picked.starts,
@@ -120,7 +124,8 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
   lease_owner = @workerId, lease_expires_at = @now + @leaseExtraMs + picked.timeout_ms, updated_at = @now
   FROM (
     SELECT ranked.seq AS picked_seq, p.delivery_timeout_ms AS timeout_ms,
-      (ranked.run_at <= @now AND ranked.place <= COALESCE(json_extract(@startable, '$."' || ranked.project_id || '"'), 0)) AS starts
+      (ranked.run_at <= @now AND ranked.place <= MIN(COALESCE(json_extract(@startable, '$."' || ranked.project_id || '"'), 0),
+        ${PROJECT_SLOTS} - COALESCE(json_extract(@heldByProject, '$."' || ranked.project_id || '"'), 0))) AS starts
     FROM (
       SELECT seq, project_id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM (
         SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at <= @dueBy
