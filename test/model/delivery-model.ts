@@ -116,6 +116,8 @@ export class DeliveryModel {
   readonly jumps: { at: number; ms: number }[] = [];
   /** Kills: when, and what was in flight then (those may be delivered twice). */
   readonly kills: { at: number; inFlight: Set<string> }[] = [];
+  /** Probes asked for by an operator (POST …/probe), from the request to its answer: not the hold's own. */
+  readonly probesNow: { project: string; from: number; until: number }[] = [];
   private nextSeq = 0;
 
   addProject(project: ModelProject): void {
@@ -331,9 +333,20 @@ export function holdSpans(model: DeliveryModel, events: { project: string; type:
  * at doubling intervals capped at 10 minutes, and a probe answered by success ends the hold. Resume
  * order is the due-order rule of `violations`, which holds across a hold as across anything.
  */
-export function holdViolations(model: DeliveryModel, spans: HoldSpan[], probes: Probe[], attempts: Map<string, AttemptRow[]>): string[] {
+export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbes: Probe[], attempts: Map<string, AttemptRow[]>): string[] {
   const found: string[] = [];
   const inside = (span: HoldSpan, at: number, after = 0) => at >= span.from && (span.until === null || at <= span.until + after);
+  // An operator's probe goes out when asked, held or not, and keeps nothing of the hold's schedule;
+  // its success ends a hold as the hold's own probe's does.
+  const askedFor = (probe: Probe) => model.probesNow.some((asked) => asked.project === probe.project && probe.arrivedAt >= asked.from && probe.arrivedAt <= asked.until);
+  const probes = allProbes.filter((probe) => !askedFor(probe));
+  for (const probe of allProbes.filter(askedFor)) {
+    const succeeded = probe.status === 200 || (probe.status === 202 && model.projects.get(probe.project)!.asyncCompletion);
+    const held = spans.find((span) => span.project === probe.project && inside(span, probe.arrivedAt));
+    if (succeeded && probe.endedAt !== null && held && (held.until === null || held.until > probe.endedAt + 1_000)) {
+      found.push(`${probe.project}: probe asked for answered ${probe.status} at ${probe.endedAt}, but the hold from ${held.from} lasted until ${held.until ?? 'the end'}`);
+    }
+  }
   for (const span of spans) {
     for (const job of model.jobs.values()) {
       if (job.project !== span.project) continue;
