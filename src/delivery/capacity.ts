@@ -162,6 +162,11 @@ export class Capacity {
     return this.runningTotal;
   }
 
+  /** The project's attempts started here and not yet answered. */
+  runningOf(projectId: string): number {
+    return this.projects.get(projectId)?.running ?? 0;
+  }
+
   /**
    * Room to start up to `wanted` of the project's jobs as they are enqueued (their
    * first attempt STARTED in the creating transaction); how many, now reserved until

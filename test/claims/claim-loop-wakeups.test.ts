@@ -128,7 +128,7 @@ describe('scheduler wake-ups (injected clock)', () => {
       withinMs: 5_000,
       everyMs: 5,
     });
-    expect(app.t.engine!.runner.capacity.running).toBe(1);
+    expect(app.t.engine!.runner.capacity.runningOf(p.projectId)).toBe(1);
     expect(waiting.filter((jobId) => app.receiver.forJob(jobId).length > 0)).toHaveLength(1);
     app.releaseAnswers();
     await allCompleted(p.projectId, jobs);

@@ -43,6 +43,25 @@ export function keyCases(contract: ContractContext): void {
       expect(ids(await claim(T0 + 1_020))).toEqual(['job_a3']);
     });
 
+    it("a claim and a new job of the key at the same moment never give the key two turns", async () => {
+      // The new job's turn is reckoned (its key's room, then its key's order) while the claim of
+      // the key's first job commits: both readings must see the claim, or neither.
+      const project = await makeProject();
+      const doubled: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        const key = `race${i}`;
+        await create(project, [job(`job_r${i}a`, { runAt: T0 + i, concurrencyKey: key })]);
+        const [first] = await Promise.all([claim(T0 + 1_000), create(project, [job(`job_r${i}b`, { runAt: T0 + i, concurrencyKey: key })])]);
+        const second = await claim(T0 + 1_000);
+        const claimedOfKey = [...first, ...second].filter((j) => j.concurrencyKey === key).map((j) => j.id);
+        if (claimedOfKey.length > 1) doubled.push(claimedOfKey.join('+'));
+        for (const j of [...first, ...second]) await run(j.id, T0 + 1_001, { kind: 'complete' });
+        const rest = await claim(T0 + 1_002);
+        for (const j of rest) await run(j.id, T0 + 1_003, { kind: 'complete' });
+      }
+      expect(doubled).toEqual([]);
+    });
+
     it('a job created after another of its key but due before it takes its turn first, in one batch or two', async () => {
       const project = await makeProject();
       await create(project, [job('job_k2late', { runAt: T0 + 30, concurrencyKey: 'k2' }), job('job_k1', { runAt: T0 + 96, concurrencyKey: 'k1' }), job('job_k2now', { runAt: T0, concurrencyKey: 'k2' })]);
