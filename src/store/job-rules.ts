@@ -242,15 +242,17 @@ export function creationListStart(params: JobListParams): { createdAt: number; s
  * queries/job-filters.ts), and so the order it reads in; the filter's other fields are checked on
  * each job it reads:
  * - `tag`: job_tags, the rows of one tag (the rarest of those given: the store puts it first), by seq;
+ * - `key`: jobs_by_key, the jobs of one concurrencyKey (every status), by seq;
  * - `failed`: jobs_failed, by failure time, then seq (bulk replay's window);
  * - `schedule`: jobs_schedule, by creation time, then seq;
  * - `created`: jobs_project_created, by creation time, then seq;
  * - `status`: jobs_project_status, the project's jobs of one status, by seq.
  */
-export type FilterDriver = 'tag' | 'failed' | 'schedule' | 'created' | 'status';
+export type FilterDriver = 'tag' | 'key' | 'failed' | 'schedule' | 'created' | 'status';
 
 export function filterDriver(filter: JobBulkFilter): FilterDriver {
   if ((filter.tags?.length ?? 0) > 0) return 'tag';
+  if (filter.concurrencyKey != null) return 'key';
   if (filter.failedFrom != null || filter.failedBefore != null) return 'failed';
   if (filter.scheduleId != null) return 'schedule';
   if (filter.createdFrom != null || filter.createdBefore != null) return 'created';
@@ -294,7 +296,7 @@ export function filterParameters(
  * cursor's instant itself must also be past its seq.
  */
 export function bulkReadStart(filter: JobBulkFilter, driver: FilterDriver, after: JobBulkCursor | null): { keyFrom: number; afterKey: number; afterSeq: number } {
-  const windowStart = driver === 'failed' ? (filter.failedFrom ?? 0) : driver === 'tag' || driver === 'status' ? 0 : (filter.createdFrom ?? 0);
+  const windowStart = driver === 'failed' ? (filter.failedFrom ?? 0) : driver === 'tag' || driver === 'key' || driver === 'status' ? 0 : (filter.createdFrom ?? 0);
   if (after === null) return { keyFrom: windowStart, afterKey: -1, afterSeq: 0 };
   return { keyFrom: Math.max(windowStart, after.key), afterKey: after.key, afterSeq: after.seq };
 }

@@ -61,6 +61,8 @@ describe.runIf(await postgresAvailable())('postgres query plans: the tag lookup'
     );
     await client.query(`INSERT INTO job_tags (project_id, key, value, job_seq)
       SELECT j.project_id, e.key, e.value, j.seq FROM jobs j, json_each_text(j.tags::json) AS e`);
+    // 50 jobs of one concurrencyKey, spread over the project's range; the rest without a key.
+    await client.query(`UPDATE jobs SET concurrency_key = 'customer-42' WHERE project_id = $1 AND seq % 2000 = 1`, [PROJECT]);
     await client.query('ANALYZE jobs');
     await client.query('ANALYZE job_tags');
   });
@@ -120,6 +122,23 @@ describe.runIf(await postgresAvailable())('postgres query plans: the tag lookup'
       expect(plan.rows).toHaveLength(TAGGED);
       expect(plan.read).toBeLessThanOrEqual(4 * TAGGED);
     }
+  });
+
+  it("lists a concurrencyKey's 50 jobs among 100,000, and counts and cancels them by bulk action, reading about those 50 only", async () => {
+    const [statement, values] = filteredListStatement({ projectId: PROJECT, status: null, beforeSeq: null, limit: 51, concurrencyKey: 'customer-42' }, []);
+    const listed = await explain(statement, values);
+    expect(listed.rows).toHaveLength(TAGGED);
+    expect(listed.read).toBeLessThanOrEqual(2 * TAGGED);
+    const cancel: JobBulkAction = { kind: 'cancel' };
+    const [driver, bulkValues] = bulkReadValues({ filter: { projectId: PROJECT, concurrencyKey: 'customer-42' }, action: cancel, limit: 10_001, after: null, now: T0 }, []);
+    expect(driver).toBe('key');
+    const counted = await explain(JobBulkCount[driver], bulkValues);
+    expect(counted.rows[0]!.n).toBe(TAGGED);
+    expect(counted.read).toBeLessThanOrEqual(2 * TAGGED);
+    const acted = await explain(JobBulkAct[driver].cancel, { ...bulkValues, limit: 200 });
+    expect(acted.rows[0]).toMatchObject({ matched: TAGGED, changed: TAGGED });
+    expect(acted.read).toBeLessThanOrEqual(8 * TAGGED);
+    expect(acted.scanTypes).not.toContain('Seq Scan');
   });
 
   it("counts a bulk action's jobs by tag, and cancels them, reading about those jobs only", async () => {

@@ -118,6 +118,12 @@ describe('embedded store query plans', () => {
     expect(detail).not.toMatch(NO_WALK);
   });
 
+  it("lists a concurrencyKey's jobs of every status newest first through jobs_by_key, without a sort or a walk of a table", () => {
+    const [sql, values] = filteredListStatement({ projectId: 'p', status: null, beforeSeq: 1e15, limit: 51, concurrencyKey: 'customer-42' }, []);
+    expect(plan(sql, values)).toMatch(/^SEARCH j USING INDEX jobs_by_key \(project_id=\? AND concurrency_key=\? AND seq<\?\)$/m);
+    expect(plan(sql, values)).not.toMatch(NO_WALK);
+  });
+
   it("lists a due window without a tag through the project's QUEUED jobs in jobs_project_status", () => {
     const [sql, values] = filteredListStatement({ projectId: 'p', status: null, beforeSeq: 1e15, limit: 51, dueFrom: 5, dueBefore: 9 }, []);
     expect(plan(sql, values)).toMatch(/^SEARCH j USING INDEX jobs_project_status \(project_id=\? AND status=\? AND seq<\?\)$/m);
@@ -126,6 +132,7 @@ describe('embedded store query plans', () => {
 
   it.each([
     ['a tag', { tags }, `${TAG}>?)`],
+    ['a concurrencyKey', { concurrencyKey: 'customer-42', createdFrom: 0 }, 'SEARCH j USING INDEX jobs_by_key (project_id=? AND concurrency_key=? AND seq>?)'],
     ['a failure window', { failedFrom: 0, failedBefore: 10 }, 'SEARCH j USING INDEX jobs_failed (project_id=? AND failed_at>?)'],
     ['a schedule', { scheduleId: 's', createdFrom: 0 }, 'SEARCH j USING INDEX jobs_schedule (schedule_id=? AND status=? AND created_at>? AND created_at<?)'],
     ['a creation window', { createdFrom: 0, createdBefore: 10 }, 'SEARCH j USING INDEX jobs_project_created (project_id=? AND status=? AND created_at>? AND created_at<?)'],

@@ -52,6 +52,9 @@ function bulkRead(driver: FilterDriver): string {
     case 'tag':
       return `SELECT j.seq, j.seq AS key ${BY_TAG} AND d.job_seq > :afterSeq::bigint AND j.status = :readStatus::text AND ${REST_OF_FILTER}
   ORDER BY d.job_seq LIMIT :limit::int`;
+    case 'key':
+      return `SELECT j.seq, j.seq AS key FROM jobs j WHERE j.project_id = :projectId AND j.concurrency_key = :concurrencyKey::text
+  AND j.seq > :afterSeq::bigint AND j.status = :readStatus::text AND ${REST_OF_FILTER} ORDER BY j.seq LIMIT :limit::int`;
     case 'failed':
       return `SELECT j.seq, j.failed_at AS key FROM jobs j WHERE j.project_id = :projectId AND j.status = 'FAILED' AND ${byInstant('failed_at')}`;
     case 'schedule':
@@ -97,7 +100,7 @@ function bulkAct(driver: FilterDriver, kind: JobBulkAction['kind']): string {
     (SELECT min(run_at) FROM changed) AS "earliestRunAt", (SELECT key FROM last) AS "lastKey", (SELECT seq FROM last) AS "lastSeq"`;
 }
 
-const DRIVERS: FilterDriver[] = ['tag', 'failed', 'schedule', 'created', 'status'];
+const DRIVERS: FilterDriver[] = ['tag', 'key', 'failed', 'schedule', 'created', 'status'];
 const KINDS: JobBulkAction['kind'][] = ['cancel', 'reschedule', 'retry'];
 export const JobBulkAct = Object.fromEntries(
   DRIVERS.map((driver) => [driver, Object.fromEntries(KINDS.map((kind) => [kind, named(bulkAct(driver, kind))]))]),
@@ -116,10 +119,7 @@ export const JobListByTag = named(`SELECT ${jobColumns('j')} ${BY_TAG} AND d.job
   ORDER BY d.job_seq DESC LIMIT :limit::int`);
 export const JobListDue = named(`SELECT ${jobColumns('j')} FROM jobs j WHERE j.project_id = :projectId AND j.status = 'QUEUED'
   AND j.seq < :beforeSeq::bigint AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT :limit::int`);
-/**
- * A page of a concurrencyKey's jobs without a tag: the project's jobs by seq, each checked for the
- * key. Kept simple: a key's unfinished jobs are few, and its finished ones have no index of their own.
- */
+/** A page of a concurrencyKey's jobs without a tag: the key's jobs of every status (jobs_by_key), by seq. */
 export const JobListByKey = named(`SELECT ${jobColumns('j')} FROM jobs j WHERE j.project_id = :projectId
   AND j.concurrency_key = :concurrencyKey::text AND j.seq < :beforeSeq::bigint AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT :limit::int`);
 

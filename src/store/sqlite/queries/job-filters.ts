@@ -42,6 +42,9 @@ function bulkRead(driver: FilterDriver): string {
     case 'tag':
       return `SELECT j.seq AS seq, j.seq AS key ${BY_TAG} AND d.job_seq > @afterSeq AND j.status = @readStatus AND ${REST_OF_FILTER}
   ORDER BY d.job_seq LIMIT @limit`;
+    case 'key':
+      return `SELECT j.seq AS seq, j.seq AS key FROM jobs j INDEXED BY jobs_by_key WHERE j.project_id = @projectId
+  AND j.concurrency_key = @concurrencyKey AND j.seq > @afterSeq AND j.status = @readStatus AND ${REST_OF_FILTER} ORDER BY j.seq LIMIT @limit`;
     case 'failed':
       return `SELECT j.seq AS seq, j.failed_at AS key FROM jobs j INDEXED BY jobs_failed WHERE j.project_id = @projectId AND j.status = 'FAILED'
   AND j.failed_at >= @keyFrom AND (j.failed_at > @afterKey OR j.seq > @afterSeq) AND ${REST_OF_FILTER} ORDER BY j.failed_at, j.seq LIMIT @limit`;
@@ -56,7 +59,7 @@ function bulkRead(driver: FilterDriver): string {
   }
 }
 
-const DRIVERS: FilterDriver[] = ['tag', 'failed', 'schedule', 'created', 'status'];
+const DRIVERS: FilterDriver[] = ['tag', 'key', 'failed', 'schedule', 'created', 'status'];
 export const JobBulkRead = Object.fromEntries(DRIVERS.map((driver) => [driver, bulkRead(driver)])) as Record<FilterDriver, string>;
 /** How many a bulk action would match, counted only as far as @limit. */
 export const JobBulkCount = Object.fromEntries(DRIVERS.map((driver) => [driver, `SELECT count(*) AS n FROM (${bulkRead(driver)})`])) as Record<FilterDriver, string>;
@@ -70,11 +73,8 @@ export const JobListByTag = `SELECT ${jobColumns('j')} ${BY_TAG} AND d.job_seq <
   ORDER BY d.job_seq DESC LIMIT @limit`;
 export const JobListDue = `SELECT ${jobColumns('j')} FROM jobs j INDEXED BY jobs_project_status WHERE j.project_id = @projectId
   AND j.status = 'QUEUED' AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT @limit`;
-/**
- * A page of a concurrencyKey's jobs without a tag: the project's jobs by seq, each checked for the
- * key. Kept simple: a key's unfinished jobs are few, and its finished ones have no index of their own.
- */
-export const JobListByKey = `SELECT ${jobColumns('j')} FROM jobs j WHERE j.project_id = @projectId
+/** A page of a concurrencyKey's jobs without a tag: the key's jobs of every status in jobs_by_key, by seq. */
+export const JobListByKey = `SELECT ${jobColumns('j')} FROM jobs j INDEXED BY jobs_by_key WHERE j.project_id = @projectId
   AND j.concurrency_key = @concurrencyKey AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT @limit`;
 
 /** How many of a tag's rows the project has, counted only as far as @bound (the rarest tag drives a read). */
