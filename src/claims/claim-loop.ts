@@ -152,6 +152,8 @@ export class ClaimLoop {
           this.limitedByRoom = this.skippedProjects || limit < CLAIM_BATCH_SIZE;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
           const claimSpans = this.deps.tracer?.startClaim();
+          // Taken before the claim's starts are reserved: the store starts no more than a project's
+          // slots less these (JobClaimParams.startable).
           const heldByProject = runner.heldByProject();
           // Of the jobs due now, those the worker has free slots for are claimed STARTED at once.
           const startable = runner.capacity.reserveClaimStarts(now);

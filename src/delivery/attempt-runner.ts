@@ -164,6 +164,7 @@ export class AttemptRunner {
    */
   private async targets(jobs: ClaimedJob[], giveBack = (job: ClaimedJob, now: number) => this.capacity.release(job.projectId, 1, now)): Promise<Waiting[]> {
     const projectIds = [...new Set(jobs.map((job) => job.projectId))];
+    const changesBefore = this.capacity.changesMade;
     let projects: ProjectRow[];
     let secrets: string[][];
     try {
@@ -178,7 +179,7 @@ export class AttemptRunner {
     }
     const byId = new Map(projects.map((project) => [project.id, project]));
     const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
-    for (const project of projects) this.capacity.know(project);
+    for (const project of projects) this.capacity.know(project, changesBefore);
     return jobs.map((job) => ({ job, project: byId.get(job.projectId)!, secrets: secretsById.get(job.projectId)! }));
   }
 

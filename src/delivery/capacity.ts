@@ -2,7 +2,9 @@
  * The capacity model: every rule that decides how many jobs a worker may hold and whether an
  * attempt may start, written once. The claim loop asks it how much to claim, the attempt runner asks it
  * whether to start, the enqueue path asks it for room to create jobs already started, and the
- * stores' claim takes its numbers as parameters (`claimRule`). Pure but for its counters: the clock
+ * stores' claim takes its numbers as parameters (`claimRule`). The embedded store's claim applies
+ * two of them in SQL (claimLimit, and a project's slots less what it holds for the jobs it starts
+ * at once) to the project's row as it is now: the store contract proves each agrees with this. Pure but for its counters: the clock
  * comes in as `now`, and nothing here sets a timer or touches the store.
  *
  * The rules (SPEC sections 3, 10 and 11):
@@ -102,6 +104,9 @@ export class Capacity {
    * at once (reserveClaimStarts). Bounded: the oldest is forgotten past KNOWN_PROJECTS_MAX.
    */
   private readonly known = new Map<string, CapacitySettings>();
+  /** Settings changes made here, numbered; and each changed project's last (bounded as `known`). */
+  private changes = 0;
+  private readonly changedAt = new Map<string, number>();
 
   constructor(readonly globalSlots: number) {}
 
@@ -117,8 +122,18 @@ export class Capacity {
     if (count && count.held === 0 && count.reserved === 0 && count.running === 0 && count.holdUntil <= now) this.projects.delete(projectId);
   }
 
-  /** The project's settings changed or were loaded (each batch of claimed jobs brings them). */
-  know(project: ProjectRow): void {
+  /** How many settings changes were made here so far: taken before a load of projects, for `know`. */
+  get changesMade(): number {
+    return this.changes;
+  }
+
+  /**
+   * The project's settings were loaded (each batch of claimed jobs brings them). A load that began
+   * before a change made here (`readAfter`: changesMade then) may have read the settings before it,
+   * and does not undo it.
+   */
+  know(project: ProjectRow, readAfter = Number.POSITIVE_INFINITY): void {
+    if ((this.changedAt.get(project.id) ?? -1) >= readAfter) return;
     this.countOf(project.id).settings = project;
     this.known.delete(project.id);
     this.known.set(project.id, project);
@@ -276,6 +291,9 @@ export class Capacity {
    * nothing of is not remembered for it.
    */
   settingsChanged(project: ProjectRow): void {
+    this.changedAt.delete(project.id);
+    this.changedAt.set(project.id, this.changes++);
+    if (this.changedAt.size > KNOWN_PROJECTS_MAX) this.changedAt.delete(this.changedAt.keys().next().value!);
     const count = this.projects.get(project.id);
     if (count) count.settings = project;
     if (this.known.has(project.id)) this.known.set(project.id, project);

@@ -118,4 +118,20 @@ describe('the capacity model', () => {
     expect(capacity.heldByProject()).toEqual({ p: 2 });
     expect(capacity.reserveClaimStarts(NOW)).toEqual({});
   });
+
+  it('keeps a change made here over settings a load read before it', () => {
+    const capacity = new Capacity(256);
+    const before = project('p', { deliveryConcurrency: 3 });
+    capacity.know(before);
+    capacity.hold(before.id, 2);
+    const loadStarted = capacity.changesMade;
+    capacity.settingsChanged({ ...before, deliveryConcurrency: 1 });
+    capacity.start(before.id);
+    // The load that began before the change answers with the old row: it does not undo the change.
+    capacity.know(before, loadStarted);
+    expect(capacity.mayStart(before, NOW)).toBe(false);
+    // A load begun after it is taken as it comes.
+    capacity.know(before, capacity.changesMade);
+    expect(capacity.mayStart(before, NOW)).toBe(true);
+  });
 });

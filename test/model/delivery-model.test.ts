@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptRow } from '../../src/store/store.js';
 import { eventually } from '../support/eventually.js';
 import { OffsetClock } from '../support/offset-clock.js';
-import { DeliveryModel, holdSpans, holdViolations, POLICY, PROBE_FIRST_MS, probeIntervalOf, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
+import { DeliveryModel, holdSpans, holdViolations, POLICY, PROBE_FIRST_MS, probeIntervalOf, probeSucceeded, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
 import { ModelReceiver, type ReceiverMode } from './model-receiver.js';
 import { ModelService } from './model-service.js';
 
@@ -300,7 +300,7 @@ class NextProbe implements Command {
       everyMs: 20,
     });
     const probe = probed()[before]!;
-    const succeeded = probe.status === 200 || (probe.status === 202 && p.asyncCompletion);
+    const succeeded = probeSucceeded(probe, p);
     if (succeeded !== (after.health.state !== 'held')) {
       run.errors.push(`${p.name}: probe answered ${probe.status ?? 'nothing'} at ${iso(probe.arrivedAt)}, and the project is ${after.health.state} after it`);
     }

@@ -340,10 +340,12 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
   // its success ends a hold as the hold's own probe's does.
   const askedFor = (probe: Probe) => model.probesNow.some((asked) => asked.project === probe.project && probe.arrivedAt >= asked.from && probe.arrivedAt <= asked.until);
   const probes = allProbes.filter((probe) => !askedFor(probe));
+  // A probe whose answer came as the instance was killed may not have been recorded.
+  const killedDuring = (probe: Probe) => model.kills.some((k) => k.at >= probe.arrivedAt && k.at <= (probe.endedAt ?? probe.arrivedAt) + 1_000);
   for (const probe of allProbes.filter(askedFor)) {
-    const succeeded = probe.status === 200 || (probe.status === 202 && model.projects.get(probe.project)!.asyncCompletion);
+    const succeeded = probeSucceeded(probe, model.projects.get(probe.project)!);
     const held = spans.find((span) => span.project === probe.project && inside(span, probe.arrivedAt));
-    if (succeeded && probe.endedAt !== null && held && (held.until === null || held.until > probe.endedAt + 1_000)) {
+    if (succeeded && probe.endedAt !== null && held && !killedDuring(probe) && (held.until === null || held.until > probe.endedAt + 1_000)) {
       found.push(`${probe.project}: probe asked for answered ${probe.status} at ${probe.endedAt}, but the hold from ${held.from} lasted until ${held.until ?? 'the end'}`);
     }
   }
@@ -366,8 +368,7 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
       const paused = project.paused.find((p) => probe.arrivedAt > p.from + PROBE_IN_FLIGHT_MS && (p.until === null || probe.arrivedAt < p.until));
       if (paused) found.push(`${span.project}: probe at ${probe.arrivedAt} while paused from ${paused.from}`);
       const succeeded = probeSucceeded(probe, project);
-      const killedMeanwhile = model.kills.some((k) => k.at >= probe.arrivedAt && k.at <= (probe.endedAt ?? probe.arrivedAt) + 1_000);
-      if (succeeded && probe.endedAt !== null && !killedMeanwhile && (span.until === null || span.until > probe.endedAt + 1_000)) {
+      if (succeeded && probe.endedAt !== null && !killedDuring(probe) && (span.until === null || span.until > probe.endedAt + 1_000)) {
         found.push(`${span.project}: probe answered ${probe.status} at ${probe.endedAt}, but the hold from ${span.from} lasted until ${span.until ?? 'the end'}`);
       }
     }
