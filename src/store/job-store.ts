@@ -286,15 +286,11 @@ export interface JobClaimParams {
   leaseExtraMs: number;
   /** Projects held back or without room: their jobs stay QUEUED (cancellable) for now. */
   excludeProjectIds: string[];
-  /**
-   * How many jobs of each project the worker holds already (claimed, reserved or running), taken
-   * before `startable` was reserved: it claims no more than each one's room, and starts no more
-   * than the project's slots less these.
-   */
+  /** Jobs of each project the worker holds (taken before `startable` was reserved): it claims and starts within each one's room. */
   heldByProject: Record<string, number>;
   /**
    * The numbers of claimLimit (src/delivery/capacity.ts), which the claim applies per project in
-   * SQL: min(aheadFactor × min(deliveryConcurrency, share), share), and for a rated project no more
+   * SQL: aheadFactor × min(deliveryConcurrency, share), and for a rated project no more
    * than ceil(rate / rateWindowsPerSecond), at least one.
    */
   claimRule: { aheadFactor: number; share: number; rateWindowsPerSecond: number };
@@ -302,9 +298,8 @@ export interface JobClaimParams {
    * How many of each project's jobs due by `now` the worker may start at once: those (the earliest
    * of each project) are claimed with their attempt STARTED in the claim itself, with an attempt id
    * of `attemptPrefix` and the job's seq; the rest are DISPATCHED. A store may ignore this (then
-   * every job is DISPATCHED and started as usual). Never more of a project than its slots
-   * (min(deliveryConcurrency, share), from its row as it is now) less `heldByProject`: the worker
-   * reserved from settings it loaded earlier. The store contract proves the two rules agree.
+   * every job is DISPATCHED and started as usual). Never more than the project's slots, from its
+   * row as it is now, less `heldByProject`: the worker reserved by settings it loaded earlier.
    */
   startable?: { byProject: Record<string, number>; attemptPrefix: string };
 }
