@@ -287,8 +287,8 @@ export class Capacity {
 
   /**
    * A project's settings were changed here (through this instance's API): what it holds or runs
-   * is judged by them from now on, and its next claims start by them. A project this worker knows
-   * nothing of is not remembered for it.
+   * is judged by them from now on, and its next claims start by them. Only the change's number is
+   * kept for a project this worker holds nothing of (for `know`, bounded as `known`).
    */
   settingsChanged(project: ProjectRow): void {
     this.changedAt.delete(project.id);

@@ -150,6 +150,8 @@ export function bulkReadValues(params: Omit<JobBulkParams, 'now'> & { now?: numb
 /** The statement of a page of a list by tag or due window and its named arguments (the query-plan tests explain it). */
 export function filteredListStatement(params: JobListParams, tags: JobTagPair[]): [statement: NamedStatement, values: Record<string, unknown>] {
   const values = { ...filterValues(params, params.status, tags, null), beforeSeq: params.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit: params.limit };
-  return [tags.length > 0 ? JobListByTag : params.concurrencyKey != null ? JobListByKey : JobListDue, values];
+  // By the filter's driver (a tag, else a key), else the project's QUEUED jobs (a due window).
+  const driver = filterDriver({ ...params, tags });
+  return [driver === 'tag' ? JobListByTag : driver === 'key' ? JobListByKey : JobListDue, values];
 }
 
