@@ -66,7 +66,8 @@ export class ClaimLoop {
       tracer?: Tracer | null;
     },
   ) {
-    deps.runner.onKeyTurn = () => this.notifyDue(this.deps.clock.now());
+    // A pass under way goes round again (`again`), so its promise settles after a claim begun now.
+    deps.runner.onKeyTurn = () => (this.running ? this.tick() : Promise.resolve());
     deps.runner.onCapacity = () => {
       // During a pass too, when room cut its claim short: it may have counted the freed slot as
       // taken. Not otherwise: with room to spare, every delivery's end would start another claim.

@@ -47,9 +47,10 @@ export class AttemptRunner {
   onCapacity: () => void = () => {};
   /**
    * An attempt of a job with a concurrencyKey was recorded: its key's next job may have become
-   * claimable (SPEC section 15), which no enqueue announces. The claim loop looks again.
+   * claimable (SPEC section 15), which no enqueue announces. The claim loop looks again; settles
+   * once a claim begun after the call is done.
    */
-  onKeyTurn: () => void = () => {};
+  onKeyTurn: () => Promise<void> = async () => {};
 
   constructor(
     private readonly deps: DeliveryDeps & {
@@ -278,12 +279,16 @@ export class AttemptRunner {
     // being written, so the project's next job goes out meanwhile. The lease is held (and renewed)
     // until the outcome is recorded.
     let slotFreed = false;
+    // A keyed job's outcome may give its key's next job its turn in the store, where the project's
+    // held jobs do not see it: one of them taking the freed slot could overtake it (the order rule).
+    // So the project's next start waits for the outcome to be recorded and for a claim to look.
+    const keyed = job.concurrencyKey !== null;
     const freeSlot = () => {
       if (slotFreed) return;
       slotFreed = true;
       this.deps.metrics.inFlight.dec();
       this.capacity.finish(project.id, this.deps.clock.now());
-      this.pump(project.id);
+      if (!keyed) this.pump(project.id);
       this.onCapacity();
     };
     deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal, freeSlot, started)
@@ -293,7 +298,7 @@ export class AttemptRunner {
       })
       .finally(() => {
         freeSlot();
-        if (job.concurrencyKey !== null) this.onKeyTurn();
+        if (keyed) void this.onKeyTurn().finally(() => this.pump(project.id));
         this.unrecorded -= 1;
         this.leases.drop(job.id);
         if (this.unrecorded === 0) for (const resolve of this.idle.splice(0)) resolve();
