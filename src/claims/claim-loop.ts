@@ -157,7 +157,7 @@ export class ClaimLoop {
           // slots less these (JobClaimParams.startable).
           const heldByProject = runner.heldByProject();
           // Of the jobs due now, those the worker has free slots for are claimed STARTED at once.
-          const startable = runner.capacity.reserveClaimStarts(now);
+          const startable = runner.reserveClaimStarts();
           let claimed: ClaimedJob[] = [];
           try {
             claimed = await store.jobClaimDue({

@@ -108,6 +108,11 @@ export class AttemptRunner {
     this.capacity.unreserve(projectId, count, this.deps.clock.now());
   }
 
+  /** For a claim about to run: what it may start at once (Capacity.reserveClaimStarts), none of a project with a due job waiting here. */
+  reserveClaimStarts(): Record<string, number> {
+    return this.capacity.reserveClaimStarts(this.deps.clock.now(), (projectId) => this.queue.dueOf(projectId) > 0);
+  }
+
   /** The claim loop's claim is done (Capacity.noteClaim). */
   noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
     this.capacity.noteClaim(complete, leftBehind);

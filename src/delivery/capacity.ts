@@ -142,14 +142,15 @@ export class Capacity {
 
   /**
    * For a claim about to run: how many of each known project's due jobs it may start at once (its
-   * free slots, none promised to jobs already held here; none while it is held back or rated),
+   * free slots, none promised to jobs already held here; none while it is held back or rated, or
+   * while a job of it held here is due and waits to start: that one goes first, the order rule),
    * now held; settleClaimStarts gives back what the claim did not start. A project not known yet
    * has its jobs claimed DISPATCHED, and started once its settings are loaded.
    */
-  reserveClaimStarts(now: number): Record<string, number> {
+  reserveClaimStarts(now: number, dueWaiting: (projectId: string) => boolean = () => false): Record<string, number> {
     const reserved: Record<string, number> = {};
     for (const [projectId, settings] of this.known) {
-      if (settings.deliveryRatePerSecond !== null) continue;
+      if (settings.deliveryRatePerSecond !== null || dueWaiting(projectId)) continue;
       const count = this.projects.get(projectId);
       if (count && count.holdUntil > now) continue;
       const room = Math.min(projectSlots(settings, this.globalSlots) - (count ? count.running + count.reserved + count.held : 0), this.freeSlots());

@@ -119,6 +119,18 @@ describe('the capacity model', () => {
     expect(capacity.reserveClaimStarts(NOW)).toEqual({});
   });
 
+  it("starts nothing in a claim of a project whose job held here is due and waits: that job goes first (the order rule)", () => {
+    const capacity = new Capacity(256);
+    const p = project('p', { deliveryConcurrency: 3 });
+    capacity.know(p);
+    capacity.hold(p.id, 1);
+    // Held but not yet due (claimed ahead): the claim may start the project's due jobs in the store.
+    expect(capacity.reserveClaimStarts(NOW, () => false)).toEqual({ p: 2 });
+    capacity.settleClaimStarts({ p: 2 }, new Map(), NOW);
+    // Held and due, waiting for a token or the end of a hold: a claim starts none beside it.
+    expect(capacity.reserveClaimStarts(NOW, (projectId) => projectId === p.id)).toEqual({});
+  });
+
   it('keeps a change made here over settings a load read before it', () => {
     const capacity = new Capacity(256);
     const before = project('p', { deliveryConcurrency: 3 });
