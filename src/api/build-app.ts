@@ -1,5 +1,6 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
+import { writeSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
 import { randomBase62 } from '../crypto/random-ids.js';
@@ -104,9 +105,11 @@ function defaultLogger(level: string, format: LogFormat): FastifyServerOptions['
   };
   setInterval(writeGathered, LOG_FLUSH_MS).unref();
   writeAtExit(() => {
-    writeGathered();
+    // Synchronously, older lines first: an asynchronous write begun now would not happen before the
+    // process ends (a block already being written by libuv's thread pool is left to finish).
     try {
       destination.flushSync();
+      if (gathered.length > 0) writeSync(1, gathered.join(''));
     } catch {
       // Nothing more can be written.
     }

@@ -54,6 +54,9 @@ export class ClaimLoop {
    * connection cut mid-claim). They would wait for their lease to expire; the next pass takes them.
    */
   private claimUncertain = false;
+  /** Claims begun so far, and those waiting for one begun after them (lookAgain). */
+  private claimsBegun = 0;
+  private lookers: { after: number; looked: () => void }[] = [];
 
   constructor(
     private readonly deps: {
@@ -66,8 +69,7 @@ export class ClaimLoop {
       tracer?: Tracer | null;
     },
   ) {
-    // A pass under way goes round again (`again`), so its promise settles after a claim begun now.
-    deps.runner.onKeyTurn = () => (this.running ? this.tick() : Promise.resolve());
+    deps.runner.onKeyTurn = () => this.lookAgain();
     deps.runner.onCapacity = () => {
       // During a pass too, when room cut its claim short: it may have counted the freed slot as
       // taken. Not otherwise: with room to spare, every delivery's end would start another claim.
@@ -80,8 +82,29 @@ export class ClaimLoop {
     void this.tick();
   }
 
+  /**
+   * Settles once a claim begun after this call has handed over what it took, or once the loop
+   * cannot claim (stopped, no free slot, the store away): whatever a write just made claimable
+   * has then been looked for. Not the whole pass, which goes round again while jobs keep coming.
+   */
+  lookAgain(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    const looked = new Promise<void>((resolve) => this.lookers.push({ after: this.claimsBegun, looked: resolve }));
+    this.notifyDue(this.deps.clock.now());
+    return looked;
+  }
+
+  /** Lets go of the lookers waiting for a claim numbered `upTo` or before (all of them by default). */
+  private looked(upTo = Number.POSITIVE_INFINITY): void {
+    if (this.lookers.length === 0) return;
+    const still = this.lookers.filter((looker) => looker.after >= upTo);
+    for (const looker of this.lookers) if (looker.after < upTo) looker.looked();
+    this.lookers = still;
+  }
+
   async stop(): Promise<void> {
     this.running = false;
+    this.looked();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.ticking;
@@ -145,6 +168,7 @@ export class ClaimLoop {
           if (this.starved) {
             // Due jobs may be waiting in the store: none is overtaken by a newly enqueued job meanwhile.
             runner.noteClaim(false, []);
+            this.looked();
             return; // onCapacity wakes us
           }
           const now = clock.now();
@@ -152,6 +176,7 @@ export class ClaimLoop {
           this.skippedProjects = excludeProjectIds.length > 0;
           this.limitedByRoom = this.skippedProjects || limit < CLAIM_BATCH_SIZE;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
+          const claimNumber = ++this.claimsBegun;
           const claimSpans = this.deps.tracer?.startClaim();
           // Taken before the claim's starts are reserved: the store starts no more than a project's
           // slots less these (JobClaimParams.startable).
@@ -178,6 +203,7 @@ export class ClaimLoop {
           }
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atEnqueue: false });
           if (claimed.length > 0) await runner.submit(claimed);
+          this.looked(claimNumber);
           const byProject = new Map<string, number>();
           for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);
           const cutShort = runner.capacity.cutShortBy(byProject, heldByProject);
@@ -198,6 +224,7 @@ export class ClaimLoop {
         return;
       }
     } catch (error) {
+      this.looked();
       if (error instanceof UnavailableError) this.claimUncertain = true;
       this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');
       if (this.running) this.sleepUntil(clock.now() + ERROR_BACKOFF_MS);

@@ -48,7 +48,7 @@ export class AttemptRunner {
   /**
    * An attempt of a job with a concurrencyKey was recorded: its key's next job may have become
    * claimable (SPEC section 15), which no enqueue announces. The claim loop looks again; settles
-   * once a claim begun after the call is done.
+   * once a claim begun after the call has handed over what it took (ClaimLoop.lookAgain).
    */
   onKeyTurn: () => Promise<void> = async () => {};
 
@@ -303,10 +303,14 @@ export class AttemptRunner {
       })
       .finally(() => {
         freeSlot();
-        if (keyed) void this.onKeyTurn().finally(() => this.pump(project.id));
         this.unrecorded -= 1;
         this.leases.drop(job.id);
         if (this.unrecorded === 0) for (const resolve of this.idle.splice(0)) resolve();
+        if (keyed) {
+          this.onKeyTurn()
+            .then(() => this.pump(project.id))
+            .catch((error: unknown) => this.deps.log.error({ err: error, projectId: project.id }, 'starting the next jobs after a key turn failed'));
+        }
       });
   }
 

@@ -625,7 +625,7 @@ const TIME_LIMIT_MS = Number(process.env.MODEL_TIME_LIMIT_MS ?? RUNS * 45_000 + 
 
 /**
  * Sequences a random seed once found broken, shrunk, run as they are on every run: each failed
- * before its fix (the seed it came from named with it).
+ * before its fix (the first every time, the second about one run in two), the seed named with it.
  */
 const ONCE_BROKEN: [what: string, commands: () => Command[]][] = [
   [
