@@ -143,8 +143,6 @@ export class ClaimLoop {
     this.wakeAt = Number.POSITIVE_INFINITY;
     this.ticking = this.claimAll().finally(() => {
       this.ticking = null;
-      // Asked for while the pass was ending (after its last look at `again`): it would wait for the next wake.
-      if (this.again && this.running) void this.tick();
     });
     return this.ticking;
   }
@@ -226,8 +224,6 @@ export class ClaimLoop {
         return;
       }
     } catch (error) {
-      // What was asked for meanwhile waits for the backoff too.
-      this.again = false;
       this.looked();
       if (error instanceof UnavailableError) this.claimUncertain = true;
       this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');
