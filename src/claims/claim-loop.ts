@@ -143,6 +143,9 @@ export class ClaimLoop {
     this.wakeAt = Number.POSITIVE_INFINITY;
     this.ticking = this.claimAll().finally(() => {
       this.ticking = null;
+      // A wake-up (notifyDue, lookAgain) that came after the pass's last look at `again`, in the
+      // microtasks before this: it would wait for the next timer, up to MAX_SLEEP_MS away.
+      if (this.again && this.running) void this.tick();
     });
     return this.ticking;
   }
@@ -224,6 +227,8 @@ export class ClaimLoop {
         return;
       }
     } catch (error) {
+      // What was asked for during a failed pass waits for the backoff too, instead of a new pass at once.
+      this.again = false;
       this.looked();
       if (error instanceof UnavailableError) this.claimUncertain = true;
       this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CLAIM_LOOKAHEAD_MS, MAX_SLEEP_MS } from '../../src/claims/claim-loop.js';
+import { ClaimLoop, CLAIM_LOOKAHEAD_MS, MAX_SLEEP_MS } from '../../src/claims/claim-loop.js';
+import type { Store } from '../../src/store/store.js';
 import { useDeliveringApp } from '../support/delivering-app.js';
 import { SECOND } from '../support/make-app.js';
 import { eventually } from '../support/eventually.js';
+import { newJobId } from '../../src/crypto/random-ids.js';
 
 /**
  * When the scheduler wakes (injected clock): for the next due job, sooner when a job is dispatched
@@ -176,5 +178,45 @@ describe('scheduler wake-ups (injected clock)', () => {
         .map((later) => `${later.jobId} before ${earlier.jobId}`),
     );
     expect(overtaken).toEqual([]);
+  });
+
+  it('claims a job due now whose wake-up came while a pass was ending, after its last look, not at the next safety-net wake-up', async () => {
+    app.releaseAnswers();
+    app.receiver.answer({ status: 200 });
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url });
+    const { store, clock } = app.t;
+    const engine = app.t.engine!;
+    // A job due now is written while a pass ends (as a write of the CLI or another instance would
+    // be), and its wake-up reaches the loop in the microtasks between the pass's last look for one
+    // and the end of its promise: the gap a wake-up was once forgotten in, until MAX_SLEEP_MS later.
+    // A loop of its own over the engine's runner, on the real store, whose next-due read this pass
+    // times: the engine's loop stands aside (this is the file's last test).
+    await engine.claimLoop.stop();
+    const jobId = newJobId(clock.now());
+    let armed = true;
+    const timedStore: Store = Object.create(store);
+    let loop: ClaimLoop | null = null;
+    Object.defineProperty(timedStore, 'jobNextDueAt', {
+      value: (params: { after: number }) => {
+        if (!armed) return store.jobNextDueAt(params);
+        armed = false;
+        const answered = (async () => {
+          const job = { id: jobId, payload: '{}', scheduledFor: null, runAt: clock.now(), maxRetries: 0 };
+          await store.jobCreate({ projectId: p.projectId, teamId: p.teamId, now: clock.now(), jobs: [job], quota: null, idempotency: null, answer: { kind: 'single', statusCode: 201, body: '{}' } });
+          return store.jobNextDueAt(params);
+        })();
+        // Runs after the pass's own continuation (registered later, by its await) and before its end.
+        void answered.then(() => Promise.resolve().then(() => loop!.notifyDue(clock.now())));
+        return answered;
+      },
+    });
+    loop = new ClaimLoop({ store: timedStore, clock, runner: engine.runner, workerId: engine.workerId, log: app.t.app.log });
+    try {
+      loop.start();
+      await eventually(() => app.receiver.forJob(jobId).length, { what: 'the job written during the pass at the receiver', until: (n) => n === 1, withinMs: 3_000, everyMs: 10 });
+      expect(armed).toBe(false);
+    } finally {
+      await loop.stop();
+    }
   });
 });
