@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { eventually } from './support/eventually.js';
 import { CLI, freePort, waitUntilReady } from './support/spawn-punctual.js';
 import { makeTempDir } from './support/temp-dir.js';
+import { buildApp } from '../src/api/build-app.js';
+import { makeTestApp } from './support/make-app.js';
 
 describe('LOG_FORMAT', () => {
   it('is pretty on a terminal outside production and JSON otherwise, unless LOG_FORMAT says', () => {
@@ -83,6 +85,10 @@ describe('punctual serve logs', () => {
     const request = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.url === '/api/jobs/dispatch');
     expect(request).toMatchObject({ level: 30, msg: 'request', method: 'POST', statusCode: 201, reqId: expect.any(String), ms: expect.any(Number) });
     expect(output).not.toContain('INFO: request');
+    // The lines of the shutdown, gathered until the app closed and written before the process ended.
+    const messages = lines.map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages).toContain('shutting down: no new requests or claims; finishing deliveries in flight');
+    expect(messages).toContain('delivery stopped');
   });
 
   it('prints JSON lines on a terminal with LOG_FORMAT=json, and readable ones off a terminal with LOG_FORMAT=pretty', { timeout: 60_000 }, async () => {
@@ -95,5 +101,34 @@ describe('punctual serve logs', () => {
     expect(pretty).toBe(stripVTControlCharacters(pretty));
     // The fields of other lines follow, one per line.
     expect(pretty).toMatch(/INFO: shutting down: no new requests or claims; finishing deliveries in flight\n {4}signal: "SIGTERM"/);
+  });
+});
+
+describe('the default JSON logger', () => {
+  it('goes with its app: a closed app leaves no flush timer or exit hook behind', async () => {
+    const t = await makeTestApp();
+    const intervals = vi.spyOn(globalThis, 'setInterval');
+    const cleared = vi.spyOn(globalThis, 'clearInterval');
+    try {
+      const config = loadConfig({ LOG_FORMAT: 'json', LOG_LEVEL: 'warn' }, false);
+      const open = async () => {
+        const app = await buildApp({ config, store: t.store, clock: t.clock, services: t.services, metrics: t.runtime.metrics });
+        await app.ready();
+        return app;
+      };
+      await (await open()).close();
+      const exitListeners = process.listenerCount('exit');
+      const apps = await Promise.all(Array.from({ length: 5 }, open));
+      const made = intervals.mock.results.map((result) => result.value as NodeJS.Timeout);
+      expect(made.length).toBeGreaterThanOrEqual(6);
+      for (const app of apps) await app.close();
+      const gone = new Set(cleared.mock.calls.map(([timer]) => timer));
+      expect(made.filter((timer) => !gone.has(timer))).toEqual([]);
+      expect(process.listenerCount('exit')).toBe(exitListeners);
+    } finally {
+      intervals.mockRestore();
+      cleared.mockRestore();
+      await t.close();
+    }
   });
 });
