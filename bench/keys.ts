@@ -16,7 +16,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
-import { claimRule } from '../src/delivery/capacity.js';
+import { claimRule } from '../src/delivery/capacity-rules.js';
 import { createDeliveryEngine, openRuntime } from '../src/runtime.js';
 import { buildServer } from '../src/server.js';
 import { openStore } from '../src/store/open-store.js';

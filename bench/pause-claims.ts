@@ -22,7 +22,7 @@ import { openStore } from '../src/store/open-store.js';
 import { machineLine, positiveNumber } from './delivery-harness.js';
 import { postgresUrlFromEnv } from './pg-bench.js';
 import { insertProject, withFreshDatabase } from './store-fixtures.js';
-import { claimRule } from '../src/delivery/capacity.js';
+import { claimRule } from '../src/delivery/capacity-rules.js';
 import { FAILING_AFTER } from '../src/store/event-store.js';
 
 const PAUSED_JOBS = Math.round(positiveNumber('BENCH_PAUSED_JOBS', 100_000) / 500) * 500;

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import { LEASE_MARGIN_MS } from '../delivery/capacity.js';
+import { LEASE_MARGIN_MS } from '../delivery/capacity-rules.js';
 import type { AttemptRunner } from '../delivery/attempt-runner.js';
 import { UnavailableError } from '../errors.js';
 import type { ClaimedJob, Store } from '../store/store.js';

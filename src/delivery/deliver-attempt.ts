@@ -4,7 +4,7 @@ import { newAttemptId } from '../crypto/random-ids.js';
 import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, StartedAttempt, Store } from '../store/store.js';
-import { LEASE_MARGIN_MS, leaseMs } from './capacity.js';
+import { LEASE_MARGIN_MS, leaseMs } from './capacity-rules.js';
 import { backpressureMs, nextAfterAttempt, parseRetryAfter, stoppedError, stopsJob } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
 import { meansReceiverDown, type WebhookHealth } from './webhook-health.js';

@@ -13,7 +13,7 @@ import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { WebhookHealth } from '../delivery/webhook-health.js';
 import type { ImmediateDelivery } from '../services/immediate-delivery.js';
-import { leaseMs } from '../delivery/capacity.js';
+import { leaseMs } from '../delivery/capacity-rules.js';
 import { backoffMs } from '../delivery/retry-policy.js';
 import { AttemptRunner } from '../delivery/attempt-runner.js';
 import type { WebhookSender } from '../delivery/webhook-client.js';

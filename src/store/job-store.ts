@@ -282,14 +282,14 @@ export interface JobClaimParams {
   dueBy: number;
   limit: number;
   workerId: string;
-  /** A claim's lease is the project's timeout plus this (leaseMs in src/delivery/capacity.ts). */
+  /** A claim's lease is the project's timeout plus this (leaseMs in src/delivery/capacity-rules.ts). */
   leaseExtraMs: number;
   /** Projects held back or without room: their jobs stay QUEUED (cancellable) for now. */
   excludeProjectIds: string[];
   /** Jobs of each project the worker holds (taken before `startable` was reserved): it claims and starts within each one's room. */
   heldByProject: Record<string, number>;
   /**
-   * The numbers of claimLimit (src/delivery/capacity.ts), which the claim applies per project in
+   * The numbers of claimLimit (src/delivery/capacity-rules.ts), which the claim applies per project in
    * SQL: aheadFactor × min(deliveryConcurrency, share), and for a rated project no more
    * than ceil(rate / rateWindowsPerSecond), at least one.
    */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import { DEFAULT_PLANS } from '../../src/plans.js';
 import { expectContractError } from '../support/contract-error.js';
 import { ADMIN_TOKEN, makeTestApp, SECOND, TEST_STORE, type TestApp, type TestProject } from '../support/make-app.js';

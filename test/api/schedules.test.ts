@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FIRE_LEAD_MS, LEASE_MS } from '../../src/maintenance/schedule-firing.js';
 import { makeTestApp, TEST_STORE, type TestApp, type TestProject } from '../support/make-app.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 
 /** SPEC section 9 through the HTTP API, with an injected clock; fires made by ScheduleFiring.runOnce. */
 describe('recurring schedules: /api/schedules', () => {

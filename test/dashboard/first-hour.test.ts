@@ -46,7 +46,7 @@ describe('dashboard: the first hour', () => {
       // Deliveries of the broken project: a job, its attempts as the engine records them, and its run of failures.
       const key = await t.services.manage.createKey(broken.projectId, { name: 'k' });
       const jobId = (await t.api(key.key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: { n: 1 }, maxRetries: 0 } })).json().jobId as string;
-      const { claimRule } = await import('../../src/delivery/capacity.js');
+      const { claimRule } = await import('../../src/delivery/capacity-rules.js');
       await t.store.jobClaimDue({ now: T, dueBy: T, limit: 1, workerId: 'wrk_t', leaseExtraMs: 30_000, excludeProjectIds: [], heldByProject: {}, claimRule: claimRule(256) });
       await t.store.attemptStart({ jobId, attemptId: 'att_first0000000000000', workerId: 'wrk_t', now: T, leaseExpiresAt: T + 60_000 });
       await t.store.attemptFinish({ jobId, attemptId: 'att_first0000000000000', workerId: 'wrk_t', now: T + 10, result: { outcome: 'http_error', statusCode: 503, durationMs: 10, error: 'HTTP 503: upstream down', responseBody: 'down' }, next: { kind: 'fail' } });

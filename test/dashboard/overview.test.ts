@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AttemptResult } from '../../src/store/store.js';
 import { DAY, makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const PASSWORD = 'overview password 1';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Capacity, claimLimit, leaseMs, projectShare, projectSlots } from '../../src/delivery/capacity.js';
+import { Capacity } from '../../src/delivery/capacity.js';
+import { claimLimit, leaseMs, projectShare, projectSlots } from '../../src/delivery/capacity-rules.js';
 import type { ProjectRow } from '../../src/store/store.js';
 
 const project = (id: string, settings: Partial<ProjectRow> = {}): ProjectRow =>

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEASE_MARGIN_MS } from '../../src/delivery/capacity.js';
+import { LEASE_MARGIN_MS } from '../../src/delivery/capacity-rules.js';
 import { RESCUE_INTERVAL_MS } from '../../src/maintenance/lease-rescuer.js';
 import { queryRows } from '../support/job-fixtures.js';
 import { TEST_STORE } from '../support/make-app.js';

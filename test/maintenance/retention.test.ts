@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, makeTestApp, type TestApp, type TestProject } from '../support/make-app.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 
 /** SPEC section 12 through the API, with an injected clock: a job goes exactly when its retention has passed. */
 describe('retention', () => {

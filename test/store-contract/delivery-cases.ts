@@ -1,7 +1,7 @@
 /** Contract cases of claims, leases and attempts: see store-contract.ts. */
 import { describe, expect, it } from 'vitest';
 import type { ClaimedJob } from '../../src/store/store.js';
-import { claimLimit, claimRule, leaseMs } from '../../src/delivery/capacity.js';
+import { claimLimit, claimRule, leaseMs } from '../../src/delivery/capacity-rules.js';
 import type { ContractContext } from './contract-context.js';
 
 export function deliveryCases(contract: ContractContext): void {

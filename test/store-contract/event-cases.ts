@@ -1,7 +1,7 @@
 /** Contract cases of events (SPEC section 10): see store-contract.ts. */
 import { describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/store.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import type { ContractContext } from './contract-context.js';
 
 export function eventCases(contract: ContractContext): void {

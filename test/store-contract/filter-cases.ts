@@ -1,6 +1,6 @@
 /** Contract cases of tags, the one filter and bulk actions (SPEC section 14): see store-contract.ts. */
 import { describe, expect, it } from 'vitest';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import type { JobBulkAction, JobBulkCursor, JobBulkFilter, JobListParams, NewJob, ProjectRow } from '../../src/store/store.js';
 import type { ContractContext } from './contract-context.js';
 

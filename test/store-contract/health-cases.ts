@@ -1,6 +1,6 @@
 /** Contract cases of receiver health (SPEC section 13): the hold, its probes and its end. See store-contract.ts. */
 import { describe, expect, it } from 'vitest';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import { FAILING_AFTER, PROBE_FIRST_MS, PROBE_MAX_MS, type HealthOutcome } from '../../src/store/event-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
 import type { ContractContext } from './contract-context.js';

@@ -1,6 +1,6 @@
 /** Contract cases of concurrency keys (SPEC section 15): see store-contract.ts. */
 import { describe, expect, it } from 'vitest';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import type { ClaimedJob } from '../../src/store/store.js';
 import type { ContractContext } from './contract-context.js';
 

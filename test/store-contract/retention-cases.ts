@@ -1,7 +1,7 @@
 /** Contract cases of retention (SPEC section 12): see store-contract.ts. */
 import { describe, expect, it } from 'vitest';
 import type { AttemptNext, ProjectRow, Store } from '../../src/store/store.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import type { ContractContext } from './contract-context.js';
 
 export function retentionCases(contract: ContractContext): void {

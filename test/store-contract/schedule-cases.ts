@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NewSchedule } from '../../src/store/schedule-store.js';
 import type { ProjectRow } from '../../src/store/store.js';
-import { claimRule } from '../../src/delivery/capacity.js';
+import { claimRule } from '../../src/delivery/capacity-rules.js';
 import type { ContractContext } from './contract-context.js';
 
 export function scheduleCases(contract: ContractContext): void {

@@ -3,7 +3,7 @@ import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import type { ProjectRow } from '../../../src/store/store.js';
 import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
-import { claimRule } from '../../../src/delivery/capacity.js';
+import { claimRule } from '../../../src/delivery/capacity-rules.js';
 
 /**
  * Attempt starts and results of one event-loop turn share one statement. A row the database

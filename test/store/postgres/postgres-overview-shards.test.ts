@@ -4,7 +4,7 @@ import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import type { AttemptResult, ClaimedJob, ProjectRow } from '../../../src/store/store.js';
 import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
-import { claimRule } from '../../../src/delivery/capacity.js';
+import { claimRule } from '../../../src/delivery/capacity-rules.js';
 
 /**
  * The overview's figures on PostgreSQL (0011_project_overview.sql): two instances finishing the

@@ -136,7 +136,7 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = $3,
   round_start_attempt_count = attempt_count, failed_at = NULL, updated_at = $3
   WHERE id = $1 AND project_id = $2 AND status = 'FAILED' RETURNING ${JOB_COLUMNS}`;
 /**
- * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity.ts,
+ * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity-rules.ts,
  * from the numbers of $9 (aheadFactor), $10 (share) and $11 (rateWindowsPerSecond). `p` is the
  * project's row.
  */

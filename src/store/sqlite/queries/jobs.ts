@@ -98,12 +98,12 @@ export const JobRetryIfFailed = `UPDATE jobs SET status = 'QUEUED', run_at = @no
  * nothing. A paused project's due jobs are stepped over: they wait, QUEUED, for its resume.
  */
 /**
- * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity.ts,
+ * How many of a project's jobs one worker holds at most: claimLimit of src/delivery/capacity-rules.ts,
  * from the numbers of @aheadFactor, @share and @rateWindowsPerSecond (JobClaimParams.claimRule).
  * `p` is the project's row; ceil is written out (SQLite may be built without math functions).
  */
 const RATE_WINDOW = 'p.delivery_rate_per_second * 1.0 / @rateWindowsPerSecond';
-/** projectSlots of capacity.ts: the attempts of the project that may run at once in one worker. */
+/** projectSlots of capacity-rules.ts: the attempts of the project that may run at once in one worker. */
 const PROJECT_SLOTS = 'MIN(p.delivery_concurrency, @share)';
 const CLAIM_LIMIT = `MIN(@aheadFactor * ${PROJECT_SLOTS}, @share,
   CASE WHEN p.delivery_rate_per_second IS NULL THEN @share
