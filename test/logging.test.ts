@@ -105,7 +105,7 @@ describe('punctual serve logs', () => {
 });
 
 describe('the default JSON logger', () => {
-  it('goes with its app: a closed app leaves no flush timer or exit hook behind', async () => {
+  it('goes with its app: a closed app leaves no flush timer behind, and adds no exit listener', async () => {
     const t = await makeTestApp();
     const intervals = vi.spyOn(globalThis, 'setInterval');
     const cleared = vi.spyOn(globalThis, 'clearInterval');

@@ -71,17 +71,12 @@ const LOG_FLUSH_MS = 100;
 
 /** What the JSON loggers still hold, written synchronously as the process exits (one listener for them all). */
 const exitWrites = new Set<() => void>();
-let exitListening = false;
-function writeAtExit(write: () => void): () => void {
-  if (!exitListening) {
-    exitListening = true;
-    process.once('exit', () => exitWrites.forEach((each) => each()));
-  }
+function writeAtExit(write: () => void): void {
+  if (exitWrites.size === 0) process.once('exit', () => exitWrites.forEach((each) => each()));
   exitWrites.add(write);
-  return () => exitWrites.delete(write);
 }
 
-/** A logger's options, and what its app's close lets go of (a timer, an exit hook). */
+/** A logger's options, and what its app's close lets go of. */
 interface DefaultLogger {
   options: FastifyServerOptions['logger'];
   close(): void;
@@ -94,8 +89,10 @@ interface DefaultLogger {
  * 25-100 µs on this project's 2-vCPU machines (a write per 4 KB was 2 % of the main thread at 6,000
  * requests a second); sonic-boom's own buffer appends each line to one string and measures it
  * again, a copy of the buffer per line. Lines reach stdout within LOG_FLUSH_MS; what is gathered
- * is written when the process exits, and a kill -9 can lose the last lines, never a job. Once the
- * app has closed, the few lines that follow (a shutdown's) are written synchronously, one by one.
+ * is written when the process exits, and a kill -9 can lose the last lines, never a job. When the
+ * app closes, its flush timer stops, what is gathered goes to stdout, and the few lines that follow
+ * (a shutdown's) go one by one, in order behind it. The exit hook stays with the destination: a
+ * process that exits right after (serve) still writes what sonic-boom holds.
  */
 function defaultLogger(level: string, format: LogFormat): DefaultLogger {
   // Credentials never reach the logs.
@@ -116,26 +113,23 @@ function defaultLogger(level: string, format: LogFormat): DefaultLogger {
       // Ended already (the process is exiting).
     }
   };
-  /** Synchronously, older lines first: an asynchronous write begun at exit would not happen before the process ends. */
-  const writeNow = () => {
+  const flushTimer = setInterval(writeGathered, LOG_FLUSH_MS);
+  flushTimer.unref();
+  writeAtExit(() => {
+    // Synchronously, older lines first: an asynchronous write begun now would not happen before the
+    // process ends (a block already being written by libuv's thread pool is left to finish).
     try {
       destination.flushSync();
       if (gathered.length > 0) writeSync(1, gathered.join(''));
-      gathered = [];
-      gatheredChars = 0;
     } catch {
       // Nothing more can be written.
     }
-  };
-  const flushTimer = setInterval(writeGathered, LOG_FLUSH_MS);
-  flushTimer.unref();
-  const forgetExitWrite = writeAtExit(writeNow);
+  });
   const stream = {
     write(line: string) {
       gathered.push(line);
       gatheredChars += line.length;
-      if (closed) writeNow();
-      else if (gatheredChars >= LOG_BLOCK_CHARS) writeGathered();
+      if (closed || gatheredChars >= LOG_BLOCK_CHARS) writeGathered();
       return true;
     },
   };
@@ -144,8 +138,7 @@ function defaultLogger(level: string, format: LogFormat): DefaultLogger {
     close: () => {
       closed = true;
       clearInterval(flushTimer);
-      forgetExitWrite();
-      writeNow();
+      writeGathered();
     },
   };
 }
@@ -223,7 +216,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     draining = true;
   });
   app.decorate('routeTable', checkRouteAccess(app));
-  // The default logger's flush timer and exit hook go with the app; what it gathered is written now.
+  // The default logger's flush timer goes with the app; what it gathered is written now.
   if (logging) app.addHook('onClose', async () => logging.close());
   app.server.maxConnections = deps.config.maxConnections;
 

@@ -54,6 +54,8 @@ export class ClaimLoop {
    * connection cut mid-claim). They would wait for their lease to expire; the next pass takes them.
    */
   private claimUncertain = false;
+  /** The last pass ended in a storage error: the next waits for the backoff (ERROR_BACKOFF_MS). */
+  private lastPassFailed = false;
   /** Claims begun so far, and those waiting for one begun after them (lookAgain). */
   private claimsBegun = 0;
   private lookers: { after: number; looked: () => void }[] = [];
@@ -144,14 +146,16 @@ export class ClaimLoop {
     this.ticking = this.claimAll().finally(() => {
       this.ticking = null;
       // A wake-up (notifyDue, lookAgain) that came after the pass's last look at `again`, in the
-      // microtasks before this: it would wait for the next timer, up to MAX_SLEEP_MS away.
-      if (this.again && this.running) void this.tick();
+      // microtasks before this: it would wait for the next timer, up to MAX_SLEEP_MS away. Not after
+      // a failed pass, which waits for its backoff.
+      if (this.again && this.running && !this.lastPassFailed) void this.tick();
     });
     return this.ticking;
   }
 
   private async claimAll(): Promise<void> {
     const { store, clock, runner } = this.deps;
+    this.lastPassFailed = false;
     try {
       if (this.claimUncertain) {
         const orphans = (await store.jobListDispatchedTo({ workerId: this.deps.workerId })).filter((job) => !runner.holds(job.id));
@@ -227,8 +231,7 @@ export class ClaimLoop {
         return;
       }
     } catch (error) {
-      // What was asked for during a failed pass waits for the backoff too, instead of a new pass at once.
-      this.again = false;
+      this.lastPassFailed = true;
       this.looked();
       if (error instanceof UnavailableError) this.claimUncertain = true;
       this.deps.log.error({ err: error }, 'claiming due jobs failed; retrying shortly');

@@ -5,7 +5,8 @@
  * them in SQL (claimLimit, and a project's slots less what it holds for the jobs it starts at once)
  * to the project's row as it is now: the store contract proves each agrees with these. Pure.
  *
- * The rules (SPEC sections 3, 10 and 11):
+ * The rules of numbers (SPEC sections 3, 10 and 11; the holds and the order rule, which depend on
+ * what a worker holds, are Capacity's):
  * - **Global slots**: a worker holds (claimed or running) at most PUNCTUAL_DELIVERY_CONCURRENCY jobs.
  * - **A project's slots**: at most its deliveryConcurrency attempts run at once, and never more
  *   than its share of the global slots (half), so that one project pointed at a receiver that never
@@ -13,11 +14,6 @@
  * - **Claim-ahead**: a worker holds up to CLAIM_AHEAD_FACTOR times a project's slots (within its
  *   share), so that when a slot frees the next job is already here; for a rated project no more
  *   than a tenth of a second's worth. The rest wait QUEUED, cancellable.
- * - **Holds**: a project held back (a receiver's Retry-After, the rate's next token) starts nothing
- *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
- *   paused project and its starts are refused there, on every instance.
- * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
- *   enqueued never overtakes due jobs of its project still waiting in the store.
  * - **Leases**: a claim or an attempt is leased for the project's timeout plus LEASE_MARGIN_MS.
  */
 import type { ProjectRow } from '../store/store.js';

@@ -4,6 +4,13 @@
  * claim, the attempt runner whether to start, the enqueue path for room to create jobs already
  * started. Pure but for its counters: the clock comes in as `now`, and nothing here sets a timer
  * or touches the store.
+ *
+ * The rules that depend on what the worker holds (SPEC sections 10 and 11):
+ * - **Holds**: a project held back (a receiver's Retry-After, the rate's next token) starts nothing
+ *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
+ *   paused project and its starts are refused there, on every instance.
+ * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
+ *   enqueued never overtakes due jobs of its project still waiting in the store.
  */
 import type { ProjectRow } from '../store/store.js';
 import { claimLimit, projectSlots, type CapacitySettings } from './capacity-rules.js';

@@ -7,7 +7,7 @@ const project = (id: string, settings: Partial<ProjectRow> = {}): ProjectRow =>
   ({ id, deliveryConcurrency: 100, deliveryRatePerSecond: null, deliveryTimeoutMs: 30_000, ...settings }) as ProjectRow;
 const NOW = 1_000_000;
 
-/** The capacity model's rules, as pure functions of its counts (src/delivery/capacity.ts). */
+/** The capacity model's rules (src/delivery/capacity-rules.ts) and a worker's counts they are applied to (src/delivery/capacity.ts). */
 describe('the capacity model', () => {
   it("gives a project its concurrency within half of the instance's slots, and claims ahead within that share", () => {
     expect(projectShare(256)).toBe(128);

@@ -6,7 +6,7 @@ import { TestReceiver } from '../support/receiver.js';
 /**
  * One project pointed at a receiver that never answers, with a concurrency above the instance's
  * slots and the longest timeout, must not hold up another project's deliveries (docs/guarantees.md
- * section 9): a project uses at most half of an instance's slots (capacity.ts, projectShare).
+ * section 9): a project uses at most half of an instance's slots (capacity-rules.ts, projectShare).
  */
 describe('one tenant cannot take every delivery slot', () => {
   let t: TestApp<typeof systemClock>;
