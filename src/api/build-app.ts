@@ -170,7 +170,7 @@ export interface App extends FastifyInstance {
 export async function buildApp(deps: AppDeps): Promise<App> {
   let draining = false;
   const nextRequestId = requestIds();
-  const logging = deps.logger === undefined || deps.logger === null ? defaultLogger(deps.config.logLevel, deps.config.logFormat) : null;
+  const logging = deps.logger === undefined ? defaultLogger(deps.config.logLevel, deps.config.logFormat) : null;
   const app = Fastify({
     logger: logging ? logging.options : deps.logger,
     bodyLimit: BODY_LIMIT,
