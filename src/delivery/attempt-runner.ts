@@ -285,16 +285,16 @@ export class AttemptRunner {
     // being written, so the project's next job goes out meanwhile. The lease is held (and renewed)
     // until the outcome is recorded.
     let slotFreed = false;
-    // A keyed job's outcome may give its key's next job its turn in the store, where the project's
-    // held jobs do not see it: one of them taking the freed slot could overtake it (the order rule).
-    // So the project's next start waits for the outcome to be recorded and for a claim to look.
+    // A keyed job's answer begins a key turn (Capacity.keyTurnBegins): the project's next start
+    // waits for the outcome to be recorded and for a claim to look for the key's next job.
     const keyed = job.concurrencyKey !== null;
     const freeSlot = () => {
       if (slotFreed) return;
       slotFreed = true;
       this.deps.metrics.inFlight.dec();
+      if (keyed) this.capacity.keyTurnBegins(project.id);
       this.capacity.finish(project.id, this.deps.clock.now());
-      if (!keyed) this.pump(project.id);
+      this.pump(project.id);
       this.onCapacity();
     };
     deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal, freeSlot, started)
@@ -309,8 +309,11 @@ export class AttemptRunner {
         if (this.unrecorded === 0) for (const resolve of this.idle.splice(0)) resolve();
         if (keyed) {
           this.onKeyTurn()
-            .then(() => this.pump(project.id))
-            .catch((error: unknown) => this.deps.log.error({ err: error, projectId: project.id }, 'starting the next jobs after a key turn failed'));
+            .catch((error: unknown) => this.deps.log.error({ err: error, projectId: project.id }, "looking for a key's next job failed"))
+            .finally(() => {
+              this.capacity.keyTurnLooked(project.id, this.deps.clock.now());
+              this.pump(project.id);
+            });
         }
       });
   }

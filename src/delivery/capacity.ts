@@ -10,7 +10,10 @@
  *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
  *   paused project and its starts are refused there, on every instance.
  * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
- *   enqueued never overtakes due jobs of its project still waiting in the store.
+ *   enqueued never overtakes due jobs of its project still waiting in the store. A keyed job's
+ *   answer gives its key's next job its turn in the store, where the jobs held here do not see it:
+ *   from the answer until a claim begun after its outcome was recorded has looked (a key turn),
+ *   nothing of the project starts here.
  */
 import type { ProjectRow } from '../store/store.js';
 import { claimLimit, projectSlots, type CapacitySettings } from './capacity-rules.js';
@@ -33,6 +36,8 @@ interface ProjectCount {
   settings: CapacitySettings | null;
   /** Nothing of it starts before this instant (Retry-After, the rate's next token). */
   holdUntil: number;
+  /** Key turns under way (keyTurnBegins): nothing of it starts until they are over. */
+  keyTurns: number;
 }
 
 /** One worker's counts, and the rules applied to them. */
@@ -62,14 +67,14 @@ export class Capacity {
 
   private countOf(projectId: string): ProjectCount {
     let count = this.projects.get(projectId);
-    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null, holdUntil: 0 }));
+    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null, holdUntil: 0, keyTurns: 0 }));
     return count;
   }
 
   /** Forgets a project with nothing held, running or holding it back. */
   private tidy(projectId: string, now: number): void {
     const count = this.projects.get(projectId);
-    if (count && count.held === 0 && count.reserved === 0 && count.running === 0 && count.holdUntil <= now) this.projects.delete(projectId);
+    if (count && count.held === 0 && count.reserved === 0 && count.running === 0 && count.holdUntil <= now && count.keyTurns === 0) this.projects.delete(projectId);
   }
 
   /** How many settings changes were made here so far: taken before a load of projects, for `know`. */
@@ -137,8 +142,8 @@ export class Capacity {
    * Room to start up to `wanted` of the project's jobs as they are enqueued (their
    * first attempt STARTED in the creating transaction); how many, now reserved until
    * startReserved or unreserve. None while the project holds claimed jobs not yet started, or due
-   * jobs of it may wait in the store (a new job overtakes neither: the order rule), while it is
-   * held back, or when it has a rate (its starts wait for tokens). Other enqueues' reservations
+   * jobs of it may wait in the store (a new job overtakes neither: the order rule), during a key
+   * turn (a key's next job may wait in the store), while it is held back, or when it has a rate (its starts wait for tokens). Other enqueues' reservations
    * only take room: jobs created started beside each other start in creation order. A shortfall
    * marks the project (or, for want of global slots, every project) as having jobs waiting in the
    * store, until a claim has taken them.
@@ -146,7 +151,8 @@ export class Capacity {
   reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
     if (this.backlogEverywhere || this.backlogged.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
     const count = this.countOf(project.id);
-    if (count.held > 0 || count.holdUntil > now) return 0;
+    if (count.keyTurns > 0) this.backlogged.add(project.id);
+    if (count.held > 0 || count.holdUntil > now || count.keyTurns > 0) return 0;
     const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - count.running - count.reserved, this.freeSlots()));
     if (room < wanted) {
       if (this.freeSlots() <= room) this.backlogEverywhere = true;
@@ -257,7 +263,22 @@ export class Capacity {
    */
   mayStart(project: ProjectRow, now: number): boolean {
     const count = this.countOf(project.id);
-    return count.holdUntil <= now && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
+    return count.holdUntil <= now && count.keyTurns === 0 && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
+  }
+
+  /**
+   * A keyed job of the project was answered: its key's next job may be claimable once its outcome
+   * is recorded (SPEC section 15), in the store, earlier in due order than jobs held here. Nothing of
+   * the project starts until keyTurnLooked (a claim begun after the outcome was recorded has looked,
+   * and brought that job here, where the due order sees it).
+   */
+  keyTurnBegins(projectId: string): void {
+    this.countOf(projectId).keyTurns += 1;
+  }
+
+  keyTurnLooked(projectId: string, now: number): void {
+    this.countOf(projectId).keyTurns -= 1;
+    this.tidy(projectId, now);
   }
 
   /** Until when the project is held back (0: not held). */

@@ -132,6 +132,27 @@ describe('the capacity model', () => {
     expect(capacity.reserveClaimStarts(NOW, (projectId) => projectId === p.id)).toEqual({});
   });
 
+  it("starts nothing of a project during a key turn, nor creates its jobs started, until the claim that looks for the key's next job is back", () => {
+    const capacity = new Capacity(256);
+    const p = project('p', { deliveryConcurrency: 3 });
+    capacity.know(p);
+    capacity.hold(p.id, 2);
+    capacity.start(p.id);
+    // The keyed job is answered: its slot frees, but the held job waits for the key's next one.
+    capacity.keyTurnBegins(p.id);
+    capacity.finish(p.id, NOW);
+    expect(capacity.mayStart(p, NOW)).toBe(false);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+    capacity.keyTurnLooked(p.id, NOW);
+    expect(capacity.mayStart(p, NOW)).toBe(true);
+    // The job dispatched during the turn waits in the store: none created later overtakes it.
+    capacity.start(p.id);
+    capacity.finish(p.id, NOW);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+    capacity.noteClaim(true, []);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(1);
+  });
+
   it('keeps a change made here over settings a load read before it', () => {
     const capacity = new Capacity(256);
     const before = project('p', { deliveryConcurrency: 3 });
