@@ -25,7 +25,7 @@ export const CLAIM_LOOKAHEAD_MS = 25;
  * The loop claims at most this often when it wakes for jobs already in the store: jobs due close
  * together (one every 2 ms) are then claimed several per transaction instead of one each. A job
  * is still claimed at least CLAIM_LOOKAHEAD_MS - CLAIM_MIN_INTERVAL_MS before its time, which is
- * more than the attempt runner's START_AHEAD_MS. A job enqueued due sooner wakes the loop at once.
+ * more than START_AHEAD_MS (ahead-timer.ts). A job enqueued due sooner wakes the loop at once.
  */
 const CLAIM_MIN_INTERVAL_MS = 10;
 /** After a storage error, wait this long before claiming again, instead of spinning. */
@@ -170,16 +170,16 @@ export class ClaimLoop {
         let claimedUpTo = 0;
         do {
           this.again = false;
-          const limit = Math.min(CLAIM_BATCH_SIZE, runner.freeSlots());
+          const limit = Math.min(CLAIM_BATCH_SIZE, runner.capacity.freeSlots());
           this.starved = limit <= 0;
           if (this.starved) {
             // Due jobs may be waiting in the store: none is overtaken by a newly enqueued job meanwhile.
-            runner.noteClaim(false, []);
+            runner.capacity.noteClaim(false, []);
             this.looked();
             return; // onCapacity wakes us
           }
           const now = clock.now();
-          const excludeProjectIds = runner.saturatedProjects();
+          const excludeProjectIds = runner.capacity.projectsWithoutRoom(now);
           this.skippedProjects = excludeProjectIds.length > 0;
           this.limitedByRoom = this.skippedProjects || limit < CLAIM_BATCH_SIZE;
           claimedUpTo = now + CLAIM_LOOKAHEAD_MS;
@@ -187,7 +187,7 @@ export class ClaimLoop {
           const claimSpans = this.deps.tracer?.startClaim();
           // Taken before the claim's starts are reserved: the store starts no more than a project's
           // slots less these (JobClaimParams.startable).
-          const heldByProject = runner.heldByProject();
+          const heldByProject = runner.capacity.heldByProject();
           // Of the jobs due now, those the worker has free slots for are claimed STARTED at once.
           const startable = runner.reserveClaimStarts();
           let claimed: ClaimedJob[] = [];
@@ -214,7 +214,7 @@ export class ClaimLoop {
           const byProject = new Map<string, number>();
           for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);
           const cutShort = runner.capacity.cutShortBy(byProject, heldByProject);
-          runner.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort]);
+          runner.capacity.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort]);
           // A project's room may have cut its share of the batch short, its other due jobs left in
           // the store: claim again, which leaves it out while it has no room (and a freed slot
           // then wakes the loop) or takes its next ones if room freed meanwhile.

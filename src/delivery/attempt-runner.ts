@@ -8,19 +8,10 @@ import { deliverAttempt, type DeliveryDeps } from './deliver-attempt.js';
 import { takeStartTokens } from './delivery-rate.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { StartQueue, type Waiting } from './start-queue.js';
+import { AheadTimer } from './ahead-timer.js';
+import { HoldTimers } from './hold-timers.js';
+import { UnrecordedAttempts } from './unrecorded-attempts.js';
 
-/**
- * A job claimed ahead of its time starts this long before it: its STARTED commit (about 1 ms on
- * SQLite, a few on a busy PostgreSQL) then happens before the due time instead of delaying the
- * request, which deliverAttempt still sends no earlier than the due time. Below the claim loop's
- * claim lookahead (25 ms), so jobs are claimed early enough for it.
- */
-export const START_AHEAD_MS = 10;
-/**
- * When held jobs are released, those due within this much after the first go too: their starts
- * share one commit instead of one each (jobs due 2 ms apart), and each still waits for its own time.
- */
-const START_BATCH_MS = 5;
 /** After aborting at the shutdown deadline, how long recording those attempts may take. */
 const ABORT_RECORD_TIMEOUT_MS = 3_000;
 
@@ -34,14 +25,10 @@ export class AttemptRunner {
   readonly capacity: Capacity;
   private readonly queue = new StartQueue();
   private readonly leases: LeaseKeeper;
-  private aheadTimer: NodeJS.Timeout | null = null;
-  private aheadTimerAt = Number.POSITIVE_INFINITY;
-  /** Attempts not yet recorded: in flight, or answered and being written. */
-  private unrecorded = 0;
-  private readonly idle: (() => void)[] = [];
+  private readonly aheadTimer: AheadTimer;
+  private readonly holdTimers: HoldTimers;
+  private readonly unrecorded = new UnrecordedAttempts();
   private readonly shutdown = new AbortController();
-  /** Timers that end a project's hold (Retry-After, the rate's next token). */
-  private readonly holdTimers = new Map<string, NodeJS.Timeout>();
   /** Projects with a take of rate tokens under way (one at a time per project). */
   private readonly takingTokens = new Set<string>();
   /** Called when room frees, so a claim loop starved of it claims again. */
@@ -64,6 +51,11 @@ export class AttemptRunner {
   ) {
     this.capacity = new Capacity(deps.globalConcurrency);
     this.leases = new LeaseKeeper({ store: deps.store, clock: deps.clock, workerId: deps.workerId, log: deps.log });
+    this.aheadTimer = new AheadTimer(this.queue, deps.clock, (projectId) => this.pump(projectId));
+    this.holdTimers = new HoldTimers(this.capacity, deps.clock, (projectId) => {
+      this.pump(projectId);
+      this.onCapacity();
+    });
     // Every attempt in flight listens on the one shutdown signal: hundreds of listeners is expected.
     setMaxListeners(0, this.shutdown.signal);
   }
@@ -73,26 +65,9 @@ export class AttemptRunner {
     return claimRule(this.deps.globalConcurrency);
   }
 
-  freeSlots(): number {
-    return this.capacity.freeSlots();
-  }
-
   /** Whether this worker holds the job (waiting, held for its time or in flight). */
   holds(jobId: string): boolean {
     return this.leases.holds(jobId);
-  }
-
-  get inFlightCount(): number {
-    return this.capacity.running;
-  }
-
-  /** Projects a claim must step over now: held back, or holding all this worker may hold of them. */
-  saturatedProjects(): string[] {
-    return this.capacity.projectsWithoutRoom(this.deps.clock.now());
-  }
-
-  heldByProject(): Record<string, number> {
-    return this.capacity.heldByProject();
   }
 
   /**
@@ -112,11 +87,6 @@ export class AttemptRunner {
   /** For a claim about to run: what it may start at once (Capacity.reserveClaimStarts), none of a project with a due job waiting here. */
   reserveClaimStarts(): Record<string, number> {
     return this.capacity.reserveClaimStarts(this.deps.clock.now(), (projectId) => this.queue.dueOf(projectId) > 0);
-  }
-
-  /** The claim loop's claim is done (Capacity.noteClaim). */
-  noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
-    this.capacity.noteClaim(complete, leftBehind);
   }
 
   start(): void {
@@ -146,7 +116,7 @@ export class AttemptRunner {
       } else if (!this.queue.add(entry, now)) due.add(entry.project.id);
     }
     for (const projectId of due) this.pump(projectId);
-    this.armAhead();
+    this.aheadTimer.arm();
   }
 
   /**
@@ -199,39 +169,7 @@ export class AttemptRunner {
 
   /** The project's next attempt waits until `until` (a rate's next token, a receiver's Retry-After); a later hold wins. */
   holdProject(projectId: string, until: number): void {
-    if (!this.capacity.holdBack(projectId, until)) return;
-    clearTimeout(this.holdTimers.get(projectId));
-    const timer = setTimeout(() => {
-      this.holdTimers.delete(projectId);
-      this.capacity.endHold(projectId, until, this.deps.clock.now());
-      this.pump(projectId);
-      this.onCapacity();
-    }, Math.max(0, until - this.deps.clock.now()));
-    this.holdTimers.set(projectId, timer);
-  }
-
-  /** One timer, for the earliest job held ahead: START_AHEAD_MS before its time. */
-  private armAhead(): void {
-    const next = this.queue.nextAheadAt();
-    if (next === null || next >= this.aheadTimerAt) return;
-    if (this.aheadTimer) clearTimeout(this.aheadTimer);
-    this.aheadTimerAt = next;
-    this.aheadTimer = setTimeout(() => this.releaseAhead(), Math.max(0, next - START_AHEAD_MS - this.deps.clock.now()));
-  }
-
-  private releaseAhead(): void {
-    const at = this.aheadTimerAt;
-    this.aheadTimer = null;
-    this.aheadTimerAt = Number.POSITIVE_INFINITY;
-    const now = this.deps.clock.now();
-    // Timers run on a monotonic clock and may fire a hair before the application clock says so.
-    if (now < at - START_AHEAD_MS) {
-      this.aheadTimerAt = at;
-      this.aheadTimer = setTimeout(() => this.releaseAhead(), at - START_AHEAD_MS - now);
-      return;
-    }
-    for (const projectId of this.queue.releaseAhead(Math.max(at, now + START_AHEAD_MS) + START_BATCH_MS)) this.pump(projectId);
-    this.armAhead();
+    this.holdTimers.hold(projectId, until);
   }
 
   /** Starts the project's due jobs, in due order, while the capacity model allows. */
@@ -279,7 +217,7 @@ export class AttemptRunner {
 
   /** Runs an attempt whose start the capacity model has counted; `started` when its STARTED is recorded already. */
   private run({ job, project, secrets }: Waiting, started?: StartedAttempt): void {
-    this.unrecorded += 1;
+    this.unrecorded.add();
     this.deps.metrics.inFlight.inc();
     // The slot is the receiver's: it frees as soon as the answer is in, while the outcome is still
     // being written, so the project's next job goes out meanwhile. The lease is held (and renewed)
@@ -304,9 +242,8 @@ export class AttemptRunner {
       })
       .finally(() => {
         freeSlot();
-        this.unrecorded -= 1;
         this.leases.drop(job.id);
-        if (this.unrecorded === 0) for (const resolve of this.idle.splice(0)) resolve();
+        this.unrecorded.recorded();
         if (keyed) {
           this.onKeyTurn()
             .catch((error: unknown) => this.deps.log.error({ err: error, projectId: project.id }, "looking for a key's next job failed"))
@@ -320,11 +257,8 @@ export class AttemptRunner {
 
   /** Stops every timer; what is held but not started is forgotten (the store releases or rescues it). */
   private stopTimers(): void {
-    if (this.aheadTimer) clearTimeout(this.aheadTimer);
-    this.aheadTimer = null;
-    this.aheadTimerAt = Number.POSITIVE_INFINITY;
-    for (const timer of this.holdTimers.values()) clearTimeout(timer);
-    this.holdTimers.clear();
+    this.aheadTimer.stop();
+    this.holdTimers.stop();
     this.leases.stop();
     for (const { job } of this.queue.clear()) this.leases.drop(job.id);
     this.capacity.releaseAllHeld();
@@ -337,9 +271,9 @@ export class AttemptRunner {
    */
   async drain(timeoutMs: number): Promise<boolean> {
     this.stopTimers();
-    if (await this.whenIdle(timeoutMs)) return true;
+    if (await this.unrecorded.none(timeoutMs)) return true;
     this.shutdown.abort();
-    await this.whenIdle(ABORT_RECORD_TIMEOUT_MS);
+    await this.unrecorded.none(ABORT_RECORD_TIMEOUT_MS);
     return false;
   }
 
@@ -349,16 +283,5 @@ export class AttemptRunner {
    */
   halt(): void {
     this.stopTimers();
-  }
-
-  private whenIdle(timeoutMs: number): Promise<boolean> {
-    if (this.unrecorded === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.idle.push(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
   }
 }

@@ -17,9 +17,8 @@
  */
 import type { ProjectRow } from '../store/store.js';
 import { claimLimit, projectSlots, type CapacitySettings } from './capacity-rules.js';
-
-/** Projects whose settings the model keeps for claims that start at once (reserveClaimStarts). */
-const KNOWN_PROJECTS_MAX = 1_000;
+import { KnownSettings } from './known-settings.js';
+import { StoreBacklog } from './store-backlog.js';
 
 interface ProjectCount {
   /** Claimed (or about to be claimed started) and not yet started. */
@@ -46,22 +45,10 @@ export class Capacity {
   private heldTotal = 0;
   private reservedTotal = 0;
   private runningTotal = 0;
-  /**
-   * What the claim loop's last claims may have left due in the store: jobs of the projects they left
-   * out (held back or without room) or filled to their room, and of any project while a claim came
-   * back full or could not run for want of slots. A job enqueued is not created
-   * claimed ahead of those: it goes to the store and waits its turn, earliest due first.
-   */
-  private readonly backlogged = new Set<string>();
-  private backlogEverywhere = false;
-  /**
-   * Settings of projects seen lately, kept after their counts go: a claim may start their due jobs
-   * at once (reserveClaimStarts). Bounded: the oldest is forgotten past KNOWN_PROJECTS_MAX.
-   */
-  private readonly known = new Map<string, CapacitySettings>();
-  /** Settings changes made here, numbered; and each changed project's last (bounded as `known`). */
-  private changes = 0;
-  private readonly changedAt = new Map<string, number>();
+  /** What the claim loop's last claims may have left due in the store. */
+  private readonly backlog = new StoreBacklog();
+  /** Settings of projects seen lately, kept after their counts go, and the changes made here. */
+  private readonly known = new KnownSettings();
 
   constructor(readonly globalSlots: number) {}
 
@@ -79,7 +66,7 @@ export class Capacity {
 
   /** How many settings changes were made here so far: taken before a load of projects, for `know`. */
   get changesMade(): number {
-    return this.changes;
+    return this.known.changesMade;
   }
 
   /**
@@ -88,11 +75,7 @@ export class Capacity {
    * and does not undo it.
    */
   know(project: ProjectRow, readAfter = Number.POSITIVE_INFINITY): void {
-    if ((this.changedAt.get(project.id) ?? -1) >= readAfter) return;
-    this.countOf(project.id).settings = project;
-    this.known.delete(project.id);
-    this.known.set(project.id, project);
-    if (this.known.size > KNOWN_PROJECTS_MAX) this.known.delete(this.known.keys().next().value!);
+    if (this.known.learn(project, readAfter)) this.countOf(project.id).settings = project;
   }
 
   /**
@@ -104,7 +87,7 @@ export class Capacity {
    */
   reserveClaimStarts(now: number, dueWaiting: (projectId: string) => boolean = () => false): Record<string, number> {
     const reserved: Record<string, number> = {};
-    for (const [projectId, settings] of this.known) {
+    for (const [projectId, settings] of this.known.entries()) {
       if (settings.deliveryRatePerSecond !== null || dueWaiting(projectId)) continue;
       const count = this.projects.get(projectId);
       if (count && count.holdUntil > now) continue;
@@ -139,24 +122,22 @@ export class Capacity {
   }
 
   /**
-   * Room to start up to `wanted` of the project's jobs as they are enqueued (their
-   * first attempt STARTED in the creating transaction); how many, now reserved until
-   * startReserved or unreserve. None while the project holds claimed jobs not yet started, or due
-   * jobs of it may wait in the store (a new job overtakes neither: the order rule), during a key
-   * turn (a key's next job may wait in the store), while it is held back, or when it has a rate (its starts wait for tokens). Other enqueues' reservations
-   * only take room: jobs created started beside each other start in creation order. A shortfall
-   * marks the project (or, for want of global slots, every project) as having jobs waiting in the
-   * store, until a claim has taken them.
+   * Room to start up to `wanted` of the project's jobs as they are enqueued (their first attempt
+   * STARTED in the creating transaction); how many, now reserved until startReserved or unreserve.
+   * None while the project holds claimed jobs not yet started, or due jobs of it may wait in the
+   * store (a new job overtakes neither: the order rule; a key turn may leave one there), while it is
+   * held back, or when it has a rate (its starts wait for tokens). Other enqueues' reservations only
+   * take room: jobs created started beside each other start in creation order. A shortfall marks
+   * the project (or, for want of global slots, every project) in the backlog.
    */
   reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
-    if (this.backlogEverywhere || this.backlogged.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
+    if (this.backlog.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
     const count = this.countOf(project.id);
-    if (count.keyTurns > 0) this.backlogged.add(project.id);
+    if (count.keyTurns > 0) this.backlog.add(project.id);
     if (count.held > 0 || count.holdUntil > now || count.keyTurns > 0) return 0;
     const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - count.running - count.reserved, this.freeSlots()));
     if (room < wanted) {
-      if (this.freeSlots() <= room) this.backlogEverywhere = true;
-      else this.backlogged.add(project.id);
+      this.backlog.add(this.freeSlots() <= room ? undefined : project.id);
     }
     if (room <= 0) {
       this.tidy(project.id, now);
@@ -184,14 +165,9 @@ export class Capacity {
     this.tidy(projectId, now);
   }
 
-  /**
-   * The claim loop's claim is done: `complete` when it took every due job it could (fewer than its
-   * limit), `leftBehind` the projects whose due jobs it may have left in the store.
-   */
+  /** The claim loop's claim is done (StoreBacklog.claimed). */
   noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
-    this.backlogEverywhere = !complete;
-    if (complete) this.backlogged.clear();
-    for (const projectId of leftBehind) this.backlogged.add(projectId);
+    this.backlog.claimed(complete, leftBehind);
   }
 
   /**
@@ -244,16 +220,12 @@ export class Capacity {
 
   /**
    * A project's settings were changed here (through this instance's API): what it holds or runs
-   * is judged by them from now on, and its next claims start by them. Only the change's number is
-   * kept for a project this worker holds nothing of (for `know`, bounded as `known`).
+   * is judged by them from now on, and its next claims start by them.
    */
   settingsChanged(project: ProjectRow): void {
-    this.changedAt.delete(project.id);
-    this.changedAt.set(project.id, this.changes++);
-    if (this.changedAt.size > KNOWN_PROJECTS_MAX) this.changedAt.delete(this.changedAt.keys().next().value!);
+    this.known.changed(project);
     const count = this.projects.get(project.id);
     if (count) count.settings = project;
-    if (this.known.has(project.id)) this.known.set(project.id, project);
   }
 
   /**
@@ -279,11 +251,6 @@ export class Capacity {
   keyTurnLooked(projectId: string, now: number): void {
     this.countOf(projectId).keyTurns -= 1;
     this.tidy(projectId, now);
-  }
-
-  /** Until when the project is held back (0: not held). */
-  heldBackUntil(projectId: string): number {
-    return this.projects.get(projectId)?.holdUntil ?? 0;
   }
 
   /** A held job's attempt starts. */

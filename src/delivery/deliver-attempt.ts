@@ -150,7 +150,7 @@ function attemptSpanResult(sent: SendResult, project: ProjectRow): AttemptSpanRe
 async function prepareAttempt(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, shutdown?: AbortSignal): Promise<StartedAttempt | null> {
   const { store, clock, workerId } = deps;
   const attemptId = newAttemptId(clock.now());
-  // A held job is started a little ahead of its time (AttemptRunner's START_AHEAD_MS); its attempt
+  // A held job is started a little ahead of its time (START_AHEAD_MS, ahead-timer.ts); its attempt
   // starts at the due time, when its request leaves.
   let startedAt = 0;
   // Nothing has been sent yet, so a start refused while the database is away is simply tried

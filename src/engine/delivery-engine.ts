@@ -181,7 +181,7 @@ export class DeliveryEngine {
 
   /** Attempts started and not yet answered (those a long pause of this process would lose leases of). */
   get attemptsInFlight(): number {
-    return this.runner.inFlightCount;
+    return this.runner.capacity.running;
   }
 
   /** A project's settings changed through this instance (its concurrency, say): what it holds starts by them. */

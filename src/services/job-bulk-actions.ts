@@ -18,7 +18,7 @@ import type { JobRequestContext } from './jobs-service.js';
 
 /**
  * Jobs one transaction reads and changes at most. An attempt's start waits for the writer and is
- * made START_AHEAD_MS (10 ms) before its due time (src/delivery/attempt-runner.ts): a chunk must
+ * made START_AHEAD_MS (10 ms) before its due time (src/delivery/ahead-timer.ts): a chunk must
  * hold the writer well under that. Each job is a row rewritten and four or five index entries, so
  * 100 take about a millisecond or two on the embedded store.
  */

@@ -34,7 +34,7 @@ export const CATCH_UP_MAX = 100;
 export const MISSED_AFTER_MS = 5_000;
 /**
  * A pause answers once the requests of the schedule's jobs started ahead of their instant (a few
- * milliseconds: START_AHEAD_MS of src/delivery/attempt-runner.ts) have left, waiting no longer than
+ * milliseconds: START_AHEAD_MS of src/delivery/ahead-timer.ts) have left, waiting no longer than
  * this whatever another instance's clock says.
  */
 const PAUSE_WAIT_MAX_MS = 1_000;

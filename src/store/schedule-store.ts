@@ -87,7 +87,7 @@ export interface ScheduleStore {
   /**
    * The latest due time after `now` of the schedule's jobs for instants after `firedAfter` that are
    * STARTED: started a few milliseconds ahead of their time so that the request leaves on time
-   * (src/delivery/attempt-runner.ts, START_AHEAD_MS), the request not sent yet. Null when none. A
+   * (src/delivery/ahead-timer.ts, START_AHEAD_MS), the request not sent yet. Null when none. A
    * pause answers no earlier than that (nothing of the schedule is delivered for an instant after
    * the pause answer), as these cannot be called back.
    */

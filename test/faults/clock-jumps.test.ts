@@ -71,7 +71,7 @@ describe(`clock jumps (${TEST_STORE}, injected clock)`, () => {
     expect(await t.store.attemptListByJob(at90s)).toEqual([]);
     expect(receiver.forJob(at90s)).toHaveLength(0);
     // A millisecond before it, it may be claimed (the claim looks 25 ms ahead) and its attempt
-    // recorded ahead (AttemptRunner's START_AHEAD_MS, so that the write is off the due instant):
+    // recorded ahead (START_AHEAD_MS of ahead-timer.ts, so that the write is off the due instant):
     // that attempt starts at the due time.
     t.clock.set(t0 + 90 * SECOND - 1);
     await tick();
