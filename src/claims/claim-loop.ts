@@ -85,9 +85,10 @@ export class ClaimLoop {
   }
 
   /**
-   * Settles once a claim begun after this call has handed over what it took, or once the loop
-   * cannot claim (stopped, no free slot, the store away): whatever a write just made claimable
-   * has then been looked for. Not the whole pass, which goes round again while jobs keep coming.
+   * Settles once a claim begun after this call has handed over what it took and came back with
+   * fewer than its limit (or the next claims of its pass did), or once the loop cannot claim
+   * (stopped, no free slot, the store away): whatever a write just made claimable has then been
+   * looked for. Not the whole pass, which goes round again while jobs keep coming.
    */
   lookAgain(): Promise<void> {
     if (!this.running) return Promise.resolve();
@@ -210,7 +211,9 @@ export class ClaimLoop {
           }
           if (claimSpans && claimed.length > 0) claimSpans.end(claimed, { workerId: this.deps.workerId, atEnqueue: false });
           if (claimed.length > 0) await runner.submit(claimed);
-          this.looked(claimNumber);
+          // A full claim may have left a job a looker waits for (a key's next) behind others due
+          // earlier: the next claim of this pass, which goes on while claims come back full, settles it.
+          if (claimed.length < limit) this.looked(claimNumber);
           const byProject = new Map<string, number>();
           for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);
           const cutShort = runner.capacity.cutShortBy(byProject, heldByProject);

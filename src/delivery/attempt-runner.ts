@@ -223,14 +223,14 @@ export class AttemptRunner {
     // being written, so the project's next job goes out meanwhile. The lease is held (and renewed)
     // until the outcome is recorded.
     let slotFreed = false;
-    // A keyed job's answer begins a key turn (Capacity.keyTurnBegins): the project's next start
+    // A keyed job's answer begins a key turn (key-turns.ts): the project's next start
     // waits for the outcome to be recorded and for a claim to look for the key's next job.
     const keyed = job.concurrencyKey !== null;
     const freeSlot = () => {
       if (slotFreed) return;
       slotFreed = true;
       this.deps.metrics.inFlight.dec();
-      if (keyed) this.capacity.keyTurnBegins(project.id);
+      if (keyed) this.capacity.keyTurns.begin(project.id);
       this.capacity.finish(project.id, this.deps.clock.now());
       this.pump(project.id);
       this.onCapacity();
@@ -241,17 +241,24 @@ export class AttemptRunner {
         this.deps.log.error({ err: error, jobId: job.id }, 'delivery attempt could not be recorded');
       })
       .finally(() => {
-        freeSlot();
-        this.leases.drop(job.id);
-        this.unrecorded.recorded();
-        if (keyed) {
-          this.onKeyTurn()
-            .catch((error: unknown) => this.deps.log.error({ err: error, projectId: project.id }, "looking for a key's next job failed"))
-            .finally(() => {
-              this.capacity.keyTurnLooked(project.id, this.deps.clock.now());
-              this.pump(project.id);
-            });
+        try {
+          freeSlot();
+          this.leases.drop(job.id);
+          this.unrecorded.recorded();
+        } finally {
+          if (keyed) this.lookForKeysNext(project.id);
         }
+      });
+  }
+
+  /** A keyed job's outcome is recorded: once a claim has looked for its key's next job, the project's starts go on. */
+  private lookForKeysNext(projectId: string): void {
+    this.capacity.keyTurns.recorded(projectId);
+    this.onKeyTurn()
+      .catch((error: unknown) => this.deps.log.error({ err: error, projectId }, "looking for a key's next job failed"))
+      .finally(() => {
+        this.capacity.keyTurnLooked(projectId, this.deps.clock.now());
+        this.pump(projectId);
       });
   }
 

@@ -10,14 +10,13 @@
  *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
  *   paused project and its starts are refused there, on every instance.
  * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
- *   enqueued never overtakes due jobs of its project still waiting in the store. A keyed job's
- *   answer gives its key's next job its turn in the store, where the jobs held here do not see it:
- *   from the answer until a claim begun after its outcome was recorded has looked (a key turn),
- *   nothing of the project starts here.
+ *   enqueued never overtakes due jobs of its project still waiting in the store, nor, during a key
+ *   turn (key-turns.ts), a key's next job given its turn there.
  */
 import type { ProjectRow } from '../store/store.js';
 import { claimLimit, projectSlots, type CapacitySettings } from './capacity-rules.js';
 import { KnownSettings } from './known-settings.js';
+import { KeyTurns } from './key-turns.js';
 import { StoreBacklog } from './store-backlog.js';
 
 interface ProjectCount {
@@ -35,8 +34,6 @@ interface ProjectCount {
   settings: CapacitySettings | null;
   /** Nothing of it starts before this instant (Retry-After, the rate's next token). */
   holdUntil: number;
-  /** Key turns under way (keyTurnBegins): nothing of it starts until they are over. */
-  keyTurns: number;
 }
 
 /** One worker's counts, and the rules applied to them. */
@@ -47,6 +44,8 @@ export class Capacity {
   private runningTotal = 0;
   /** What the claim loop's last claims may have left due in the store. */
   private readonly backlog = new StoreBacklog();
+  /** Key turns under way: the attempt runner says when they begin, are recorded and end. */
+  readonly keyTurns = new KeyTurns();
   /** Settings of projects seen lately, kept after their counts go, and the changes made here. */
   private readonly known = new KnownSettings();
 
@@ -54,14 +53,19 @@ export class Capacity {
 
   private countOf(projectId: string): ProjectCount {
     let count = this.projects.get(projectId);
-    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null, holdUntil: 0, keyTurns: 0 }));
+    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null, holdUntil: 0 }));
     return count;
+  }
+
+  /** What the project holds in claims' eyes: claimed, reserved, running, and kept for keys' next jobs. */
+  private holdingOf(projectId: string, count: ProjectCount): number {
+    return count.held + count.reserved + count.running + this.keyTurns.answered(projectId);
   }
 
   /** Forgets a project with nothing held, running or holding it back. */
   private tidy(projectId: string, now: number): void {
     const count = this.projects.get(projectId);
-    if (count && count.held === 0 && count.reserved === 0 && count.running === 0 && count.holdUntil <= now && count.keyTurns === 0) this.projects.delete(projectId);
+    if (count && this.holdingOf(projectId, count) === 0 && count.holdUntil <= now && !this.keyTurns.underWay(projectId)) this.projects.delete(projectId);
   }
 
   /** How many settings changes were made here so far: taken before a load of projects, for `know`. */
@@ -90,6 +94,8 @@ export class Capacity {
     for (const [projectId, settings] of this.known.entries()) {
       if (settings.deliveryRatePerSecond !== null || dueWaiting(projectId)) continue;
       const count = this.projects.get(projectId);
+      // Not stopped by a key turn: a claim's starts are decided in the store, against what is
+      // claimable when it commits (after the turn's outcome, the key's next job, earliest first).
       if (count && count.holdUntil > now) continue;
       const room = Math.min(projectSlots(settings, this.globalSlots) - (count ? count.running + count.reserved + count.held : 0), this.freeSlots());
       if (room <= 0) continue;
@@ -109,7 +115,7 @@ export class Capacity {
 
   /** Jobs the worker may still take on, all projects together. */
   freeSlots(): number {
-    return this.globalSlots - this.heldTotal - this.reservedTotal - this.runningTotal;
+    return this.globalSlots - this.heldTotal - this.reservedTotal - this.runningTotal - this.keyTurns.answeredAll;
   }
 
   get running(): number {
@@ -133,12 +139,11 @@ export class Capacity {
   reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
     if (this.backlog.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
     const count = this.countOf(project.id);
-    if (count.keyTurns > 0) this.backlog.add(project.id);
-    if (count.held > 0 || count.holdUntil > now || count.keyTurns > 0) return 0;
+    const keyTurn = this.keyTurns.underWay(project.id);
+    if (keyTurn) this.backlog.add(project.id);
+    if (count.held > 0 || count.holdUntil > now || keyTurn) return 0;
     const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - count.running - count.reserved, this.freeSlots()));
-    if (room < wanted) {
-      this.backlog.add(this.freeSlots() <= room ? undefined : project.id);
-    }
+    if (room < wanted) this.backlog.add(this.freeSlots() <= room ? undefined : project.id);
     if (room <= 0) {
       this.tidy(project.id, now);
       return 0;
@@ -188,7 +193,7 @@ export class Capacity {
   heldByProject(): Record<string, number> {
     const held: Record<string, number> = {};
     for (const [projectId, count] of this.projects) {
-      const holding = count.held + count.reserved + count.running;
+      const holding = this.holdingOf(projectId, count);
       if (holding > 0) held[projectId] = holding;
     }
     return held;
@@ -199,7 +204,7 @@ export class Capacity {
     const full: string[] = [];
     for (const [projectId, count] of this.projects) {
       if (count.holdUntil > now) full.push(projectId);
-      else if (count.settings && count.held + count.reserved + count.running >= claimLimit(count.settings, this.globalSlots)) full.push(projectId);
+      else if (count.settings && this.holdingOf(projectId, count) >= claimLimit(count.settings, this.globalSlots)) full.push(projectId);
     }
     return full;
   }
@@ -235,21 +240,12 @@ export class Capacity {
    */
   mayStart(project: ProjectRow, now: number): boolean {
     const count = this.countOf(project.id);
-    return count.holdUntil <= now && count.keyTurns === 0 && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
+    return count.holdUntil <= now && !this.keyTurns.underWay(project.id) && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
   }
 
-  /**
-   * A keyed job of the project was answered: its key's next job may be claimable once its outcome
-   * is recorded (SPEC section 15), in the store, earlier in due order than jobs held here. Nothing of
-   * the project starts until keyTurnLooked (a claim begun after the outcome was recorded has looked,
-   * and brought that job here, where the due order sees it).
-   */
-  keyTurnBegins(projectId: string): void {
-    this.countOf(projectId).keyTurns += 1;
-  }
-
+  /** A key turn is over (KeyTurns.looked). */
   keyTurnLooked(projectId: string, now: number): void {
-    this.countOf(projectId).keyTurns -= 1;
+    this.keyTurns.looked(projectId);
     this.tidy(projectId, now);
   }
 

@@ -132,17 +132,24 @@ describe('the capacity model', () => {
     expect(capacity.reserveClaimStarts(NOW, (projectId) => projectId === p.id)).toEqual({});
   });
 
-  it("starts nothing of a project during a key turn, nor creates its jobs started, until the claim that looks for the key's next job is back", () => {
+  it("starts nothing of a project during a key turn, and keeps the answered job's room for claims until its outcome is recorded", () => {
     const capacity = new Capacity(256);
-    const p = project('p', { deliveryConcurrency: 3 });
+    const p = project('p', { deliveryConcurrency: 1 });
     capacity.know(p);
     capacity.hold(p.id, 2);
     capacity.start(p.id);
-    // The keyed job is answered: its slot frees, but the held job waits for the key's next one.
-    capacity.keyTurnBegins(p.id);
+    // The keyed job is answered: its slot frees, but the held job waits for the key's next one, and
+    // no claim takes the answered job's room (the project still holds its claim limit, 2).
+    capacity.keyTurns.begin(p.id);
     capacity.finish(p.id, NOW);
     expect(capacity.mayStart(p, NOW)).toBe(false);
     expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+    expect(capacity.heldByProject()).toEqual({ p: 2 });
+    expect(capacity.projectsWithoutRoom(NOW)).toEqual(['p']);
+    // Recorded: a claim may take the key's next job into that room; still nothing starts.
+    capacity.keyTurns.recorded(p.id);
+    expect(capacity.projectsWithoutRoom(NOW)).toEqual([]);
+    expect(capacity.mayStart(p, NOW)).toBe(false);
     capacity.keyTurnLooked(p.id, NOW);
     expect(capacity.mayStart(p, NOW)).toBe(true);
     // The job dispatched during the turn waits in the store: none created later overtakes it.
