@@ -230,7 +230,7 @@ export class AttemptRunner {
       if (slotFreed) return;
       slotFreed = true;
       this.deps.metrics.inFlight.dec();
-      if (keyed) this.capacity.keyTurns.begin(project.id);
+      if (keyed) this.capacity.keyTurnBegan(project.id);
       this.capacity.finish(project.id, this.deps.clock.now());
       this.pump(project.id);
       this.onCapacity();
@@ -253,7 +253,7 @@ export class AttemptRunner {
 
   /** A keyed job's outcome is recorded: once a claim has looked for its key's next job, the project's starts go on. */
   private lookForKeysNext(projectId: string): void {
-    this.capacity.keyTurns.recorded(projectId);
+    this.capacity.keyTurnRecorded(projectId);
     this.onKeyTurn()
       .catch((error: unknown) => this.deps.log.error({ err: error, projectId }, "looking for a key's next job failed"))
       .finally(() => {

@@ -44,8 +44,8 @@ export class Capacity {
   private runningTotal = 0;
   /** What the claim loop's last claims may have left due in the store. */
   private readonly backlog = new StoreBacklog();
-  /** Key turns under way: the attempt runner says when they begin, are recorded and end. */
-  readonly keyTurns = new KeyTurns();
+  /** Key turns under way: the attempt runner says when they begin, are recorded and end (keyTurn*). */
+  private readonly keyTurns = new KeyTurns();
   /** Settings of projects seen lately, kept after their counts go, and the changes made here. */
   private readonly known = new KnownSettings();
 
@@ -241,6 +241,16 @@ export class Capacity {
   mayStart(project: ProjectRow, now: number): boolean {
     const count = this.countOf(project.id);
     return count.holdUntil <= now && !this.keyTurns.underWay(project.id) && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
+  }
+
+  /** A keyed job of the project was answered: its key turn begins (KeyTurns.begin). */
+  keyTurnBegan(projectId: string): void {
+    this.keyTurns.begin(projectId);
+  }
+
+  /** The answered keyed job's outcome is recorded (KeyTurns.recorded). */
+  keyTurnRecorded(projectId: string): void {
+    this.keyTurns.recorded(projectId);
   }
 
   /** A key turn is over (KeyTurns.looked). */

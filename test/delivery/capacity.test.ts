@@ -140,14 +140,14 @@ describe('the capacity model', () => {
     capacity.start(p.id);
     // The keyed job is answered: its slot frees, but the held job waits for the key's next one, and
     // no claim takes the answered job's room (the project still holds its claim limit, 2).
-    capacity.keyTurns.begin(p.id);
+    capacity.keyTurnBegan(p.id);
     capacity.finish(p.id, NOW);
     expect(capacity.mayStart(p, NOW)).toBe(false);
     expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
     expect(capacity.heldByProject()).toEqual({ p: 2 });
     expect(capacity.projectsWithoutRoom(NOW)).toEqual(['p']);
     // Recorded: a claim may take the key's next job into that room; still nothing starts.
-    capacity.keyTurns.recorded(p.id);
+    capacity.keyTurnRecorded(p.id);
     expect(capacity.projectsWithoutRoom(NOW)).toEqual([]);
     expect(capacity.mayStart(p, NOW)).toBe(false);
     capacity.keyTurnLooked(p.id, NOW);
