@@ -1,3 +1,4 @@
+import { limitBy } from './bound-limit.js';
 /**
  * The embedded store's SQL for events and webhook health (SPEC section 10), named after the store
  * method that runs it, as in ../../postgres/queries/ under the same file name. Columns are aliased
@@ -37,10 +38,10 @@ export const EventInsertJobCompleted = `INSERT INTO events (id, project_id, type
     'PENDING', @now, @now
   FROM jobs j JOIN projects p ON p.id = j.project_id
   WHERE j.id = @jobId AND j.status = 'COMPLETED' AND ${sentTo("'job.completed'")}`;
-export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = @projectId AND seq < @beforeSeq ORDER BY seq DESC LIMIT @limit`;
+export const EventList = `SELECT ${EVENT_COLUMNS} FROM events WHERE project_id = @projectId AND seq < @beforeSeq ORDER BY seq DESC ${limitBy('@limit')}`;
 export const EventClaimDue = `UPDATE events SET claimed_by = @workerId, updated_at = @now,
   next_attempt_at = @now + @leaseExtraMs + (SELECT delivery_timeout_ms FROM projects WHERE projects.id = events.project_id)
-  WHERE seq IN (SELECT seq FROM events WHERE status = 'PENDING' AND next_attempt_at <= @now ORDER BY next_attempt_at LIMIT @limit)
+  WHERE seq IN (SELECT seq FROM events WHERE status = 'PENDING' AND next_attempt_at <= @now ORDER BY next_attempt_at ${limitBy('@limit')})
   RETURNING ${EVENT_COLUMNS}, next_attempt_at AS leaseUntil`;
 /** Guarded on the claim: a worker whose claim lapsed (and was taken over) changes nothing. */
 export const EventFinish = `UPDATE events SET status = @status, attempt_count = attempt_count + 1, next_attempt_at = @nextAttemptAt,
@@ -49,7 +50,7 @@ export const EventFinish = `UPDATE events SET status = @status, attempt_count = 
 export const EventReleaseClaims = `UPDATE events SET claimed_by = NULL, next_attempt_at = @now, updated_at = @now
   WHERE status = 'PENDING' AND claimed_by IS NOT NULL`;
 export const EventPrune = `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE occurred_at <= @occurredBy
-  ORDER BY occurred_at LIMIT @limit)`;
+  ORDER BY occurred_at ${limitBy('@limit')})`;
 export const WebhookHealthGet = `SELECT consecutive_failures AS consecutiveFailures, failing_since AS failingSince,
   failing_event_at AS failingEventAt, last_error AS lastError FROM webhook_health WHERE project_id = ?`;
 export const WebhookHealthUpsert = `INSERT INTO webhook_health (project_id, consecutive_failures, failing_since, failing_event_at, last_error)

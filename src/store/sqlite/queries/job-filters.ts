@@ -9,6 +9,7 @@
 import { bulkReadStart, filterDriver, filterParameters, type FilterDriver } from '../../job-rules.js';
 import { bulkActionStatus, type JobBulkParams, type JobListParams, type JobTagPair } from '../../job-store.js';
 import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
+import { limitBy } from './bound-limit.js';
 
 /**
  * Every condition of a filter, on `j`, with a null parameter for a field not given: whichever the
@@ -41,21 +42,21 @@ function bulkRead(driver: FilterDriver): string {
   switch (driver) {
     case 'tag':
       return `SELECT j.seq AS seq, j.seq AS key ${BY_TAG} AND d.job_seq > @afterSeq AND j.status = @readStatus AND ${REST_OF_FILTER}
-  ORDER BY d.job_seq LIMIT @limit`;
+  ORDER BY d.job_seq ${limitBy('@limit')}`;
     case 'key':
       return `SELECT j.seq AS seq, j.seq AS key FROM jobs j INDEXED BY jobs_by_key WHERE j.project_id = @projectId
-  AND j.concurrency_key = @concurrencyKey AND j.seq > @afterSeq AND j.status = @readStatus AND ${REST_OF_FILTER} ORDER BY j.seq LIMIT @limit`;
+  AND j.concurrency_key = @concurrencyKey AND j.seq > @afterSeq AND j.status = @readStatus AND ${REST_OF_FILTER} ORDER BY j.seq ${limitBy('@limit')}`;
     case 'failed':
       return `SELECT j.seq AS seq, j.failed_at AS key FROM jobs j INDEXED BY jobs_failed WHERE j.project_id = @projectId AND j.status = 'FAILED'
-  AND j.failed_at >= @keyFrom AND (j.failed_at > @afterKey OR j.seq > @afterSeq) AND ${REST_OF_FILTER} ORDER BY j.failed_at, j.seq LIMIT @limit`;
+  AND j.failed_at >= @keyFrom AND (j.failed_at > @afterKey OR j.seq > @afterSeq) AND ${REST_OF_FILTER} ORDER BY j.failed_at, j.seq ${limitBy('@limit')}`;
     case 'schedule':
     case 'created':
       return `SELECT j.seq AS seq, j.created_at AS key FROM jobs j INDEXED BY ${driver === 'schedule' ? 'jobs_schedule' : 'jobs_project_created'}
   WHERE ${driver === 'schedule' ? 'j.schedule_id = @scheduleId' : 'j.project_id = @projectId'} AND j.status = @readStatus
-  AND j.created_at >= @keyFrom AND (j.created_at > @afterKey OR j.seq > @afterSeq) AND ${REST_OF_FILTER} ORDER BY j.created_at, j.seq LIMIT @limit`;
+  AND j.created_at >= @keyFrom AND (j.created_at > @afterKey OR j.seq > @afterSeq) AND ${REST_OF_FILTER} ORDER BY j.created_at, j.seq ${limitBy('@limit')}`;
     case 'status':
       return `SELECT j.seq AS seq, j.seq AS key FROM jobs j INDEXED BY jobs_project_status WHERE j.project_id = @projectId AND j.status = @readStatus
-  AND j.seq > @afterSeq AND ${REST_OF_FILTER} ORDER BY j.seq LIMIT @limit`;
+  AND j.seq > @afterSeq AND ${REST_OF_FILTER} ORDER BY j.seq ${limitBy('@limit')}`;
   }
 }
 
@@ -70,15 +71,15 @@ export const JobBulkCount = Object.fromEntries(DRIVERS.map((driver) => [driver, 
  * only those) by jobs_project_status.
  */
 export const JobListByTag = `SELECT ${jobColumns('j')} ${BY_TAG} AND d.job_seq < @beforeSeq AND ${REST_OF_FILTER}
-  ORDER BY d.job_seq DESC LIMIT @limit`;
+  ORDER BY d.job_seq DESC ${limitBy('@limit')}`;
 export const JobListDue = `SELECT ${jobColumns('j')} FROM jobs j INDEXED BY jobs_project_status WHERE j.project_id = @projectId
-  AND j.status = 'QUEUED' AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT @limit`;
+  AND j.status = 'QUEUED' AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC ${limitBy('@limit')}`;
 /** A page of a concurrencyKey's jobs without a tag: the key's jobs of every status in jobs_by_key, by seq. */
 export const JobListByKey = `SELECT ${jobColumns('j')} FROM jobs j INDEXED BY jobs_by_key WHERE j.project_id = @projectId
-  AND j.concurrency_key = @concurrencyKey AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC LIMIT @limit`;
+  AND j.concurrency_key = @concurrencyKey AND j.seq < @beforeSeq AND ${REST_OF_FILTER} ORDER BY j.seq DESC ${limitBy('@limit')}`;
 
 /** How many of a tag's rows the project has, counted only as far as @bound (the rarest tag drives a read). */
-export const JobTagCount = `SELECT count(*) AS n FROM (SELECT 1 FROM job_tags WHERE project_id = @projectId AND key = @key AND value = @value LIMIT @bound)`;
+export const JobTagCount = `SELECT count(*) AS n FROM (SELECT 1 FROM job_tags WHERE project_id = @projectId AND key = @key AND value = @value ${limitBy('@bound')})`;
 
 /**
  * A bulk action's change of the jobs it read (@seqs, a JSON array), each guarded on the action's

@@ -6,6 +6,7 @@
  */
 import { creationListStart } from '../../job-rules.js';
 import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../../job-store.js';
+import { limitBy } from './bound-limit.js';
 
 /** A job's columns as JobRow's fields; `t` qualifies them where a statement joins another table. */
 export const jobColumns = (t?: string) => {
@@ -82,9 +83,9 @@ export const JobStatusGet = 'SELECT status FROM jobs WHERE id = ? AND project_id
 export const JobList = `${JOB_STATUSES.map(
   (status) =>
     `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_project_status WHERE project_id = @projectId AND status = '${status}' AND seq < @beforeSeq`,
-).join('\n  UNION ALL ')}\n  ORDER BY seq DESC LIMIT @limit`;
+).join('\n  UNION ALL ')}\n  ORDER BY seq DESC ${limitBy('@limit')}`;
 export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
-  AND seq < @beforeSeq ORDER BY seq DESC LIMIT @limit`;
+  AND seq < @beforeSeq ORDER BY seq DESC ${limitBy('@limit')}`;
 export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = @now, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;
 export const JobRescheduleIfQueued = `UPDATE jobs SET scheduled_for = @scheduledFor,
@@ -131,7 +132,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
         SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at <= @dueBy
           AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${STOPPED_PROJECTS})
           AND project_id NOT IN (${BACKED_OFF_PROJECTS})
-        ORDER BY run_at LIMIT @limit)
+        ORDER BY run_at ${limitBy('@limit')})
     ) AS ranked JOIN projects p ON p.id = ranked.project_id
     WHERE ranked.place <= ${CLAIM_LIMIT} - COALESCE(json_extract(@heldByProject, '$."' || ranked.project_id || '"'), 0)
   ) AS picked
@@ -180,7 +181,7 @@ export const JobLeaseRenew = `UPDATE jobs SET lease_expires_at = @leaseExpiresAt
 /** A lease waiting for a receiver's report is no dead worker's: it expires at its deadline, never earlier. */
 const EXPIRED_LEASE = `lease_expires_at < @expiredBefore AND (lease_owner <> '${AWAITING_REPORT}' OR lease_expires_at < @now)`;
 export const JobListExpiredLeases = `SELECT ${JOB_COLUMNS}, lease_owner AS leaseOwner, lease_attempt_id AS leaseAttemptId FROM jobs
-  WHERE status IN ('DISPATCHED', 'STARTED') AND ${EXPIRED_LEASE} ORDER BY lease_expires_at LIMIT @limit`;
+  WHERE status IN ('DISPATCHED', 'STARTED') AND ${EXPIRED_LEASE} ORDER BY lease_expires_at ${limitBy('@limit')}`;
 /** The started attempt's lease is still the one the rescuer read as expired (not renewed or reported on since). */
 export const JobLeaseExpiredCheck = `SELECT 1 AS expired FROM jobs WHERE id = @jobId AND status = 'STARTED'
   AND lease_attempt_id = @attemptId AND ${EXPIRED_LEASE}`;
@@ -203,7 +204,7 @@ export const JobCountKeysWaiting = `SELECT count(*) AS n FROM (SELECT DISTINCT p
 /** A project's busiest keys (JobStore.jobBusiestKeys): its unfinished keyed jobs, all in jobs_key, grouped by key. */
 export const JobBusiestKeys = `SELECT concurrency_key AS key, sum(status = 'QUEUED') AS waiting, sum(status <> 'QUEUED') AS running
   FROM jobs INDEXED BY jobs_key WHERE project_id = @projectId AND concurrency_key IS NOT NULL AND status IN ('QUEUED', 'DISPATCHED', 'STARTED')
-  GROUP BY concurrency_key ORDER BY waiting DESC, running DESC, key LIMIT @limit`;
+  GROUP BY concurrency_key ORDER BY waiting DESC, running DESC, key ${limitBy('@limit')}`;
 export const JobGetById = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 export const IdempotencyKeyGet = `SELECT request_hash AS requestHash, response_status AS statusCode, response_body AS body,
   created_at AS createdAt FROM idempotency_keys WHERE project_id = ? AND endpoint = ? AND key = ?`;
@@ -228,7 +229,7 @@ function newestCreatedFirst(index: string, lead: string, statuses: readonly stri
     `${from} AND status = ${status} AND created_at = @beforeCreatedAt AND seq < @beforeSeq AND created_at >= @createdFrom`,
     `${from} AND status = ${status} AND created_at >= @createdFrom AND created_at < @beforeCreatedAt`,
   ]);
-  return `${ranges.join('\n  UNION ALL ')}\n  ORDER BY createdAt DESC, seq DESC LIMIT @limit`;
+  return `${ranges.join('\n  UNION ALL ')}\n  ORDER BY createdAt DESC, seq DESC ${limitBy('@limit')}`;
 }
 const EVERY_STATUS = JOB_STATUSES.map((status) => `'${status}'`);
 const OF_PROJECT = 'project_id = @projectId';
@@ -254,11 +255,11 @@ export function jobListStatement(params: JobListParams): [sql: string, values: R
 // jobs held, a project no longer stopped has its released.
 /** The end of a paused project's next batch of QUEUED jobs, by seq from @afterSeq (jobs_project_status). */
 export const JobHoldBatchEnd = `SELECT max(seq) AS lastSeq, count(*) AS n FROM (SELECT seq FROM jobs INDEXED BY jobs_project_status
-  WHERE project_id = @projectId AND status = 'QUEUED' AND seq > @afterSeq ORDER BY seq LIMIT @limit)`;
+  WHERE project_id = @projectId AND status = 'QUEUED' AND seq > @afterSeq ORDER BY seq ${limitBy('@limit')})`;
 /** Holds that batch, unless the project was resumed meanwhile. */
 export const JobHoldRange = `UPDATE jobs SET on_hold = 1 WHERE project_id = @projectId AND status = 'QUEUED'
   AND seq > @afterSeq AND seq <= @lastSeq AND on_hold = 0 AND (SELECT paused = 1 OR held_since IS NOT NULL FROM projects WHERE id = @projectId) = 1`;
 /** A batch of a resumed project's held jobs, earliest due first (jobs_held). */
 export const JobReleaseHeldBatch = `UPDATE jobs SET on_hold = 0 WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_held
-  WHERE project_id = @projectId AND status = 'QUEUED' AND on_hold = 1 ORDER BY run_at LIMIT @limit)
+  WHERE project_id = @projectId AND status = 'QUEUED' AND on_hold = 1 ORDER BY run_at ${limitBy('@limit')})
   AND (SELECT paused = 0 AND held_since IS NULL FROM projects WHERE id = @projectId) = 1`;

@@ -4,6 +4,7 @@
  * to the camelCase row types of ../../store.ts so rows need little mapping.
  */
 import { JOB_STATUSES } from '../../job-store.js';
+import { limitBy } from './bound-limit.js';
 
 // The project overview (../../overview-store.ts, 0011_project_overview.sql).
 /**
@@ -12,7 +13,7 @@ import { JOB_STATUSES } from '../../job-store.js';
  */
 export const JobCountByStatusOfProject = JOB_STATUSES.map(
   (status) => `SELECT '${status}' AS status, (SELECT count(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_project_status
-    WHERE project_id = @projectId AND status = '${status}' LIMIT @limit)) AS n`,
+    WHERE project_id = @projectId AND status = '${status}' ${limitBy('@limit')})) AS n`,
 ).join('\n  UNION ALL ');
 export const DeliveryMinuteList = `SELECT minute, attempts, failed_attempts AS failedAttempts FROM delivery_minutes
   WHERE project_id = @projectId AND minute >= @from AND minute < @until ORDER BY minute`;
@@ -23,7 +24,7 @@ export const FailedAttemptListRecent = `SELECT a.job_id AS jobId, a.id AS attemp
   f.finished_at AS finishedAt, a.outcome, a.status_code AS statusCode, a.error
   FROM failed_attempts f JOIN attempts a ON a.id = f.attempt_id
   WHERE f.project_id = @projectId AND f.finished_at >= @from AND f.finished_at < @until
-  ORDER BY f.finished_at DESC, f.attempt_id DESC LIMIT @limit`;
+  ORDER BY f.finished_at DESC, f.attempt_id DESC ${limitBy('@limit')}`;
 /** A group commit's finished attempts (overview-tally.ts), added to their project's minute. */
 export const DeliveryMinuteAdd = `INSERT INTO delivery_minutes (project_id, minute, attempts, failed_attempts)
   VALUES (@projectId, @minute, @attempts, @failedAttempts)
@@ -35,8 +36,8 @@ export const FailedAttemptInsert = `INSERT INTO failed_attempts (project_id, fin
 export const LatenessMinuteAdd = `INSERT INTO lateness_minutes (project_id, minute, bucket, attempts) VALUES (@projectId, @minute, @bucket, @attempts)
   ON CONFLICT (project_id, minute, bucket) DO UPDATE SET attempts = attempts + excluded.attempts`;
 export const DeliveryMinutePrune = `DELETE FROM delivery_minutes WHERE (project_id, minute) IN
-  (SELECT project_id, minute FROM delivery_minutes WHERE minute < @before LIMIT @limit)`;
+  (SELECT project_id, minute FROM delivery_minutes WHERE minute < @before ${limitBy('@limit')})`;
 export const LatenessMinutePrune = `DELETE FROM lateness_minutes WHERE (project_id, minute, bucket) IN
-  (SELECT project_id, minute, bucket FROM lateness_minutes WHERE minute < @before LIMIT @limit)`;
+  (SELECT project_id, minute, bucket FROM lateness_minutes WHERE minute < @before ${limitBy('@limit')})`;
 export const FailedAttemptPrune = `DELETE FROM failed_attempts WHERE (project_id, finished_at, attempt_id) IN
-  (SELECT project_id, finished_at, attempt_id FROM failed_attempts WHERE finished_at < @before LIMIT @limit)`;
+  (SELECT project_id, finished_at, attempt_id FROM failed_attempts WHERE finished_at < @before ${limitBy('@limit')})`;

@@ -1,3 +1,4 @@
+import { limitBy } from './bound-limit.js';
 /**
  * The embedded store's SQL for recurring schedules (SPEC section 9), named after the store method
  * that runs it, as in ../../postgres/queries/ under the same file name. Columns are aliased to the
@@ -15,7 +16,7 @@ export const ScheduleInsertBelowLimit = `INSERT INTO schedules (id, project_id, 
   WHERE (SELECT count(*) FROM schedules WHERE project_id = @projectId) < @maxPerProject`;
 export const ScheduleGet = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = ? AND project_id = ?`;
 export const ScheduleList = `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE project_id = @projectId AND seq < @beforeSeq
-  ORDER BY seq DESC LIMIT @limit`;
+  ORDER BY seq DESC ${limitBy('@limit')}`;
 /**
  * A pause remembers its instant (kept while the schedule stays paused, cleared by a resume). A
  * resume lets go of any claim a fire cut short by the pause still holds (its advance was refused):
@@ -46,7 +47,7 @@ export const JobCancelQueuedOfSchedule = `UPDATE jobs SET status = 'CANCELLED', 
   WHERE schedule_id = @scheduleId AND status = 'QUEUED'`;
 const SCHEDULES_TO_CLAIM = `SELECT seq FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= @dueBy
       AND (overlap <> 'skip' OR next_run_at <= @now) AND (firing_until IS NULL OR firing_until <= @now)
-    ORDER BY next_run_at LIMIT @limit`;
+    ORDER BY next_run_at ${limitBy('@limit')}`;
 /** The leases (run out) that the claim below takes over, read first in its transaction: RETURNING gives only the new values. */
 export const ScheduleHeldBeforeClaim = `SELECT seq, firing_until AS heldUntil FROM schedules
   WHERE seq IN (${SCHEDULES_TO_CLAIM}) AND firing_until IS NOT NULL`;
