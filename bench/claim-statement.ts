@@ -1,6 +1,6 @@
 /**
  * `npm run bench:claim-statement`: what the embedded store's claim of due jobs costs as one SQLite
- * statement, written as Punctual writes it (`LIMIT (@limit + 0)`, store/sqlite/queries/bound-limit.ts)
+ * statement, written as Punctual writes it (`LIMIT (@limit + 0)`, store/sqlite/queries/bound-parameters.ts)
  * and, in the same run, with a bare `LIMIT @limit`, which SQLite reads while preparing the
  * statement and so prepares it again at every run that binds it (every run, with better-sqlite3).
  *

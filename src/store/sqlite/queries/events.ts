@@ -1,4 +1,4 @@
-import { limitBy } from './bound-limit.js';
+import { limitBy } from './bound-parameters.js';
 /**
  * The embedded store's SQL for events and webhook health (SPEC section 10), named after the store
  * method that runs it, as in ../../postgres/queries/ under the same file name. Columns are aliased

@@ -9,7 +9,7 @@
 import { bulkReadStart, filterDriver, filterParameters, type FilterDriver } from '../../job-rules.js';
 import { bulkActionStatus, type JobBulkParams, type JobListParams, type JobTagPair } from '../../job-store.js';
 import { HELD_IF_STOPPED, jobColumns } from './jobs.js';
-import { limitBy } from './bound-limit.js';
+import { limitBy, opaque } from './bound-parameters.js';
 
 /**
  * Every condition of a filter, on `j`, with a null parameter for a field not given: whichever the
@@ -41,7 +41,7 @@ const BY_TAG = `FROM job_tags d CROSS JOIN jobs j ON j.seq = d.job_seq
 function bulkRead(driver: FilterDriver): string {
   switch (driver) {
     case 'tag':
-      return `SELECT j.seq AS seq, j.seq AS key ${BY_TAG} AND d.job_seq > @afterSeq AND j.status = @readStatus AND ${REST_OF_FILTER}
+      return `SELECT j.seq AS seq, j.seq AS key ${BY_TAG} AND d.job_seq > @afterSeq AND j.status = ${opaque('@readStatus')} AND ${REST_OF_FILTER}
   ORDER BY d.job_seq ${limitBy('@limit')}`;
     case 'key':
       return `SELECT j.seq AS seq, j.seq AS key FROM jobs j INDEXED BY jobs_by_key WHERE j.project_id = @projectId

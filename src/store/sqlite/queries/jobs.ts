@@ -6,7 +6,7 @@
  */
 import { creationListStart } from '../../job-rules.js';
 import { AWAITING_REPORT, JOB_STATUSES, listedByCreation, type JobListParams } from '../../job-store.js';
-import { limitBy } from './bound-limit.js';
+import { limitBy } from './bound-parameters.js';
 
 /** A job's columns as JobRow's fields; `t` qualifies them where a statement joins another table. */
 export const jobColumns = (t?: string) => {
@@ -84,7 +84,7 @@ export const JobList = `${JOB_STATUSES.map(
   (status) =>
     `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_project_status WHERE project_id = @projectId AND status = '${status}' AND seq < @beforeSeq`,
 ).join('\n  UNION ALL ')}\n  ORDER BY seq DESC ${limitBy('@limit')}`;
-export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs WHERE project_id = @projectId AND status = @status
+export const JobListByStatus = `SELECT ${JOB_COLUMNS} FROM jobs INDEXED BY jobs_project_status WHERE project_id = @projectId AND status = @status
   AND seq < @beforeSeq ORDER BY seq DESC ${limitBy('@limit')}`;
 export const JobCancelIfQueued = `UPDATE jobs SET status = 'CANCELLED', cancelled_at = @now, updated_at = @now
   WHERE id = @jobId AND project_id = @projectId AND status = 'QUEUED' RETURNING ${JOB_COLUMNS}`;

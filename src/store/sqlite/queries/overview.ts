@@ -4,7 +4,7 @@
  * to the camelCase row types of ../../store.ts so rows need little mapping.
  */
 import { JOB_STATUSES } from '../../job-store.js';
-import { limitBy } from './bound-limit.js';
+import { limitBy } from './bound-parameters.js';
 
 // The project overview (../../overview-store.ts, 0011_project_overview.sql).
 /**

@@ -1,4 +1,4 @@
-import { limitBy } from './bound-limit.js';
+import { limitBy } from './bound-parameters.js';
 /**
  * The embedded store's SQL for retention (SPEC section 12): pruning and what pruning would delete,
  * named after the store method that runs it, as in ../../postgres/queries/ under the same file
