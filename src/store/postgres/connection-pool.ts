@@ -36,24 +36,6 @@ const types = {
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /**
- * Each statement with parameters is prepared once per connection, under a name of its own, and
- * then only bound and run: PostgreSQL parses it once and may keep its plan, where an unnamed
- * statement is parsed and planned at every run (the database's CPU per dispatch fell from 57 to 39
- * µs in bench:compare's ingest, BENCHMARKS.md stop 40). The statements are the store's constants, so the
- * names are few and each names one text for the life of the process (pg keeps, per connection,
- * the text each name was prepared with, and refuses another). A statement without parameters
- * (BEGIN, COMMIT, a migration's file of several) goes as a simple query.
- */
-const statementNames = new Map<string, string>();
-
-function statement(text: string, values: unknown[]): pg.QueryConfig {
-  if (values.length === 0) return { text };
-  let name = statementNames.get(text);
-  if (name === undefined) statementNames.set(text, (name = `punctual_${statementNames.size + 1}`));
-  return { name, text, values };
-}
-
-/**
  * The PostgreSQL store's connections: a pool for statements and short transactions, with errors
  * turned into Punctual's (a database that cannot be reached answers 503 within the connect or
  * statement timeout, never a hang or a 500) and a write conflict retried once.
@@ -94,14 +76,13 @@ export class ConnectionPool {
    * (`client` given) the whole transaction is retried instead, by transaction().
    */
   async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client: Queryable = this.pool): Promise<pg.QueryResult<R>> {
-    const prepared = statement(text, values);
     try {
-      return await client.query<R>(prepared);
+      return await client.query<R>(text, values);
     } catch (error) {
       if (client !== this.pool || !isWriteConflict(error)) throw translatePostgresError(error);
     }
     try {
-      return await client.query<R>(prepared);
+      return await client.query<R>(text, values);
     } catch (error) {
       throw translatePostgresError(error);
     }
