@@ -1,8 +1,8 @@
 /**
  * `npm run bench:claim-statement`: what the embedded store's claim of due jobs costs as one SQLite
  * statement, written as Punctual writes it (`LIMIT (@limit + 0)`, store/sqlite/queries/bound-parameters.ts)
- * and, in the same run, with a bare `LIMIT @limit`, which SQLite reads while preparing the
- * statement and so prepares it again at every run that binds it (every run, with better-sqlite3).
+ * and, in the same run, with a bare `LIMIT @limit`, which SQLite's planner looks at while preparing
+ * the statement, and so prepares it again at every run that binds it (every run, with better-sqlite3).
  *
  * A fresh SQLite file (migrated as `punctual serve` does) with BENCH_CLAIM_JOBS (5,000) QUEUED
  * jobs of one project due 2 ms apart; each case works on its own copy of it and runs
@@ -99,8 +99,8 @@ try {
     ['as shipped, LIMIT (@limit + 0)', JobClaimDue],
     ['bare LIMIT @limit', bare],
   ];
-  for (const [name, statement] of cases) {
-    const copy = join(dir, `copy-${cases.findIndex(([n]) => n === name)}.db`);
+  for (const [index, [name, statement]] of cases.entries()) {
+    const copy = join(dir, `copy-${index}.db`);
     copyFileSync(original, copy);
     const { medianUs, p90Us, rowsPerClaim } = measure(copy, statement, firstDue);
     console.log(`  ${name.padEnd(32)} claim statement median ${medianUs.toFixed(0)} µs, p90 ${p90Us.toFixed(0)} µs, ${rowsPerClaim.toFixed(1)} jobs a claim`);
