@@ -45,6 +45,18 @@ export function isWriteConflict(error: unknown): boolean {
   return code === '40001' || code === '40P01';
 }
 
+/**
+ * A named prepared statement that no longer fits its connection: `0A000 cached plan must not
+ * change result type` after a migration changed a column the statement returns (an instance of
+ * the old version beside one migrating), or `26000` when something deallocated it (a pooler's
+ * DISCARD ALL). Prepared again under a new name, the statement runs (ConnectionPool.query).
+ */
+export function isStalePreparedStatement(error: unknown): boolean {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (e.code === '26000') return true;
+  return e.code === '0A000' && typeof e.message === 'string' && /cached plan must not change result type/.test(e.message);
+}
+
 export function isPostgresUnavailable(error: unknown): boolean {
   const e = (error ?? {}) as { code?: unknown; message?: unknown };
   if (typeof e.code === 'string') {
