@@ -119,8 +119,8 @@ export class ConnectionPool {
 
   /**
    * One statement, prepared once per connection (a named statement: PostgreSQL parses it at its
-   * first run on each connection, then only binds and plans it; in bench:compare's pg1 ingest the
-   * database's CPU per dispatch fell by a quarter). On the pool (its own implicit transaction), a
+   * first run on each connection, then only binds and plans it; in bench:compare's pg1 workloads
+   * the database's CPU per job fell by about an eighth, BENCHMARKS.md stop 41). On the pool (its own implicit transaction), a
    * statement that lost a deadlock or a serialization conflict was rolled back whole and runs once
    * more, and so does one whose prepared form went stale (isStalePreparedStatement), under a new
    * name; inside a transaction (`client` given) the whole transaction is retried instead, by
