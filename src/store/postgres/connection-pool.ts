@@ -2,6 +2,7 @@ import pg from 'pg';
 import { UnavailableError } from '../../errors.js';
 import { isPostgresUnavailable, isStalePreparedStatement, isWriteConflict, translatePostgresError } from './postgres-errors.js';
 import { NotifyDue } from './queries/database.js';
+import { PREPARED_STATEMENTS } from './queries/prepared-statements.js';
 
 export interface ConnectionOptions {
   url: string;
@@ -36,14 +37,7 @@ const types = {
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /**
- * Past this many distinct statement texts, statements go unnamed: the store's statements are its
- * constants (about 200), so this is only a guard against a text built with a value in it, which
- * would otherwise leave a prepared statement per value on every connection.
- */
-const NAMED_STATEMENTS_MAX = 1_000;
-
-/**
- * Names of statements prepared once per connection (see ConnectionPool.query). A name is never
+ * Names of the statements prepared once per connection (PREPARED_STATEMENTS). A name is never
  * given to another text, as pg requires; after a stale statement (isStalePreparedStatement) every
  * text gets a new name, so that each connection prepares it afresh on its next run.
  */
@@ -52,10 +46,9 @@ class StatementNames {
   private issued = 0;
 
   config(text: string, values: unknown[]): pg.QueryConfig {
-    if (values.length === 0) return { text };
+    if (!PREPARED_STATEMENTS.has(text)) return { text, values };
     let name = this.names.get(text);
     if (name === undefined) {
-      if (this.names.size >= NAMED_STATEMENTS_MAX) return { text, values };
       name = `punctual_${++this.issued}`;
       this.names.set(text, name);
     }
@@ -66,14 +59,6 @@ class StatementNames {
     this.names.clear();
   }
 }
-
-/**
- * Each connection plans every statement with its parameters' values, as an unnamed statement is:
- * the filter statements (queries/job-filters.ts) rely on a custom plan folding away their
- * `(:x IS NULL OR …)` terms, and PostgreSQL's default (auto) may switch a prepared statement to a
- * generic plan after five runs. Preparing still saves the parse at every run.
- */
-const CUSTOM_PLANS = 'SET plan_cache_mode = force_custom_plan';
 
 /**
  * The PostgreSQL store's connections: a pool for statements and short transactions, with errors
@@ -93,12 +78,6 @@ export class ConnectionPool {
       // The server cancels a statement past this; the client gives up a little later if the server is gone.
       statement_timeout: statementTimeout,
       query_timeout: statementTimeout + 1_000,
-      // Run before the pool hands out a new connection. A server too old to know the setting (before
-      // PostgreSQL 12) keeps its default; a connection that broke fails its first statement instead.
-      onConnect: (client) => client.query(CUSTOM_PLANS).then(
-        () => {},
-        () => {},
-      ),
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     this.pool.on('error', () => {});
@@ -118,9 +97,8 @@ export class ConnectionPool {
   }
 
   /**
-   * One statement, prepared once per connection (a named statement: PostgreSQL parses it at its
-   * first run on each connection, then only binds and plans it; in bench:compare's pg1 workloads
-   * the database's CPU per job fell by about an eighth, BENCHMARKS.md stop 41). On the pool (its own implicit transaction), a
+   * One statement; those of PREPARED_STATEMENTS prepared once per connection (named statements,
+   * parsed at their first run on each connection, then bound and run), the rest unnamed. On the pool (its own implicit transaction), a
    * statement that lost a deadlock or a serialization conflict was rolled back whole and runs once
    * more, and so does one whose prepared form went stale (isStalePreparedStatement), under a new
    * name; inside a transaction (`client` given) the whole transaction is retried instead, by

@@ -1,0 +1,85 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import { PREPARED_STATEMENTS } from '../../../src/store/postgres/queries/prepared-statements.js';
+import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+
+/** Tables that grow with the jobs: a plan that reads one of them whole gets slower every day. */
+const GROWING = ['jobs', 'attempts', 'api_keys', 'job_tags', 'usage_daily'];
+
+/**
+ * The statements prepared once per connection (queries/prepared-statements.ts) may run on a
+ * generic plan, made without their parameters' values, once PostgreSQL finds it no costlier than
+ * the custom ones. Each one's generic plan is EXPLAINed here (`plan_cache_mode =
+ * force_generic_plan`, the parameters NULL: a generic plan does not look at them) on tables with
+ * statistics, as in production, and must not read a growing table whole.
+ */
+describe.runIf(await postgresAvailable())('postgres: generic plans of the prepared statements', () => {
+  const T0 = Date.parse('2027-03-10T12:00:00.000Z');
+  let schema: Awaited<ReturnType<typeof makeSchema>>;
+  let store: PostgresStore;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    schema = await makeSchema();
+    store = new PostgresStore({ url: PG_TEST_URL, schema: schema.name });
+    await store.migrate();
+    client = new pg.Client({ connectionString: PG_TEST_URL, options: `-c search_path=${schema.name}` });
+    await client.connect();
+    await client.query(`INSERT INTO teams (id, name, plan, created_at) SELECT 'team_' || g, 'T', 'unlimited', ${T0} FROM generate_series(1, 20) AS g`);
+    for (let i = 1; i <= 40; i++) {
+      const project = { id: `prj_${i}`, teamId: `team_${1 + (i % 20)}`, name: 'P', webhookUrl: 'http://127.0.0.1:1/a', ...PROJECT_DEFAULTS, createdAt: T0 };
+      await store.projectInsert({ project, secret: { id: `whs_${i}`, projectId: project.id, ciphertext: 's', createdAt: T0, expiresAt: null } });
+    }
+    await client.query(`INSERT INTO api_keys (id, project_id, name, key_hash, prefix, created_at)
+      SELECT 'key_' || g, 'prj_' || (1 + g % 40), 'K', sha256(g::text::bytea), 'pk_' || g, ${T0} FROM generate_series(1, 2000) AS g`);
+    // 20,000 jobs waiting (due over the next days), 40,000 finished with an attempt each.
+    await client.query(`INSERT INTO jobs (id, project_id, status, payload, run_at, queued_at, max_retries, created_at, updated_at)
+      SELECT 'job_' || g, 'prj_' || (1 + g % 40), CASE WHEN g <= 20000 THEN 'QUEUED' ELSE 'COMPLETED' END, '{}',
+        ${T0} + g * 10000, ${T0}, 3, ${T0} + g, ${T0} + g
+      FROM generate_series(1, 60000) AS g ORDER BY g`);
+    await client.query(`INSERT INTO attempts (id, job_id, attempt_number, started_at, finished_at, outcome, status_code, duration_ms)
+      SELECT 'att_' || g, 'job_' || g, 1, ${T0} + g, ${T0} + g + 5, 'success', 200, 5 FROM generate_series(20001, 60000) AS g`);
+    await client.query(`INSERT INTO usage_daily (team_id, day, shard, jobs_created)
+      SELECT 'team_' || (1 + g % 20), to_char(date '2027-01-01' + g / 20, 'YYYY-MM-DD'), 0, 100 FROM generate_series(1, 4000) AS g ON CONFLICT DO NOTHING`);
+    await client.query('ANALYZE');
+    await client.query('SET plan_cache_mode = force_generic_plan');
+  }, 60_000);
+  afterAll(async () => {
+    await client?.end();
+    await store?.close();
+    await schema?.drop();
+  });
+
+  async function genericPlan(text: string): Promise<PlanNode[]> {
+    await client.query('DEALLOCATE ALL');
+    await client.query(`PREPARE generic AS ${text}`);
+    const [{ n }] = (await client.query<{ n: number }>("SELECT cardinality(parameter_types) AS n FROM pg_prepared_statements WHERE name = 'generic'")).rows as [{ n: number }];
+    const nulls = Array.from({ length: n }, () => 'NULL').join(', ');
+    const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE generic(${nulls})`);
+    return nodesOf(explained.rows[0]!['QUERY PLAN'][0].Plan);
+  }
+
+  it('is a set of statements with parameters', () => {
+    expect(PREPARED_STATEMENTS.size).toBeGreaterThan(0);
+    for (const text of PREPARED_STATEMENTS) expect(text).toMatch(/\$1\b/);
+  });
+
+  it.each([...PREPARED_STATEMENTS].map((text) => [text.replace(/\s+/g, ' ').slice(0, 60), text]))('%s… reads no growing table whole', async (_name, text) => {
+    const nodes = await genericPlan(text);
+    const wholeReads = nodes.filter((node) => node['Node Type'] === 'Seq Scan' && GROWING.includes(node['Relation Name'] ?? ''));
+    expect(wholeReads.map((node) => node['Relation Name'])).toEqual([]);
+    // Each reads or writes jobs, attempts or api_keys, through an index where it reads them.
+    expect(nodes.some((node) => GROWING.includes(node['Relation Name'] ?? ''))).toBe(true);
+  });
+});
