@@ -98,11 +98,11 @@ export class ConnectionPool {
 
   /**
    * One statement; those of PREPARED_STATEMENTS prepared once per connection (named statements,
-   * parsed at their first run on each connection, then bound and run), the rest unnamed. On the pool (its own implicit transaction), a
-   * statement that lost a deadlock or a serialization conflict was rolled back whole and runs once
-   * more, and so does one whose prepared form went stale (isStalePreparedStatement), under a new
-   * name; inside a transaction (`client` given) the whole transaction is retried instead, by
-   * transaction().
+   * parsed at their first run on each connection, then bound and run), the rest unnamed. On the
+   * pool (its own implicit transaction), a statement that lost a deadlock or a serialization
+   * conflict was rolled back whole and runs once more, and so does one whose prepared form went
+   * stale (isStalePreparedStatement), under a new name; inside a transaction (`client` given) the
+   * whole transaction is retried instead, by transaction().
    */
   async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client: Queryable = this.pool): Promise<pg.QueryResult<R>> {
     try {
