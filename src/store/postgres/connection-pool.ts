@@ -38,8 +38,9 @@ export type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /**
  * Names of the statements prepared once per connection (PREPARED_STATEMENTS). A name is never
- * given to another text, as pg requires; after a stale statement (isStalePreparedStatement) every
- * text gets a new name, so that each connection prepares it afresh on its next run.
+ * given to another text, as pg requires; once a name is found stale (isStalePreparedStatement)
+ * every text gets a new name, so that each connection prepares it afresh on its next run. Runs
+ * already under way with the old names, failing in turn, rename nothing more.
  */
 class StatementNames {
   private readonly names = new Map<string, string>();
@@ -55,15 +56,17 @@ class StatementNames {
     return { name, text, values };
   }
 
-  renameAll(): void {
-    this.names.clear();
+  /** After `config`'s statement was found stale: new names for all, unless they were given since. */
+  stale(config: pg.QueryConfig): void {
+    if (config.name !== undefined && this.names.get(config.text) === config.name) this.names.clear();
   }
 }
 
 /**
  * The PostgreSQL store's connections: a pool for statements and short transactions, with errors
  * turned into Punctual's (a database that cannot be reached answers 503 within the connect or
- * statement timeout, never a hang or a 500) and a write conflict retried once.
+ * statement timeout, never a hang or a 500), a write conflict retried once, and the statements every
+ * job runs prepared once per connection.
  */
 export class ConnectionPool {
   private readonly pool: pg.Pool;
@@ -105,15 +108,19 @@ export class ConnectionPool {
    * whole transaction is retried instead, by transaction().
    */
   async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], client: Queryable = this.pool): Promise<pg.QueryResult<R>> {
+    const first = this.statements.config(text, values);
     try {
-      return await client.query<R>(this.statements.config(text, values));
+      return await client.query<R>(first);
     } catch (error) {
-      if (isStalePreparedStatement(error)) this.statements.renameAll();
-      if (client !== this.pool || !(isWriteConflict(error) || isStalePreparedStatement(error))) throw translatePostgresError(error);
+      const stale = isStalePreparedStatement(error);
+      if (stale) this.statements.stale(first);
+      if (client !== this.pool || !(isWriteConflict(error) || stale)) throw translatePostgresError(error);
     }
+    const again = this.statements.config(text, values);
     try {
-      return await client.query<R>(this.statements.config(text, values));
+      return await client.query<R>(again);
     } catch (error) {
+      if (isStalePreparedStatement(error)) this.statements.stale(again);
       throw translatePostgresError(error);
     }
   }
@@ -126,14 +133,14 @@ export class ConnectionPool {
    * A short transaction on one connection; never held across anything but its own statements. One
    * that lost a deadlock or a serialization conflict was rolled back whole by PostgreSQL and runs
    * once more; a second loss answers 503, for the client to retry. One that met a stale prepared
-   * statement (a migration changed what it returns) runs once more too, its statements prepared
-   * anew.
+   * statement (a migration changed what it returns) runs once more too, on another connection, its
+   * statements prepared anew: the one it met them on is closed, so the old ones go with it.
    */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     try {
       return await this.transactionOnce(fn);
     } catch (error) {
-      const retry = (error instanceof UnavailableError && isWriteConflict(error.cause)) || isStalePreparedStatement(error);
+      const retry = error instanceof UnavailableError && (isWriteConflict(error.cause) || isStalePreparedStatement(error.cause));
       if (!retry) throw error;
     }
     return this.transactionOnce(fn);

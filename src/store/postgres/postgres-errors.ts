@@ -48,16 +48,19 @@ export function isWriteConflict(error: unknown): boolean {
 /**
  * A named prepared statement that no longer fits its connection: `0A000 cached plan must not
  * change result type` after a migration changed a column the statement returns (an instance of
- * the old version beside one migrating), or `26000` when something deallocated it (a pooler's
- * DISCARD ALL). Prepared again under a new name, the statement runs (ConnectionPool.query).
+ * the old version beside one migrating), told by the routine that raises it (its message is
+ * translated under lc_messages; the routine's name never is), or `26000` when it no longer exists
+ * on the connection (deallocated). Prepared again under a new name, the statement runs
+ * (ConnectionPool.query); a second time in a row, the request answers 503.
  */
 export function isStalePreparedStatement(error: unknown): boolean {
-  const e = (error ?? {}) as { code?: unknown; message?: unknown };
+  const e = (error ?? {}) as { code?: unknown; routine?: unknown; message?: unknown };
   if (e.code === '26000') return true;
-  return e.code === '0A000' && typeof e.message === 'string' && /cached plan must not change result type/.test(e.message);
+  return e.code === '0A000' && (e.routine === 'RevalidateCachedQuery' || (typeof e.message === 'string' && /cached plan must not change result type/.test(e.message)));
 }
 
 export function isPostgresUnavailable(error: unknown): boolean {
+  if (isStalePreparedStatement(error)) return true;
   const e = (error ?? {}) as { code?: unknown; message?: unknown };
   if (typeof e.code === 'string') {
     if (SOCKET_CODES.has(e.code) || UNAVAILABLE_SQLSTATES.has(e.code)) return true;
@@ -71,7 +74,9 @@ export function translatePostgresError(error: unknown): unknown {
   if (!isPostgresUnavailable(error)) return error;
   const message = isWriteConflict(error)
     ? 'The database is busy with conflicting writes; retry shortly'
-    : 'The database is unreachable; retry shortly';
+    : isStalePreparedStatement(error)
+      ? 'The database schema changed under a running statement; retry shortly'
+      : 'The database is unreachable; retry shortly';
   const unavailable = new UnavailableError(message, {}, { 'retry-after': '1' });
   // Kept for logs and start-up errors; never sent to clients.
   unavailable.cause = error;

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
-import { isPostgresUnavailable, isWriteConflict, translatePostgresError } from '../../../src/store/postgres/postgres-errors.js';
+import { isPostgresUnavailable, isStalePreparedStatement, isWriteConflict, translatePostgresError } from '../../../src/store/postgres/postgres-errors.js';
 
 /** An error as node-postgres builds it from the server's ErrorResponse. */
 function serverError(code: string, message = `server said ${code}`): pg.DatabaseError {
@@ -83,5 +83,17 @@ describe('which PostgreSQL errors are UNAVAILABLE', () => {
     expect(isWriteConflict(serverError('40P01'))).toBe(true);
     for (const code of ['57P01', '23505', '25006', '40003']) expect(isWriteConflict(serverError(code))).toBe(false);
     expect((translatePostgresError(serverError('40P01')) as Error).message).toMatch(/conflicting writes/);
+  });
+
+  it('tells a stale prepared statement by the routine that raised it, in any language, and answers 503 for it', () => {
+    const stale = Object.assign(serverError('0A000', 'le plan en cache ne doit pas modifier le type en résultat'), { routine: 'RevalidateCachedQuery' });
+    expect(isStalePreparedStatement(stale)).toBe(true);
+    expect(isStalePreparedStatement(serverError('26000'))).toBe(true);
+    // Another feature_not_supported is the statement's fault, not the schema's.
+    expect(isStalePreparedStatement(Object.assign(serverError('0A000', 'FOR UPDATE is not allowed with UNION'), { routine: 'CheckSelectLocking' }))).toBe(false);
+    expect(isPostgresUnavailable(stale)).toBe(true);
+    const translated = translatePostgresError(stale);
+    expect(translated).toBeInstanceOf(UnavailableError);
+    expect((translated as Error).message).toMatch(/schema changed/);
   });
 });

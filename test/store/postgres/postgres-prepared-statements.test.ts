@@ -92,6 +92,22 @@ describe.runIf(await postgresAvailable())('postgres: statements prepared once pe
     expect(await findKey()).toMatchObject([{ teamName: 'T' }]);
   });
 
+  it('prepares a statement again on every connection of the pool once one found it stale, so that its one retry succeeds', async () => {
+    const wide = new PostgresStore({ url: PG_TEST_URL, schema: schema.name, poolSize: 2 });
+    try {
+      const widePool = (wide as unknown as { db: Pool }).db;
+      const find = () => widePool.rows(ApiKeyFindByHash, [KEY_HASH]);
+      // Both connections prepare it (two at once take both).
+      await Promise.all([find(), find()]);
+      await otherSession('ALTER TABLE teams ALTER COLUMN name TYPE varchar(200)');
+      // The first connection finds it stale (and is closed); the retry goes to the second, under a new name.
+      expect(await find()).toMatchObject([{ teamName: 'T' }]);
+      expect(await Promise.all([find(), find()])).toMatchObject([[{ teamName: 'T' }], [{ teamName: 'T' }]]);
+    } finally {
+      await wide.close();
+    }
+  });
+
   it('prepares a statement again when something deallocated it on its connection', async () => {
     expect(await findKey()).toHaveLength(1);
     await rows('DEALLOCATE ALL');

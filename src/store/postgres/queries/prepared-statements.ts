@@ -1,11 +1,12 @@
 import { AttemptFinishMany, AttemptStartMany } from './attempts.js';
 import { ApiKeyFindByHash, ApiKeyTouch } from './auth.js';
-import { JobClaimDue, JobInsertGroup, JobNextDueAt } from './jobs.js';
+import { JobClaimDue, JobInsertGroup, JobInsertGroupTagged, JobInsertGroupWithFires, JobInsertGroupWithFiresTagged, JobNextDueAt } from './jobs.js';
 
 /**
- * The statements every job runs (its dispatch, claim, start and outcome, and its key's lookup),
- * prepared once per connection by ConnectionPool.query; every other statement goes unnamed, parsed
- * and planned with its values at each run.
+ * The statements of a job's way through the store (its dispatch, with or without tags or a
+ * schedule's fire; the claim and the next due time; its attempt's start and outcome) and of an API
+ * key's lookup, by name: prepared once per connection by ConnectionPool.query. Every other
+ * statement goes unnamed, parsed and planned with its values at each run.
  *
  * A prepared statement is parsed once, and after five runs PostgreSQL may keep a generic plan (one
  * made without the parameters' values) when it costs no more than the custom ones: planning these
@@ -13,16 +14,21 @@ import { JobClaimDue, JobInsertGroup, JobNextDueAt } from './jobs.js';
  * BENCHMARKS.md stop 41). Their plans do not depend on the values: arrays are unnested and joined
  * on primary keys, due jobs are read from the partial index in run_at order, a key is found by its
  * hash. test/store/postgres/postgres-generic-plans.test.ts EXPLAINs the generic plan of each on
- * tables with statistics and fails on a sequential scan of a table that grows. A statement whose
- * plan depends on its values (the filters of queries/job-filters.ts fold `(:x IS NULL OR …)` away
- * in a custom plan) must not be added here.
+ * tables with statistics and fails on one that reads a growing table whole. A statement whose plan
+ * depends on its values (the filters of queries/job-filters.ts fold `(:x IS NULL OR …)` away in a
+ * custom plan; their generic plans read job_tags whole) must not be added here.
  */
-export const PREPARED_STATEMENTS: ReadonlySet<string> = new Set([
+export const PREPARED_BY_NAME: Readonly<Record<string, string>> = {
   ApiKeyFindByHash,
   ApiKeyTouch,
   JobInsertGroup,
+  JobInsertGroupTagged,
+  JobInsertGroupWithFires,
+  JobInsertGroupWithFiresTagged,
   JobClaimDue,
   JobNextDueAt,
   AttemptStartMany,
   AttemptFinishMany,
-]);
+};
+
+export const PREPARED_STATEMENTS: ReadonlySet<string> = new Set(Object.values(PREPARED_BY_NAME));
