@@ -143,11 +143,12 @@ export class WebhookClient implements WebhookSender {
   }
 
   async deliver(request: WebhookRequest, abort?: AbortSignal): Promise<Sent> {
+    // Signed before the wait (the signature's timestamp is fixed already): at the due time only the request is left to send.
+    const headers = webhookHeaders(request, request.timestampMs);
     if (request.sendAt !== undefined && !(await waitUntil(request.sendAt, abort))) {
       return { kind: 'aborted', error: 'aborted: the instance shut down before the request left', durationMs: 0, lateMs: 0 };
     }
     const lateMs = request.sendAt === undefined ? 0 : Date.now() - request.sendAt;
-    const headers = webhookHeaders(request, request.timestampMs);
     return { ...(await this.send(request.url, headers, request.body, request.timeoutMs, abort)), lateMs };
   }
 
