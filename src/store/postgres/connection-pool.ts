@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { UnavailableError } from '../../errors.js';
-import { isPostgresUnavailable, isStalePreparedStatement, isWriteConflict, translatePostgresError } from './postgres-errors.js';
+import { isPostgresUnavailable, isStalePreparedStatement, isWriteConflict, runsAgainOnce, translatePostgresError } from './postgres-errors.js';
 import { NotifyDue } from './queries/database.js';
 import { PREPARED_STATEMENTS } from './queries/prepared-statements.js';
 
@@ -112,9 +112,8 @@ export class ConnectionPool {
     try {
       return await client.query<R>(first);
     } catch (error) {
-      const stale = isStalePreparedStatement(error);
-      if (stale) this.statements.stale(first);
-      if (client !== this.pool || !(isWriteConflict(error) || stale)) throw translatePostgresError(error);
+      if (isStalePreparedStatement(error)) this.statements.stale(first);
+      if (client !== this.pool || !runsAgainOnce(error)) throw translatePostgresError(error);
     }
     const again = this.statements.config(text, values);
     try {
@@ -140,8 +139,7 @@ export class ConnectionPool {
     try {
       return await this.transactionOnce(fn);
     } catch (error) {
-      const retry = error instanceof UnavailableError && (isWriteConflict(error.cause) || isStalePreparedStatement(error.cause));
-      if (!retry) throw error;
+      if (!(error instanceof UnavailableError && runsAgainOnce(error.cause))) throw error;
     }
     return this.transactionOnce(fn);
   }

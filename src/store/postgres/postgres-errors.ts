@@ -59,6 +59,15 @@ export function isStalePreparedStatement(error: unknown): boolean {
   return e.code === '0A000' && (e.routine === 'RevalidateCachedQuery' || (typeof e.message === 'string' && /cached plan must not change result type/.test(e.message)));
 }
 
+/**
+ * What the store runs once more, alone or with its whole transaction (ConnectionPool): PostgreSQL
+ * rolled it back whole (a write conflict) or refused it before it ran (a stale prepared statement),
+ * so running it again is running it once.
+ */
+export function runsAgainOnce(error: unknown): boolean {
+  return isWriteConflict(error) || isStalePreparedStatement(error);
+}
+
 export function isPostgresUnavailable(error: unknown): boolean {
   if (isStalePreparedStatement(error)) return true;
   const e = (error ?? {}) as { code?: unknown; message?: unknown };
