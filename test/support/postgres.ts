@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 
 /** The test database: DATABASE_URL when it is a PostgreSQL URL, else the local default. */
 export const PG_TEST_URL = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '')
@@ -70,4 +71,26 @@ export async function countStatements(store: object, fn: () => Promise<unknown>)
     pool.query = query;
   }
   return n;
+}
+
+/**
+ * A migrated store in a fresh schema, and a client of its own on that schema (fixtures written
+ * straight into the tables, EXPLAIN): what the plan tests start from. close() ends both and drops
+ * the schema.
+ */
+export async function migratedStoreWithClient(): Promise<{ store: PostgresStore; client: pg.Client; close: () => Promise<void> }> {
+  const schema = await makeSchema();
+  const store = new PostgresStore({ url: PG_TEST_URL, schema: schema.name });
+  await store.migrate();
+  const client = new pg.Client({ connectionString: PG_TEST_URL, options: `-c search_path=${schema.name}` });
+  await client.connect();
+  return {
+    store,
+    client,
+    close: async () => {
+      await client.end();
+      await store.close();
+      await schema.drop();
+    },
+  };
 }

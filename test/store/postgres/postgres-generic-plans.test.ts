@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_DEFAULTS } from '../../../src/services/project-settings.js';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import { PREPARED_BY_NAME } from '../../../src/store/postgres/queries/prepared-statements.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { migratedStoreWithClient, postgresAvailable } from '../../support/postgres.js';
 
 interface PlanNode {
   'Node Type': string;
@@ -39,17 +39,13 @@ const readsWhole = (node: PlanNode, partial: Set<string>): boolean =>
  */
 describe.runIf(await postgresAvailable())('postgres: generic plans of the prepared statements', () => {
   const T0 = Date.parse('2027-03-10T12:00:00.000Z');
-  let schema: Awaited<ReturnType<typeof makeSchema>>;
   let store: PostgresStore;
   let client: pg.Client;
+  let close: (() => Promise<void>) | undefined;
   let partialIndexes: Set<string>;
 
   beforeAll(async () => {
-    schema = await makeSchema();
-    store = new PostgresStore({ url: PG_TEST_URL, schema: schema.name });
-    await store.migrate();
-    client = new pg.Client({ connectionString: PG_TEST_URL, options: `-c search_path=${schema.name}` });
-    await client.connect();
+    ({ store, client, close } = await migratedStoreWithClient());
     await client.query(`INSERT INTO teams (id, name, plan, created_at) SELECT 'team_' || g, 'T', 'unlimited', ${T0} FROM generate_series(1, 20) AS g`);
     for (let i = 1; i <= 40; i++) {
       const project = { id: `prj_${i}`, teamId: `team_${1 + (i % 20)}`, name: 'P', webhookUrl: 'http://127.0.0.1:1/a', ...PROJECT_DEFAULTS, createdAt: T0 };
@@ -74,9 +70,7 @@ describe.runIf(await postgresAvailable())('postgres: generic plans of the prepar
     await client.query('SET plan_cache_mode = force_generic_plan');
   }, 60_000);
   afterAll(async () => {
-    await client?.end();
-    await store?.close();
-    await schema?.drop();
+    await close?.();
   });
 
   async function genericPlan(text: string): Promise<PlanNode[]> {

@@ -1,9 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import { jobListStatement } from '../../../src/store/postgres/queries/jobs.js';
 import type { JobListParams } from '../../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { migratedStoreWithClient, postgresAvailable } from '../../support/postgres.js';
 
 /** A node of EXPLAIN (ANALYZE, FORMAT JSON)'s plan, with the fields read here. */
 interface PlanNode {
@@ -39,16 +38,11 @@ describe.runIf(await postgresAvailable())('postgres query plans: the jobs list b
   const NEWER = 60_000;
   /** The window's jobs: 100 one a second from T0, then 200 in the millisecond BATCH_AT (a batch dispatch). */
   const BATCH_AT = T0 + 200_000;
-  let schema: Awaited<ReturnType<typeof makeSchema>>;
-  let store: PostgresStore;
   let client: pg.Client;
+  let close: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    schema = await makeSchema();
-    store = new PostgresStore({ url: PG_TEST_URL, schema: schema.name });
-    await store.migrate();
-    client = new pg.Client({ connectionString: PG_TEST_URL, options: `-c search_path=${schema.name}` });
-    await client.connect();
+    ({ client, close } = await migratedStoreWithClient());
     const insert = (ids: string, createdAt: string, status: string, ofSchedule: string) =>
       client.query(`INSERT INTO jobs (id, project_id, status, payload, run_at, queued_at, max_retries, created_at, updated_at, schedule_id)
         SELECT 'job_' || g, $1, ${status}, '{}', c, c, 0, c, c, CASE WHEN ${ofSchedule} THEN $2 END
@@ -61,9 +55,7 @@ describe.runIf(await postgresAvailable())('postgres query plans: the jobs list b
     await client.query('ANALYZE jobs');
   });
   afterAll(async () => {
-    await client?.end();
-    await store?.close();
-    await schema?.drop();
+    await close?.();
   });
 
   /** Runs the store's statement for `params` under EXPLAIN ANALYZE: its rows, the scans of jobs and the rows they read. */

@@ -1,11 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import { bulkReadValues, filteredListStatement, JobBulkAct, JobBulkCount, JobTagCounts } from '../../../src/store/postgres/queries/job-filters.js';
 import { argumentsOf, type NamedStatement } from '../../../src/store/postgres/queries/named-params.js';
 import { rarestFirst, TAG_COUNT_BOUND } from '../../../src/store/job-rules.js';
 import type { JobBulkAction, JobTagPair } from '../../../src/store/store.js';
-import { makeSchema, PG_TEST_URL, postgresAvailable } from '../../support/postgres.js';
+import { migratedStoreWithClient, postgresAvailable } from '../../support/postgres.js';
 
 /** A node of EXPLAIN (ANALYZE, FORMAT JSON)'s plan, with the fields read here. */
 interface PlanNode {
@@ -36,16 +35,11 @@ describe.runIf(await postgresAvailable())('postgres query plans: the tag lookup'
   const TAGGED = 50;
   const ORDER: JobTagPair = ['order', '42'];
   const ENV: JobTagPair = ['env', 'prod'];
-  let schema: Awaited<ReturnType<typeof makeSchema>>;
-  let store: PostgresStore;
   let client: pg.Client;
+  let close: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    schema = await makeSchema();
-    store = new PostgresStore({ url: PG_TEST_URL, schema: schema.name });
-    await store.migrate();
-    client = new pg.Client({ connectionString: PG_TEST_URL, options: `-c search_path=${schema.name}` });
-    await client.connect();
+    ({ client, close } = await migratedStoreWithClient());
     // Every 2,000th job of the project is also order:42, so the 50 are spread over the whole range of seq.
     await client.query(
       `INSERT INTO jobs (id, project_id, status, payload, run_at, queued_at, max_retries, created_at, updated_at, tags)
@@ -67,9 +61,7 @@ describe.runIf(await postgresAvailable())('postgres query plans: the tag lookup'
     await client.query('ANALYZE job_tags');
   });
   afterAll(async () => {
-    await client?.end();
-    await store?.close();
-    await schema?.drop();
+    await close?.();
   });
 
   /** Runs `fn` in a transaction rolled back: a bulk action's changes are undone, for the next statement and test. */
