@@ -26,26 +26,28 @@ export interface GroupHooks {
   beforeCommit?: () => void;
 }
 
-/** Makes every committed WAL frame durable (fdatasync of the WAL file), then calls back, off the event loop. */
-export type WalSync = (done: (error: Error | null) => void) => void;
+/** Makes every committed WAL frame durable (fdatasync of the WAL file); throws if it could not. */
+export type WalSync = () => void;
 
 /**
  * Group commit for the embedded store. Writes requested during one turn of the event loop run in
  * one `BEGIN IMMEDIATE` transaction, committed once; each write's promise settles only after that
  * commit is durable, so an answer sent afterwards survives a crash (and, with `sync`, power loss).
  *
- * Durability without blocking: SQLite itself does not fsync at commit (synchronous=NORMAL); `sync`
- * fdatasyncs the WAL on a libuv thread after COMMIT, and only then are the group's promises
- * settled. The event loop goes on meanwhile (timers fire, requests are parsed, the next group
- * commits), and groups committed while one sync runs share the next. With synchronous=FULL inside
- * SQLite, every commit waited for its fsync on the main thread: 0.5 ms typically, several under
- * load, during which no webhook left on time.
+ * Durability: SQLite itself does not fsync at commit (synchronous=NORMAL); `sync` fdatasyncs the WAL
+ * after COMMIT, and only then are the group's promises settled. It runs on this thread, which is the
+ * writer thread (writer-worker.ts), not the event loop that answers requests: writes asked for
+ * meanwhile wait in the thread's queue and form the next group. Run on a libuv thread instead, the
+ * next group could commit during the sync, but its answer would still wait for a sync begun after
+ * its COMMIT, so nothing is answered sooner; and handing each sync to another thread and back cost
+ * two thread wake-ups per group, 6-12 % of the embedded store's CPU per job at 500 jobs a second
+ * (BENCHMARKS.md, stop 42).
  *
  * A write that throws is rolled back alone and rejects alone: the group's writes run together, and
  * when one throws the transaction is rolled back and the group runs again with each write in its
  * own savepoint.
- * A commit that fails rejects every write of the group. A full disk or a read-only file rejects
- * as UNAVAILABLE, and the connection stays usable: the next group tries again.
+ * A commit or sync that fails rejects every write of the group. A full disk or a read-only file
+ * rejects as UNAVAILABLE, and the connection stays usable: the next group tries again.
  */
 export class GroupCommit {
   private pending: PendingBatch[] = [];
@@ -53,10 +55,6 @@ export class GroupCommit {
   /** True from a write refused by the disk (full, read-only, I/O error) until a commit succeeds. */
   private refusedByDisk = false;
   private readonly inSavepoint: (fn: () => unknown) => unknown;
-  /** Committed groups waiting for the next sync, and whether one is running. */
-  private unsynced: ((error: Error | null) => void)[] = [];
-  private syncing = false;
-  private idle: (() => void)[] = [];
 
   constructor(
     private readonly db: Database.Database,
@@ -124,25 +122,21 @@ export class GroupCommit {
       this.fail(batches, error);
       return;
     }
-    const settle = (syncError: Error | null) => {
-      if (syncError) {
+    if (this.sync) {
+      try {
+        this.sync();
+      } catch (error) {
         // Committed, but not known to be on disk: nothing may be acknowledged on it.
-        this.fail(batches, Object.assign(syncError, { code: 'SQLITE_IOERR_FSYNC' }));
+        this.fail(batches, Object.assign(error as Error, { code: 'SQLITE_IOERR_FSYNC' }));
         return;
       }
-      if (outcomes.every((outcome) => outcome.ok)) this.refusedByDisk = false;
-      let at = 0;
-      for (const batch of batches) {
-        batch.done(batches.length === 1 ? outcomes : outcomes.slice(at, at + batch.writes.length));
-        at += batch.writes.length;
-      }
-    };
-    if (!this.sync) {
-      settle(null);
-      return;
     }
-    this.unsynced.push(settle);
-    if (!this.syncing) this.startSync();
+    if (outcomes.every((outcome) => outcome.ok)) this.refusedByDisk = false;
+    let at = 0;
+    for (const batch of batches) {
+      batch.done(batches.length === 1 ? outcomes : outcomes.slice(at, at + batch.writes.length));
+      at += batch.writes.length;
+    }
   }
 
   /**
@@ -189,22 +183,4 @@ export class GroupCommit {
     }
   }
 
-  private startSync(): void {
-    const batch = this.unsynced;
-    this.unsynced = [];
-    this.syncing = true;
-    this.sync!((error) => {
-      this.syncing = false;
-      for (const settle of batch) settle(error);
-      if (this.unsynced.length > 0) this.startSync();
-      else for (const resolve of this.idle.splice(0)) resolve();
-    });
-  }
-
-  /** Runs what is pending and waits until every committed group is durable (closing). */
-  async settle(): Promise<void> {
-    this.flush();
-    if (!this.syncing) return;
-    await new Promise<void>((resolve) => this.idle.push(resolve));
-  }
 }

@@ -2,12 +2,11 @@
  * The embedded store's writer thread: the one connection that writes to the SQLite file. The
  * writes of the batches that reach it in one turn of its loop run in one transaction (GroupCommit:
  * BEGIN IMMEDIATE, each write in its own savepoint, COMMIT), and each batch is answered once its
- * transaction is durable: at synchronous=FULL, once the WAL has been fdatasynced after the COMMIT.
- * That fsync runs on a libuv thread, so this thread commits the next group meanwhile, and groups
- * committed during one fsync share the next. The writes of several batches can share a group, and
- * their answers one message.
+ * transaction is durable: at synchronous=FULL, once this thread has fdatasynced the WAL after the
+ * COMMIT (group-commit.ts says why here). Batches that arrive meanwhile form the next group. The
+ * writes of several batches can share a group, and their answers one message.
  */
-import { fdatasync, fstatSync, openSync } from 'node:fs';
+import { fdatasyncSync, fstatSync, openSync } from 'node:fs';
 import { workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { UnavailableError } from '../../errors.js';
@@ -21,7 +20,7 @@ import type { WriterSettings } from './writer.js';
 const settings = workerData as WriterSettings;
 const db = new Database(settings.path, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
-// FULL's fsync is GroupCommit's, after COMMIT and off this thread's loop (see above).
+// FULL's fsync is GroupCommit's, after COMMIT (see above).
 db.pragma('synchronous = NORMAL');
 db.pragma('foreign_keys = ON');
 db.pragma(`cache_size = -${settings.cacheKib}`);
@@ -45,15 +44,7 @@ const wal = (): number => (walFd ??= openSync(`${settings.path}-wal`, 'r'));
 const tally = new OverviewTally();
 const writer = new GroupCommit(
   db,
-  settings.synchronous === 'FULL'
-    ? (done) => {
-        try {
-          fdatasync(wal(), done);
-        } catch (error) {
-          done(error as Error);
-        }
-      }
-    : null,
+  settings.synchronous === 'FULL' ? () => fdatasyncSync(wal()) : null,
   { afterWrite: (kept) => tally.endWrite(kept), rolledBack: () => tally.endWrite(false), beforeCommit: () => tally.write(sql) },
 );
 
@@ -91,8 +82,8 @@ serveBatches<WriteRequest, unknown>({
   // A group's writes settle together, when its sync completes: their answers go back at once, not
   // after the next group's transaction.
   answer: 'microtask',
-  goodbye: async () => {
-    await writer.settle();
+  goodbye: () => {
+    writer.flush();
     db.close();
   },
 });

@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
@@ -7,15 +6,19 @@ import { GroupCommit, type WalSync } from '../../../src/store/sqlite/group-commi
 import { makeTempDir } from '../../support/temp-dir.js';
 
 /**
- * GroupCommit acknowledges a write only once its commit is durable: with a WAL sync, the write's
- * promise waits for that sync, and groups committed while it runs share the next one. Here the
- * sync is the test's own, finishing when the test says; SqliteStore's is an fdatasync of the WAL.
+ * GroupCommit acknowledges a write only once its commit is durable: after COMMIT it runs the WAL
+ * sync, and the group's promises settle only after the sync returned. Here the sync is the test's
+ * own, which looks at what is committed and settled when it runs, and fails when the test says;
+ * SqliteStore's is an fdatasync of the WAL.
  */
-describe('group commit with the WAL sync off the event loop', () => {
+describe('group commit with a WAL sync after each COMMIT', () => {
   let dir: ReturnType<typeof makeTempDir>;
   let db: Database.Database;
   let reader: Database.Database;
-  let syncs: ((error: Error | null) => void)[];
+  /** What the sync saw each time it ran: the committed rows, and whether the writes were settled yet. */
+  let syncs: { committed: number; settled: boolean[] }[];
+  let failNextSync: boolean;
+  let settled: boolean[];
   let writer: GroupCommit;
 
   beforeEach(() => {
@@ -27,7 +30,15 @@ describe('group commit with the WAL sync off the event loop', () => {
     db.exec('CREATE TABLE t (n INTEGER)');
     reader = new Database(path, { readonly: true });
     syncs = [];
-    const sync: WalSync = (done) => syncs.push(done);
+    failNextSync = false;
+    settled = [];
+    const sync: WalSync = () => {
+      syncs.push({ committed: count(), settled: [...settled] });
+      if (failNextSync) {
+        failNextSync = false;
+        throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      }
+    };
     writer = new GroupCommit(db, sync);
   });
   afterEach(() => {
@@ -36,44 +47,37 @@ describe('group commit with the WAL sync off the event loop', () => {
     dir.remove();
   });
 
-  const insert = (n: number) => writer.run(() => db.prepare('INSERT INTO t (n) VALUES (?)').run(n).changes);
+  const insert = (n: number) => {
+    const write = writer.run(() => db.prepare('INSERT INTO t (n) VALUES (?)').run(n).changes);
+    const at = settled.push(false) - 1;
+    const done = () => {
+      settled[at] = true;
+    };
+    write.then(done, done);
+    return write;
+  };
   const count = () => (reader.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
-  const settledYet = (promise: Promise<unknown>) => Promise.race([promise.then(() => true, () => true), nextTurn().then(() => false)]);
 
-  it('commits at once but acknowledges only after the sync, and later groups share the next sync', async () => {
+  it('syncs after each COMMIT and acknowledges a group only after its sync', async () => {
     const first = insert(1);
-    await nextTurn();
-    expect(count()).toBe(1);
-    expect(syncs).toHaveLength(1);
-    expect(await settledYet(first)).toBe(false);
-
-    // Two more groups commit while the first sync runs: they wait for one sync between them.
     const second = insert(2);
-    await nextTurn();
+    expect(syncs).toHaveLength(0);
+    expect(await Promise.all([first, second])).toEqual([1, 1]);
+    // One group, one sync: its rows committed, neither write settled when it ran.
+    expect(syncs).toEqual([{ committed: 2, settled: [false, false] }]);
     const third = insert(3);
-    await nextTurn();
-    expect(count()).toBe(3);
-    expect(syncs).toHaveLength(1);
-
-    syncs[0]!(null);
-    expect(await first).toBe(1);
-    expect(await settledYet(second)).toBe(false);
-    expect(syncs).toHaveLength(2);
-    syncs[1]!(null);
-    expect(await Promise.all([second, third])).toEqual([1, 1]);
+    expect(await third).toBe(1);
+    expect(syncs[1]).toEqual({ committed: 3, settled: [true, true, false] });
   });
 
   it('refuses writes whose sync failed as UNAVAILABLE, and reports the disk as failing', async () => {
-    const write = insert(1);
-    await nextTurn();
-    syncs[0]!(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-    await expect(write).rejects.toBeInstanceOf(UnavailableError);
+    failNextSync = true;
+    await expect(insert(1)).rejects.toBeInstanceOf(UnavailableError);
     expect(writer.failing).toBe(true);
-    const next = insert(2);
-    await nextTurn();
-    syncs[1]!(null);
-    await next;
+    // Committed, though not known to be on disk: the next group's sync covers it.
+    expect(await insert(2)).toBe(1);
     expect(writer.failing).toBe(false);
+    expect(syncs.map((s) => s.committed)).toEqual([1, 2]);
   });
 
   it("tells its hooks which writes were kept, and commits what beforeCommit writes with the group, or fails the group with it", async () => {
@@ -113,14 +117,11 @@ describe('group commit with the WAL sync off the event loop', () => {
     expect(count()).toBe(2);
   });
 
-  it('settle() waits until every committed group is on disk', async () => {
+  it('flush() commits and syncs what is pending at once (the writer thread closing)', async () => {
     const write = insert(1);
-    let settled = false;
-    const closing = writer.settle().then(() => (settled = true));
-    await nextTurn();
-    expect(settled).toBe(false);
-    syncs[0]!(null);
-    await closing;
+    expect(syncs).toHaveLength(0);
+    writer.flush();
+    expect(syncs).toEqual([{ committed: 1, settled: [false] }]);
     expect(await write).toBe(1);
   });
 });
