@@ -82,6 +82,13 @@ export class AttemptRunner {
   /** Gives back room reserved for jobs that were not created after all. */
   unreserve(projectId: string, count: number): void {
     this.capacity.unreserve(projectId, count, this.deps.clock.now());
+    this.roomFreed(projectId);
+  }
+
+  /** Room reserved at enqueue came back: a claimed job due here may wait for it, with nothing else to start it. */
+  private roomFreed(projectId: string): void {
+    this.pump(projectId);
+    this.onCapacity();
   }
 
   /** For a claim about to run: what it may start at once (Capacity.reserveClaimStarts), none of a project with a due job waiting here. */
@@ -124,7 +131,8 @@ export class AttemptRunner {
    * their requests go out at once, in the order they were created.
    */
   async submitStarted(started: StartedJob[], reserved: { projectId: string; count: number }): Promise<void> {
-    if (reserved.count > started.length) this.capacity.unreserve(reserved.projectId, reserved.count - started.length, this.deps.clock.now());
+    const shortfall = reserved.count - started.length;
+    if (shortfall > 0) this.capacity.unreserve(reserved.projectId, shortfall, this.deps.clock.now());
     const attempts = new Map(started.map(({ job, attempt }) => [job.id, attempt]));
     const reservedRoom = (job: ClaimedJob, now: number) => this.capacity.unreserve(job.projectId, 1, now);
     for (const entry of await this.targets(started.map(({ job }) => job), reservedRoom)) {
@@ -132,6 +140,7 @@ export class AttemptRunner {
       this.capacity.startReserved(entry.project.id);
       this.run(entry, attempts.get(entry.job.id));
     }
+    if (shortfall > 0) this.roomFreed(reserved.projectId);
   }
 
   /**

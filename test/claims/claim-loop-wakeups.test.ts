@@ -180,6 +180,27 @@ describe('scheduler wake-ups (injected clock)', () => {
     expect(overtaken).toEqual([]);
   });
 
+  it('starts a claimed job that waited for room reserved at a dispatch, once the dispatch gives that room back', async () => {
+    app.releaseAnswers();
+    app.receiver.answer({ status: 200 });
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency: 1 } });
+    const project = (await app.t.store.projectGet(p.projectId))!;
+    const immediate = app.t.engine!.immediateDelivery();
+    // A dispatch has reserved the project's only slot to create its job started (JobsService.create);
+    // meanwhile a job of it is claimed DISPATCHED and waits here for that room.
+    const reservation = immediate.reserve(project, 1)!;
+    expect(reservation.limit).toBe(1);
+    const jobId = await dispatch(p.key);
+    await settle();
+    expect((await app.t.store.jobGet({ projectId: p.projectId, jobId }))?.status).toBe('DISPATCHED');
+    expect(app.receiver.forJob(jobId)).toHaveLength(0);
+    // The dispatch created none started (its insert failed, or the project had due jobs waiting):
+    // the room comes back, and the waiting job must go, with no other wake-up to come.
+    immediate.submit(reservation, []);
+    await eventually(() => app.receiver.forJob(jobId).length, { what: 'the waiting job at the receiver', until: (n) => n > 0, withinMs: 5_000, everyMs: 5 });
+    await allCompleted(p.projectId, [jobId]);
+  });
+
   it('claims a job due now whose wake-up came while a pass was ending, after its last look, not at the next safety-net wake-up', async () => {
     app.releaseAnswers();
     app.receiver.answer({ status: 200 });
