@@ -2,7 +2,8 @@
  * What handing work to another thread costs the thread that hands it, on this machine: a message
  * to a worker thread that sleeps (it must be woken, as Punctual's writer and webhook threads are
  * between batches) beside the same message to one that is awake and polling (no wake-up), and a
- * write handed to libuv's thread pool (as the log's writes and the writer's fdatasync are).
+ * write handed to libuv's thread pool (as the log's writes are; the writer's fdatasync was, until
+ * it ran on the writer thread itself: BENCHMARKS.md stop 42).
  * The caller's time per call, p50 and p90 of BENCH_WAKES calls (default 400), each after a pause
  * that lets the other thread fall asleep. `npm run bench:wake`.
  */

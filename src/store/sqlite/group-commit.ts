@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { isSqliteUnavailable, translateSqliteError } from './sqlite-errors.js';
+import { isSqliteUnavailable, translateSqliteError, WAL_SYNC_FAILED } from './sqlite-errors.js';
 
 /** What one write came to: its value, or what it threw (as translateSqliteError made it). */
 export interface WriteOutcome {
@@ -46,14 +46,24 @@ export type WalSync = () => void;
  * A write that throws is rolled back alone and rejects alone: the group's writes run together, and
  * when one throws the transaction is rolled back and the group runs again with each write in its
  * own savepoint.
- * A commit or sync that fails rejects every write of the group. A full disk or a read-only file
- * rejects as UNAVAILABLE, and the connection stays usable: the next group tries again.
+ * A commit that fails rejects every write of the group. A full disk or a read-only file rejects as
+ * UNAVAILABLE, and the connection stays usable: the next group tries again.
+ *
+ * A sync that fails is another matter: the group is committed, readable, and not known to be on
+ * disk, and a later sync that succeeds does not say it is (after a failed fdatasync, Linux may
+ * mark the pages it could not write as clean, so they are never written again). SQLite's WAL
+ * frames are chained by their checksums: recovery after a crash would stop at the first frame
+ * not on disk and drop every later one, acknowledged or not. So from a failed sync on, every write
+ * is refused as UNAVAILABLE without running, until the process restarts and SQLite recovers from
+ * what the disk holds, as PostgreSQL stops at a failed fsync.
  */
 export class GroupCommit {
   private pending: PendingBatch[] = [];
   private scheduled = false;
   /** True from a write refused by the disk (full, read-only, I/O error) until a commit succeeds. */
   private refusedByDisk = false;
+  /** The failed sync, once one failed: no write runs or is answered after it (see above). */
+  private syncFailure: Error | null = null;
   private readonly inSavepoint: (fn: () => unknown) => unknown;
 
   constructor(
@@ -104,6 +114,10 @@ export class GroupCommit {
     const batches = this.pending;
     this.pending = [];
     if (batches.length === 0) return;
+    if (this.syncFailure) {
+      this.fail(batches, this.syncFailure);
+      return;
+    }
     const group = batches.length === 1 ? batches[0]!.writes : batches.flatMap((batch) => batch.writes);
     let outcomes: WriteOutcome[];
     try {
@@ -126,8 +140,9 @@ export class GroupCommit {
       try {
         this.sync();
       } catch (error) {
-        // Committed, but not known to be on disk: nothing may be acknowledged on it.
-        this.fail(batches, Object.assign(error as Error, { code: 'SQLITE_IOERR_FSYNC' }));
+        // Committed, but not known to be on disk: nothing may be acknowledged on it, nor after it.
+        this.syncFailure = Object.assign(error as Error, { code: WAL_SYNC_FAILED });
+        this.fail(batches, this.syncFailure);
         return;
       }
     }

@@ -20,9 +20,19 @@ export function isSqliteFull(error: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_FULL');
 }
 
+/**
+ * The writer's own fdatasync of the WAL failed (group-commit.ts): no write is taken until the
+ * process restarts. Punctual's code, not SQLite's, shaped like SQLite's I/O errors (UNAVAILABLE).
+ */
+export const WAL_SYNC_FAILED = 'SQLITE_IOERR_WAL_SYNC';
+
 export function translateSqliteError(error: unknown): unknown {
   if (!isSqliteUnavailable(error)) return error;
-  const unavailable = new UnavailableError('The database cannot be written right now (disk full or read-only?); retry shortly', {}, { 'retry-after': '1' });
+  const message =
+    (error as { code?: unknown }).code === WAL_SYNC_FAILED
+      ? 'The database could not make a write durable (its fsync failed): this instance takes no writes until it is restarted'
+      : 'The database cannot be written right now (disk full or read-only?); retry shortly';
+  const unavailable = new UnavailableError(message, {}, { 'retry-after': '1' });
   // Kept for logs; never sent to clients.
   unavailable.cause = error;
   return unavailable;

@@ -6,7 +6,7 @@
  * COMMIT (group-commit.ts says why here). Batches that arrive meanwhile form the next group. The
  * writes of several batches can share a group, and their answers one message.
  */
-import { fdatasyncSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fstatSync, openSync } from 'node:fs';
 import { workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { UnavailableError } from '../../errors.js';
@@ -85,5 +85,7 @@ serveBatches<WriteRequest, unknown>({
   goodbye: () => {
     writer.flush();
     db.close();
+    // A file descriptor is the process's, not the thread's: a writer started again opens its own.
+    if (walFd !== null) closeSync(walFd);
   },
 });

@@ -8,17 +8,17 @@ import { makeTempDir } from '../../support/temp-dir.js';
 /**
  * GroupCommit acknowledges a write only once its commit is durable: after COMMIT it runs the WAL
  * sync, and the group's promises settle only after the sync returned. Here the sync is the test's
- * own, which looks at what is committed and settled when it runs, and fails when the test says;
- * SqliteStore's is an fdatasync of the WAL.
+ * own, which records what was committed when it ran and fails when the test says; SqliteStore's is
+ * an fdatasync of the WAL. That nothing is answered before the sync returns is shown by a failing
+ * sync: a write answered before it would have resolved.
  */
 describe('group commit with a WAL sync after each COMMIT', () => {
   let dir: ReturnType<typeof makeTempDir>;
   let db: Database.Database;
   let reader: Database.Database;
-  /** What the sync saw each time it ran: the committed rows, and whether the writes were settled yet. */
-  let syncs: { committed: number; settled: boolean[] }[];
+  /** The committed row count each time the sync ran. */
+  let syncs: number[];
   let failNextSync: boolean;
-  let settled: boolean[];
   let writer: GroupCommit;
 
   beforeEach(() => {
@@ -31,9 +31,8 @@ describe('group commit with a WAL sync after each COMMIT', () => {
     reader = new Database(path, { readonly: true });
     syncs = [];
     failNextSync = false;
-    settled = [];
     const sync: WalSync = () => {
-      syncs.push({ committed: count(), settled: [...settled] });
+      syncs.push(count());
       if (failNextSync) {
         failNextSync = false;
         throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
@@ -47,37 +46,32 @@ describe('group commit with a WAL sync after each COMMIT', () => {
     dir.remove();
   });
 
-  const insert = (n: number) => {
-    const write = writer.run(() => db.prepare('INSERT INTO t (n) VALUES (?)').run(n).changes);
-    const at = settled.push(false) - 1;
-    const done = () => {
-      settled[at] = true;
-    };
-    write.then(done, done);
-    return write;
-  };
+  const insert = (n: number) => writer.run(() => db.prepare('INSERT INTO t (n) VALUES (?)').run(n).changes);
   const count = () => (reader.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
 
-  it('syncs after each COMMIT and acknowledges a group only after its sync', async () => {
+  it('commits the writes of a turn together, then syncs once, then answers them', async () => {
     const first = insert(1);
     const second = insert(2);
-    expect(syncs).toHaveLength(0);
+    expect(syncs).toEqual([]);
     expect(await Promise.all([first, second])).toEqual([1, 1]);
-    // One group, one sync: its rows committed, neither write settled when it ran.
-    expect(syncs).toEqual([{ committed: 2, settled: [false, false] }]);
-    const third = insert(3);
-    expect(await third).toBe(1);
-    expect(syncs[1]).toEqual({ committed: 3, settled: [true, true, false] });
+    // One group, one sync, after its COMMIT.
+    expect(syncs).toEqual([2]);
+    expect(await insert(3)).toBe(1);
+    expect(syncs).toEqual([2, 3]);
   });
 
-  it('refuses writes whose sync failed as UNAVAILABLE, and reports the disk as failing', async () => {
+  it('refuses the writes whose sync failed, and every write after it, as UNAVAILABLE, and stays failing', async () => {
     failNextSync = true;
     await expect(insert(1)).rejects.toBeInstanceOf(UnavailableError);
     expect(writer.failing).toBe(true);
-    // Committed, though not known to be on disk: the next group's sync covers it.
-    expect(await insert(2)).toBe(1);
-    expect(writer.failing).toBe(false);
-    expect(syncs.map((s) => s.committed)).toEqual([1, 2]);
+    // A later sync that succeeds would not prove the first group durable (group-commit.ts): the
+    // next writes are refused without running, and nothing more is synced.
+    const next = insert(2);
+    await expect(next).rejects.toBeInstanceOf(UnavailableError);
+    await expect(next).rejects.toThrow(/takes no writes until it is restarted/);
+    expect(count()).toBe(1);
+    expect(syncs).toEqual([1]);
+    expect(writer.failing).toBe(true);
   });
 
   it("tells its hooks which writes were kept, and commits what beforeCommit writes with the group, or fails the group with it", async () => {
@@ -119,9 +113,9 @@ describe('group commit with a WAL sync after each COMMIT', () => {
 
   it('flush() commits and syncs what is pending at once (the writer thread closing)', async () => {
     const write = insert(1);
-    expect(syncs).toHaveLength(0);
+    expect(syncs).toEqual([]);
     writer.flush();
-    expect(syncs).toEqual([{ committed: 1, settled: [false] }]);
+    expect(syncs).toEqual([1]);
     expect(await write).toBe(1);
   });
 });
