@@ -197,5 +197,4 @@ export class GroupCommit {
       // nothing more to undo
     }
   }
-
 }
