@@ -135,7 +135,15 @@ export class AttemptRunner {
     if (shortfall > 0) this.capacity.unreserve(reserved.projectId, shortfall, this.deps.clock.now());
     const attempts = new Map(started.map(({ job, attempt }) => [job.id, attempt]));
     const reservedRoom = (job: ClaimedJob, now: number) => this.capacity.unreserve(job.projectId, 1, now);
-    for (const entry of await this.targets(started.map(({ job }) => job), reservedRoom)) {
+    let entries: Waiting[];
+    try {
+      entries = await this.targets(started.map(({ job }) => job), reservedRoom);
+    } catch (error) {
+      // Every reserved place came back: a claimed job of the project may be waiting for one.
+      this.roomFreed(reserved.projectId);
+      throw error;
+    }
+    for (const entry of entries) {
       this.leases.hold(entry.job.id, leaseMs(entry.project));
       this.capacity.startReserved(entry.project.id);
       this.run(entry, attempts.get(entry.job.id));
