@@ -150,6 +150,10 @@ export class Capacity {
     }
     count.reserved += room;
     this.reservedTotal += room;
+    // The room reserved counts against the project's claims from now on: without its settings a
+    // claim would not leave the project out (projectsWithoutRoom), its store-side cap would take
+    // none of its due jobs, and nothing would wake the claim loop when the room came back.
+    count.settings ??= this.known.get(project.id) ?? project;
     return room;
   }
 

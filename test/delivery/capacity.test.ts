@@ -52,6 +52,17 @@ describe('the capacity model', () => {
     expect(capacity.freeSlots()).toBe(254);
   });
 
+  it('steps a claim over a project whose room an enqueue reserved, before any claim loaded its settings, and not once it is given back', () => {
+    const capacity = new Capacity(4);
+    const p = project('p', { deliveryConcurrency: 2 });
+    expect(capacity.reserveStartAtEnqueue(p, 4, NOW)).toBe(2);
+    // Left out, so that a job of it claimed meanwhile is not capped to none in the store unnoticed
+    // (the claim loop then wakes when the room comes back).
+    expect(capacity.projectsWithoutRoom(NOW)).toEqual(['p']);
+    capacity.unreserve(p.id, 2, NOW);
+    expect(capacity.projectsWithoutRoom(NOW)).toEqual([]);
+  });
+
   it("says which projects a claim may have left due jobs of: those it gave all their room, even if a slot freed since", () => {
     const capacity = new Capacity(256);
     const narrow = project('narrow', { deliveryConcurrency: 1 });

@@ -85,6 +85,20 @@ export class ModelService {
     return this.live.engine.attemptsInFlight;
   }
 
+  /**
+   * A dispatch under way, as JobsService.create holds one between its reservation and its commit:
+   * all the project's room reserved to create its jobs started. The returned function gives the
+   * room back unused, as a dispatch that created none started does; null if there was none to take.
+   */
+  async reserveAsDispatch(projectId: string): Promise<(() => void) | null> {
+    const { runtime, engine } = this.live;
+    const project = await runtime.store.projectGet(projectId);
+    if (!project) throw new Error(`no project ${projectId}`);
+    const immediate = engine.immediateDelivery();
+    const reservation = immediate.reserve(project, GLOBAL_SLOTS);
+    return reservation && (() => immediate.submit(reservation, []));
+  }
+
   /** Time moved forward: the loops look at once instead of when their real-time timers say. */
   wake(): void {
     this.live.runtime.services.scheduleFiring.wake();
