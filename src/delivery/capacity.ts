@@ -150,9 +150,7 @@ export class Capacity {
     }
     count.reserved += room;
     this.reservedTotal += room;
-    // The room reserved counts against the project's claims from now on: without its settings a
-    // claim would not leave the project out (projectsWithoutRoom), its store-side cap would take
-    // none of its due jobs, and nothing would wake the claim loop when the room came back.
+    // Claims step over the project while this room fills it (projectsWithoutRoom needs settings).
     count.settings ??= this.known.get(project.id) ?? project;
     return room;
   }
