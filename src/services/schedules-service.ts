@@ -14,7 +14,8 @@ import type { ScheduleRow } from '../store/schedule-store.js';
 import type { NewEvent } from '../store/event-store.js';
 import { FINAL_JOB_STATUSES, type Store, type TeamRow } from '../store/store.js';
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../timestamp.js';
-import type { JobRequestContext, JobsService } from './jobs-service.js';
+import type { JobCreation } from './job-creation.js';
+import type { JobRequestContext } from './jobs-service.js';
 import { readCronInZone, readNewSchedule, readSchedulePatch, type CronInZone } from './input/schedule-input.js';
 import { pageOf, readListLimit, readSeqCursor, singleValues } from './input/list-query.js';
 import { tagsView } from './views/job-views.js';
@@ -95,7 +96,7 @@ const notFound = (scheduleId: string) => new ScheduleNotFoundError(`No schedule 
 interface SchedulesServiceDeps {
   store: Store;
   clock: Clock;
-  jobs: JobsService;
+  jobCreation: JobCreation;
   planOf: (team: TeamRow) => Plan;
   /** A schedule was created or changed here: the firing loop looks again. */
   onScheduleChanged: () => void;
@@ -190,8 +191,8 @@ export class SchedulesService {
     const schedule = await this.mustGet(ctx, scheduleId);
     if (!ctx.project.webhookUrl) throw new WebhookNotConfiguredError('This project has no webhook URL');
     const now = this.deps.clock.now();
-    const { jobs, created, usedBefore } = await this.deps.jobs.createForSchedule(ctx, schedule, [{ fireAt: null, runAt: now }], now);
-    if (!created[0]) throw this.deps.jobs.quotaError(ctx, usedBefore, now);
+    const { jobs, created, usedBefore } = await this.deps.jobCreation.createForSchedule(ctx, schedule, [{ fireAt: null, runAt: now }], now);
+    if (!created[0]) throw this.deps.jobCreation.quotaError(ctx, usedBefore, now);
     const job = jobs[0]!;
     return { jobId: job.id, status: 'QUEUED', scheduledFor: null, maxRetries: job.maxRetries };
   }
@@ -281,7 +282,7 @@ export class SchedulesService {
     if (fires.length > 0) {
       const ctx = await this.contextOf(schedule.projectId, now);
       if (ctx && ctx.project.webhookUrl) {
-        const { jobs, created } = await this.deps.jobs.createForSchedule(ctx, schedule, fires, now);
+        const { jobs, created } = await this.deps.jobCreation.createForSchedule(ctx, schedule, fires, now);
         const last = created.lastIndexOf(true);
         if (last >= 0) lastRun = { at: fires[last]!.fireAt, jobId: jobs[last]!.id };
       }

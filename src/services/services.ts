@@ -8,6 +8,7 @@ import type { ProjectRow, Store } from '../store/store.js';
 import { AuthService } from './auth/auth-service.js';
 import type { ImmediateDelivery } from './immediate-delivery.js';
 import { JobBulkActions } from './job-bulk-actions.js';
+import { JobCreation } from './job-creation.js';
 import { JobsService } from './jobs-service.js';
 import { AttemptReports } from './attempt-reports.js';
 import { ManageService } from './manage-service.js';
@@ -27,6 +28,8 @@ import type { Tracer } from '../tracing/tracer.js';
 
 /** The service layer: the HTTP API, the CLI and the dashboard all go through these. */
 export interface Services {
+  /** Enqueues, batches and a schedule's fires. */
+  jobCreation: JobCreation;
   jobs: JobsService;
   /** Cancel, reschedule or retry every job of a filter (SPEC section 14), and bulk replay. */
   bulk: JobBulkActions;
@@ -94,7 +97,7 @@ export function createServices(deps: ServiceDeps): Services {
     onProjectChanged: (project) => deps.onProjectChanged(project),
     releaseHold: (projectId) => testDeliveries.probes.release(projectId),
   });
-  const jobs = new JobsService({
+  const jobCreation = new JobCreation({
     store: deps.store,
     clock: deps.clock,
     metrics: deps.metrics,
@@ -102,11 +105,12 @@ export function createServices(deps: ServiceDeps): Services {
     onJobDue: (runAt) => deps.onJobDue(runAt),
     immediateDelivery: deps.immediateDelivery,
   });
+  const jobs = new JobsService({ store: deps.store, clock: deps.clock, metrics: deps.metrics, onJobDue: (runAt) => deps.onJobDue(runAt) });
   let firing: ScheduleFiring | null = null;
   const schedules = new SchedulesService({
     store: deps.store,
     clock: deps.clock,
-    jobs,
+    jobCreation,
     planOf: (team) => plans.planOf(team),
     onScheduleChanged: () => firing?.wake(),
   });
@@ -122,6 +126,7 @@ export function createServices(deps: ServiceDeps): Services {
     users: new UserService({ store: deps.store, clock: deps.clock, throttle: new LoginThrottle(deps.clock) }),
     sessions: new SessionService({ store: deps.store, clock: deps.clock }),
     rateLimits: new RateLimitService({ limiter: deps.rateLimiter, metrics: deps.metrics }),
+    jobCreation,
     jobs,
     bulk: new JobBulkActions({ store: deps.store, clock: deps.clock, metrics: deps.metrics, onJobDue: (runAt) => deps.onJobDue(runAt) }),
     reports: new AttemptReports({

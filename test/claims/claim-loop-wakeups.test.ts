@@ -186,7 +186,7 @@ describe('scheduler wake-ups (injected clock)', () => {
     const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency: 1 } });
     const project = (await app.t.store.projectGet(p.projectId))!;
     const immediate = app.t.engine!.immediateDelivery();
-    // A dispatch has reserved the project's only slot to create its job started (JobsService.create);
+    // A dispatch has reserved the project's only slot to create its job started (JobCreation.create);
     // meanwhile a job of it is claimed DISPATCHED and waits here for that room.
     const reservation = immediate.reserve(project, 1)!;
     expect(reservation.limit).toBe(1);

@@ -86,7 +86,7 @@ export class ModelService {
   }
 
   /**
-   * A dispatch under way, as JobsService.create holds one between its reservation and its commit:
+   * A dispatch under way, as JobCreation.create holds one between its reservation and its commit:
    * all the project's room reserved to create its jobs started. The returned function gives the
    * room back unused, as a dispatch that created none started does; null if there was none to take.
    */

@@ -61,7 +61,7 @@ type JobParams = { Params: { jobId: string } };
 type AttemptParams = { Params: { jobId: string; attemptId: string } };
 
 export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services: Services }> => async (app, { services }) => {
-  const jobs = services.jobs;
+  const { jobs, jobCreation } = services;
   app.decorateRequest('enqueueSpan', null);
   const traced = enqueueTracing(tracer);
   const traceDescription =
@@ -88,7 +88,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     async (request, reply) =>
       sendRendered(
         reply,
-        await jobs.enqueue(jobContextOf(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), enqueueTrace(request)),
+        await jobCreation.enqueue(jobContextOf(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), enqueueTrace(request)),
       ),
   );
 
@@ -110,7 +110,7 @@ export const jobRoutes = (tracer: Tracer | null): FastifyPluginAsync<{ services:
     async (request, reply) =>
       sendRendered(
         reply,
-        await jobs.enqueueBatch(jobContextOf(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), enqueueTrace(request)),
+        await jobCreation.enqueueBatch(jobContextOf(request), request.body, validateIdempotencyKey(request.headers['idempotency-key']), enqueueTrace(request)),
       ),
   );
 

@@ -89,7 +89,7 @@ function reportDeadline(job: JobView, attempt: Omit<AttemptView, 'reportBy'>, ti
 
 /** The jobs list with its filters, a job's page, and the actions the job API allows in its state. */
 export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { access, jobs, bulk, schedules } = deps.services;
+  const { access, jobs, jobCreation, bulk, schedules } = deps.services;
   const jobContext = (request: FastifyRequest<ProjectParams>) => access.jobContext(signedIn(request).viewer, request.params.projectId, request.receivedAt);
 
   /** The project's schedules, for the list's filter by name (at most the 1,000 a project may have). */
@@ -155,7 +155,7 @@ export const jobRoutes: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     let jobId: string;
     try {
       const body = { payload: formJson(values.payload, 'payload'), scheduledFor: utcTimestamp(values.scheduledFor, 'scheduledFor') };
-      const answer = await jobs.enqueue(ctx, body, null, null);
+      const answer = await jobCreation.enqueue(ctx, body, null, null);
       jobId = (JSON.parse(answer.body) as { jobId: string }).jobId;
     } catch (caught) {
       const refused = formError(caught);
