@@ -114,7 +114,9 @@ export class AttemptRunner {
     for (const job of jobs) if (!job.started) this.capacity.hold(job.projectId, 1);
     const targets = await this.targets(jobs);
     const now = this.deps.clock.now();
-    const due = new Set<string>();
+    // Jobs held ahead whose time has come (the clock moved on faster than their timer: a jump)
+    // join the due queues before these, so that a job due later never starts first.
+    const due = this.queue.releaseAhead(now);
     for (const entry of targets) {
       this.leases.hold(entry.job.id, leaseMs(entry.project));
       if (entry.job.started) {

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { useDeliveringApp } from '../support/delivering-app.js';
+import { eventually } from '../support/eventually.js';
+
+/**
+ * The application clock jumping forward past due times (an injected clock here; a stepped system
+ * clock in production) while the worker's timers, set in real time, still wait: what is due by the
+ * clock starts at once, and in due order within a project (SPEC section 10), whichever way a job
+ * reached the worker (claimed ahead of its time and held for it, or claimed once due).
+ */
+describe('jobs due when the clock jumps (injected clock)', () => {
+  const app = useDeliveringApp();
+
+  const dispatch = async (key: string, scheduledFor: number) => {
+    const response = await app.t.api(key, { method: 'POST', url: '/api/jobs/dispatch', payload: { payload: {}, scheduledFor: new Date(scheduledFor).toISOString() } });
+    expect(response.statusCode).toBe(201);
+    return response.json().jobId as string;
+  };
+
+  it('starts a job held ahead whose time passed before a job due after it, when the clock jumps past both', async () => {
+    app.receiver.answer({ status: 200 });
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency: 1 } });
+    const { clock, store } = app.t;
+    const start = clock.now();
+    // Due within the claim's lookahead: claimed at once and held here for its time.
+    const first = await dispatch(p.key, start + 20);
+    await eventually(async () => (await store.jobGet({ projectId: p.projectId, jobId: first }))?.status, { what: 'the first job claimed ahead', until: (s) => s === 'DISPATCHED', withinMs: 5_000, everyMs: 5 });
+    // The clock goes back a minute, so the held job's timer waits about that long in real time;
+    // a second job, due after the first, is dispatched; then the clock jumps past both.
+    clock.advance(-60_000);
+    const second = await dispatch(p.key, start + 30);
+    clock.advance(61_000);
+    await app.t.engine!.claimLoop.tick();
+    await eventually(() => app.receiver.forJob(first).length + app.receiver.forJob(second).length, { what: 'both jobs at the receiver', until: (n) => n === 2, withinMs: 5_000, everyMs: 5 });
+    const arrivals = app.receiver.requests.filter((r) => r.json.jobId === first || r.json.jobId === second).map((r) => r.json.jobId);
+    expect(arrivals).toEqual([first, second]);
+  });
+
+  it("claims at once on a wake-up that comes after the clock jumped past the loop's next wake-up, not when its timer ends", async () => {
+    app.receiver.answer({ status: 200 });
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url });
+    const { clock } = app.t;
+    const loop = app.t.engine!.claimLoop;
+    const jobId = await dispatch(p.key, clock.now() + 10_000);
+    await loop.tick();
+    await eventually(() => loop.wakesAt, { what: 'the loop asleep until the job', until: (at) => at === clock.now() + 10_000, withinMs: 5_000, everyMs: 5 });
+    // The clock jumps past the job's time; the loop's timer, set in real time, has 10 s to go. A
+    // wake-up for a later time (another instance's dispatch, a reschedule) comes now.
+    clock.advance(20_000);
+    app.t.engine!.notifyDue(clock.now() + 60_000);
+    await eventually(() => app.receiver.forJob(jobId).length, { what: 'the job at the receiver', until: (n) => n > 0, withinMs: 3_000, everyMs: 5 });
+  });
+});
