@@ -118,7 +118,10 @@ export class ClaimLoop {
     return this.wakeAt;
   }
 
-  /** A job became due at `runAt`: wake sooner if that is before the current wake-up. */
+  /**
+   * A job became due at `runAt`: wake sooner if that is before the current wake-up, or at once if
+   * the clock has passed the current wake-up (it jumped: the timer, set in real time, would still wait).
+   */
   notifyDue(runAt: number): void {
     if (!this.running) return;
     if (this.ticking) {
@@ -126,6 +129,7 @@ export class ClaimLoop {
       return;
     }
     if (runAt < this.wakeAt) this.sleepUntil(runAt);
+    else if (this.wakeAt <= this.deps.clock.now()) this.sleepUntil(this.deps.clock.now());
   }
 
   private sleepUntil(at: number): void {
