@@ -147,14 +147,17 @@ class Reschedule implements Command {
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const job = model.jobs.get(run.jobIds[this.pick % run.jobIds.length]!)!;
     const p = model.projects.get(job.project)!;
-    const asked = this.delayMs === null ? null : run.clock.now() + this.delayMs;
+    const requestedAt = run.clock.now();
+    const asked = this.delayMs === null ? null : requestedAt + this.delayMs;
     const res = await run.service.api(p.key, { method: 'PATCH', url: `/api/jobs/${job.id}`, payload: { scheduledFor: asked === null ? null : iso(asked) } });
     if (res.statusCode === 200) {
       // Due at the time asked for, or at once: when it entered QUEUED, its creation or (waiting
-      // for a retry) a little after its last attempt ended.
+      // for a retry) a little after its last attempt ended. From the request on: answered 200, the
+      // job was QUEUED when the change committed, so nothing of it started in between, and it may
+      // start by the new time before the answer is read.
       const ended = run.receiver.deliveries.filter((d) => d.jobId === job.id).map((d) => d.endedAt ?? d.arrivedAt);
       const queuedAt = ended.length === 0 ? job.createdAt : Math.max(...ended);
-      job.dues.push({ since: run.clock.now(), dueAt: Math.max(asked ?? queuedAt, queuedAt) });
+      job.dues.push({ since: requestedAt, dueAt: Math.max(asked ?? queuedAt, queuedAt) });
     } else if (res.statusCode !== 409) run.errors.push(`reschedule of ${job.id} answered ${res.statusCode}: ${res.body}`);
   }
   toString = () => `reschedule(#${this.pick}, ${this.delayMs})`;

@@ -29,7 +29,7 @@ export interface ModelJob {
   /** Order of creation answers, across the run. */
   seq: number;
   createdAt: number;
-  /** The due time, as each change of it took effect: `since` is when its answer came. */
+  /** The due time, as each change of it took effect: `since` is its creation, or when a reschedule answered 200 was asked for. */
   dues: { since: number; dueAt: number }[];
   maxRetries: number;
   /** When a cancel of it was answered 200. */
@@ -167,6 +167,12 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
       const [before, after] = [own[i - 1]!, own[i]!];
       // A request that timed out ends when the sender gives up, which the receiver sees a moment later.
       if (before.endedAt === null || before.status === null || after.attemptNumber !== before.attemptNumber + 1 || interrupted(job.id)) continue;
+      // Rescheduled while it waited for this retry (it was QUEUED): due when the reschedule said.
+      const rescheduled = job.dues.filter((c) => c.since >= before.endedAt! && c.since <= after.arrivedAt).at(-1);
+      if (rescheduled) {
+        if (after.arrivedAt < rescheduled.dueAt) found.push(`${job.id} attempt ${after.attemptNumber} at ${after.arrivedAt}, before ${rescheduled.dueAt}, where a reschedule set it`);
+        continue;
+      }
       const backoff = backoffOf(before.attemptNumber);
       const wait = before.status === 503 ? Math.min(POLICY.maxDelayMs, Math.max(backoff, BUSY_RETRY_AFTER_S * 1000)) : backoff;
       if (after.arrivedAt < before.endedAt + wait) {
