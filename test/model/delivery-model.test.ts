@@ -92,11 +92,13 @@ class Dispatch implements Command {
       if (res.statusCode === 200) answers.push(...(res.json().jobs as Record<string, unknown>[]));
       else run.errors.push(`batch answered ${res.statusCode}: ${res.body}`);
     }
+    // Sent together, they are created in whatever order they reach the store: one creation number.
+    const together = this.together && items.length > 1 ? model.togetherSeq() : undefined;
     for (const [i, answer] of answers.entries()) {
       const jobId = answer.jobId as string;
       const createdAt = await readCreatedAt(run, p, jobId);
       const asked = this.delays[i] === null ? null : now + this.delays[i]!;
-      model.addJob({ id: jobId, project: p.name, createdAt, dues: [{ since: createdAt, dueAt: Math.max(asked ?? createdAt, createdAt) }], maxRetries: 2, key: this.keys[i] ?? null });
+      model.addJob({ id: jobId, project: p.name, createdAt, dues: [{ since: createdAt, dueAt: Math.max(asked ?? createdAt, createdAt) }], maxRetries: 2, key: this.keys[i] ?? null }, together);
       run.jobIds.push(jobId);
       // A job due at once is due at its creation, to the millisecond (SPEC section 2).
       if (asked === null) await new ReadStatus(run.jobIds.length - 1).run(model, run);
@@ -118,7 +120,8 @@ class DispatchBesideReservation implements Command {
     const p = model.projects.get(this.projectName)!;
     const giveBack = await run.service.reserveAsDispatch(p.projectId);
     try {
-      await new Dispatch(this.projectName, this.delays, true).run(model, run);
+      // One batch: its jobs are created in its order, which the model's due order rule reads.
+      await new Dispatch(this.projectName, this.delays).run(model, run);
       // Time for a claim to take them while the room stays reserved.
       await new Promise((resolve) => setTimeout(resolve, this.holdMs));
     } finally {

@@ -26,7 +26,7 @@ const ORDER_SLACK_MS = 150;
 export interface ModelJob {
   id: string;
   project: string;
-  /** Order of creation answers, across the run. */
+  /** Order of creation answers, across the run (one number for jobs sent together: their order is unknown). */
   seq: number;
   createdAt: number;
   /** The due time, as each change of it took effect: `since` is its creation, or when a reschedule answered 200 was asked for. */
@@ -124,8 +124,14 @@ export class DeliveryModel {
     this.projects.set(project.name, project);
   }
 
-  addJob(job: Omit<ModelJob, 'seq' | 'cancelledAt' | 'key'> & { key?: string | null }): void {
-    this.jobs.set(job.id, { ...job, key: job.key ?? null, seq: this.nextSeq++, cancelledAt: null });
+  /** Jobs sent together (`together`, the same number for each) were created in no order the model knows. */
+  addJob(job: Omit<ModelJob, 'seq' | 'cancelledAt' | 'key'> & { key?: string | null }, together?: number): void {
+    this.jobs.set(job.id, { ...job, key: job.key ?? null, seq: together ?? this.nextSeq++, cancelledAt: null });
+  }
+
+  /** A creation number for jobs sent together, each then added with it. */
+  togetherSeq(): number {
+    return this.nextSeq++;
   }
 
   dueAt(job: ModelJob, at: number): number {
@@ -197,7 +203,7 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
       if (other === job || other.project !== job.project || other.key !== job.key) return false;
       const otherDue = model.dueAt(other, at);
       const jobDue = model.dueAt(job, at);
-      if (otherDue > jobDue || (otherDue === jobDue && other.seq > job.seq)) return false;
+      if (otherDue > jobDue || (otherDue === jobDue && other.seq >= job.seq)) return false;
       if (other.cancelledAt !== null && other.cancelledAt <= at) return false;
       const its = attempts.get(other.id) ?? [];
       const succeeded = its.some((a) => a.finishedAt !== null && a.finishedAt <= at && a.outcome === 'success');
@@ -242,7 +248,7 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         if (known > laterStart - ORDER_SLACK_MS) continue;
         if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
         const earlierDue = model.dueAt(earlier, laterStart);
-        if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq > laterJob.seq)) continue;
+        if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq >= laterJob.seq)) continue;
         // A job waiting for its key's turn (SPEC section 15) is overtaken by design: the keys' own rules check it.
         if (earlier.key !== null && earlier.key !== laterJob.key && heldByKey(earlier, laterStart)) continue;
         const its = (byJob.get(earlier.id) ?? []).find((d) => d.attemptNumber === 1);
@@ -284,7 +290,7 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         if (known > laterStart - ORDER_SLACK_MS) continue;
         if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
         const earlierDue = model.dueAt(earlier, laterStart);
-        if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq > laterJob.seq)) continue;
+        if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq >= laterJob.seq)) continue;
         const its = attempts.get(earlier.id) ?? [];
         const open = its.find((a) => a.finishedAt === null || a.finishedAt > laterStart);
         const finished = its.some((a) => a.finishedAt !== null && a.finishedAt <= laterStart && a.outcome === 'success');
