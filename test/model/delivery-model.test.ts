@@ -318,7 +318,8 @@ class NextProbe implements Command {
     const health = await readHealth(run, p);
     if (health.state !== 'held' || p.paused.at(-1)?.until === null) return;
     const due = health.nextProbeAt!;
-    const probed = () => run.receiver.probes.filter((probe) => probe.project === p.name && probe.arrivedAt >= health.since!);
+    // The hold's own probes: an operator's keeps nothing of its schedule (SPEC section 13).
+    const probed = () => run.receiver.probes.filter((probe) => probe.project === p.name && probe.arrivedAt >= health.since! && !model.askedFor(probe));
     // (Checked while not yet due: one due may be claimed already, on its way.)
     if (probed().length === 0 && run.clock.now() < due && due !== health.since! + PROBE_FIRST_MS) {
       run.errors.push(`${p.name}: held since ${iso(health.since!)}, not yet probed, its first probe due ${iso(due)}, not 30 s after`);

@@ -118,6 +118,11 @@ export class DeliveryModel {
   readonly kills: { at: number; inFlight: Set<string> }[] = [];
   /** Probes asked for by an operator (POST …/probe), from the request to its answer: not the hold's own. */
   readonly probesNow: { project: string; from: number; until: number }[] = [];
+
+  /** Whether a probe was an operator's (POST …/probe), not one of a hold's own. */
+  askedFor(probe: { project: string; arrivedAt: number }): boolean {
+    return this.probesNow.some((asked) => asked.project === probe.project && probe.arrivedAt >= asked.from && probe.arrivedAt <= asked.until);
+  }
   private nextSeq = 0;
 
   addProject(project: ModelProject): void {
@@ -350,7 +355,7 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
   const inside = (span: HoldSpan, at: number, after = 0) => at >= span.from && (span.until === null || at <= span.until + after);
   // An operator's probe goes out when asked, held or not, and keeps nothing of the hold's schedule;
   // its success ends a hold as the hold's own probe's does.
-  const askedFor = (probe: Probe) => model.probesNow.some((asked) => asked.project === probe.project && probe.arrivedAt >= asked.from && probe.arrivedAt <= asked.until);
+  const askedFor = (probe: Probe) => model.askedFor(probe);
   const probes = allProbes.filter((probe) => !askedFor(probe));
   // A probe whose answer came as the instance was killed may not have been recorded.
   const killedDuring = (probe: Probe) => model.kills.some((k) => k.at >= probe.arrivedAt && k.at <= (probe.endedAt ?? probe.arrivedAt) + 1_000);
