@@ -20,6 +20,7 @@ import { ModelService } from './model-service.js';
  * seed's runs come first, then as many from a random seed, printed. `npm run test:model` runs
  * 100 of them. A failure prints its seed, its path and the commands' replayPath: MODEL_SEED,
  * MODEL_PATH and MODEL_REPLAY run that one sequence again (MODEL_DEBUG=1 prints every delivery).
+ * MODEL_NO_SHRINK=1 reports a failure as found, without shrinking it (a long run's quick look).
  */
 const RUNS = Number(process.env.MODEL_RUNS ?? 2);
 const FIXED_SEED = 20261126;
