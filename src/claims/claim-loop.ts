@@ -183,6 +183,7 @@ export class ClaimLoop {
             this.looked();
             return; // onCapacity wakes us
           }
+          runner.startOverdueHeld();
           const now = clock.now();
           const excludeProjectIds = runner.capacity.projectsWithoutRoom(now);
           this.skippedProjects = excludeProjectIds.length > 0;

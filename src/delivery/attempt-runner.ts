@@ -91,6 +91,15 @@ export class AttemptRunner {
     this.onCapacity();
   }
 
+  /**
+   * Starts, in due order, jobs held ahead whose time the clock has passed (it jumped; their timer
+   * runs in real time): before a claim reads the time and reserves its starts, so that none it
+   * starts at once overtakes them.
+   */
+  startOverdueHeld(): void {
+    for (const projectId of this.queue.releaseAhead(this.deps.clock.now())) this.pump(projectId);
+  }
+
   /** For a claim about to run: what it may start at once (Capacity.reserveClaimStarts), none of a project with a due job waiting here. */
   reserveClaimStarts(): Record<string, number> {
     return this.capacity.reserveClaimStarts(this.deps.clock.now(), (projectId) => this.queue.dueOf(projectId) > 0);
