@@ -118,12 +118,12 @@ export class DeliveryModel {
   readonly kills: { at: number; inFlight: Set<string> }[] = [];
   /** Probes asked for by an operator (POST …/probe), from the request to its answer: not the hold's own. */
   readonly probesNow: { project: string; from: number; until: number }[] = [];
+  private nextSeq = 0;
 
   /** Whether a probe was an operator's (POST …/probe), not one of a hold's own. */
   askedFor(probe: { project: string; arrivedAt: number }): boolean {
     return this.probesNow.some((asked) => asked.project === probe.project && probe.arrivedAt >= asked.from && probe.arrivedAt <= asked.until);
   }
-  private nextSeq = 0;
 
   addProject(project: ModelProject): void {
     this.projects.set(project.name, project);
