@@ -36,6 +36,26 @@ describe('jobs due when the clock jumps (injected clock)', () => {
     expect(arrivals).toEqual([first, second]);
   });
 
+  it('starts a job held ahead whose time passed before a claim starts a job due after it at once (a project with room for both)', async () => {
+    app.receiver.answer({ status: 200 });
+    // Two slots: the held job takes one, so a claim has room to start the later job as it claims it.
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency: 2 } });
+    const { clock, store } = app.t;
+    const start = clock.now();
+    const first = await dispatch(p.key, start + 20);
+    await eventually(async () => (await store.jobGet({ projectId: p.projectId, jobId: first }))?.status, { what: 'the first job claimed ahead', until: (s) => s === 'DISPATCHED', withinMs: 5_000, everyMs: 5 });
+    clock.advance(-60_000);
+    const second = await dispatch(p.key, start + 30);
+    clock.advance(61_000);
+    // The claim finds the second job due and room for it: it claims it STARTED (on SQLite; the
+    // PostgreSQL store claims jobs DISPATCHED only, JobClaimParams.startable, so there the runner
+    // orders them and this passes either way). The held first job, due before it, must start first.
+    await app.t.engine!.claimLoop.tick();
+    await eventually(() => app.receiver.forJob(first).length + app.receiver.forJob(second).length, { what: 'both jobs at the receiver', until: (n) => n === 2, withinMs: 5_000, everyMs: 5 });
+    const arrivals = app.receiver.requests.filter((r) => r.json.jobId === first || r.json.jobId === second).map((r) => r.json.jobId);
+    expect(arrivals).toEqual([first, second]);
+  });
+
   it("claims at once on a wake-up that comes after the clock jumped past the loop's next wake-up, not when its timer ends", async () => {
     app.receiver.answer({ status: 200 });
     const p = await app.t.makeProject({ webhookUrl: app.receiver.url });
