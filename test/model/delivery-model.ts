@@ -366,14 +366,19 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
       found.push(`${probe.project}: probe asked for answered ${probe.status} at ${probe.endedAt}, but the hold from ${held.from} lasted until ${held.until ?? 'the end'}`);
     }
   }
-  // How long the hold had been in force at `at`, the clock's jumps taken out: a jump right after
-  // the failure that held the project (ReceiverOutage jumps while that failure's write is on its
-  // way) makes a start a few real milliseconds later look a second late.
-  const heldFor = (from: number, at: number) => at - from - model.jumps.filter((j) => j.at >= from && j.at < at).reduce((sum, j) => sum + j.ms, 0);
+  // When the hold's write had surely committed: HOLD_WRITE_TOLERANCE_MS after the failure, later by
+  // every jump of the clock taken meanwhile (ReceiverOutage jumps while that failure's write may be
+  // on its way, and a start a few real milliseconds later then looks a second late). A jump taken
+  // after that window moves nothing.
+  const heldBy = (from: number) => {
+    let by = from + HOLD_WRITE_TOLERANCE_MS;
+    for (const jump of model.jumps) if (jump.at >= from && jump.at <= by) by += jump.ms;
+    return by;
+  };
   for (const span of spans) {
     for (const job of model.jobs.values()) {
       if (job.project !== span.project) continue;
-      const started = (attempts.get(job.id) ?? []).find((a) => heldFor(span.from, a.startedAt) > HOLD_WRITE_TOLERANCE_MS && (span.until === null || a.startedAt < span.until));
+      const started = (attempts.get(job.id) ?? []).find((a) => a.startedAt > heldBy(span.from) && (span.until === null || a.startedAt < span.until));
       if (started) found.push(`${span.project}: ${job.id} attempt ${started.attemptNumber} started at ${started.startedAt}, while held from ${span.from} to ${span.until ?? 'the end'}`);
     }
     const project = model.projects.get(span.project)!;
