@@ -18,22 +18,29 @@ describe('jobs due when the clock jumps (injected clock)', () => {
     return response.json().jobId as string;
   };
 
-  it('starts a job held ahead whose time passed before a job due after it, when the clock jumps past both', async () => {
+  /**
+   * A job due 20 ms from now, claimed ahead and held here for its time; the clock goes back a
+   * minute, so its timer waits about that long in real time; a second job, due 10 ms after it, is
+   * dispatched; the clock jumps past both and the loop claims. The order they reached the receiver in.
+   */
+  const arrivalsAfterJump = async (deliveryConcurrency: number) => {
     app.receiver.answer({ status: 200 });
-    const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency: 1 } });
+    const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency } });
     const { clock, store } = app.t;
     const start = clock.now();
     // Due within the claim's lookahead: claimed at once and held here for its time.
     const first = await dispatch(p.key, start + 20);
     await eventually(async () => (await store.jobGet({ projectId: p.projectId, jobId: first }))?.status, { what: 'the first job claimed ahead', until: (s) => s === 'DISPATCHED', withinMs: 5_000, everyMs: 5 });
-    // The clock goes back a minute, so the held job's timer waits about that long in real time;
-    // a second job, due after the first, is dispatched; then the clock jumps past both.
     clock.advance(-60_000);
     const second = await dispatch(p.key, start + 30);
     clock.advance(61_000);
     await app.t.engine!.claimLoop.tick();
     await eventually(() => app.receiver.forJob(first).length + app.receiver.forJob(second).length, { what: 'both jobs at the receiver', until: (n) => n === 2, withinMs: 5_000, everyMs: 5 });
-    const arrivals = app.receiver.requests.filter((r) => r.json.jobId === first || r.json.jobId === second).map((r) => r.json.jobId);
+    return { first, second, arrivals: app.receiver.requests.filter((r) => r.json.jobId === first || r.json.jobId === second).map((r) => r.json.jobId) };
+  };
+
+  it('starts a job held ahead whose time passed before a job due after it, when the clock jumps past both', async () => {
+    const { first, second, arrivals } = await arrivalsAfterJump(1);
     expect(arrivals).toEqual([first, second]);
   });
 
@@ -44,21 +51,9 @@ describe('jobs due when the clock jumps (injected clock)', () => {
   // order over their two connections. With the fix the held job leaves a whole claim (a durable
   // commit) ahead of the later one.
   it.runIf(TEST_STORE === 'sqlite')('starts a job held ahead whose time passed before a claim starts a job due after it at once (a project with room for both)', async () => {
-    app.receiver.answer({ status: 200 });
-    // Two slots: the held job takes one, so a claim has room to start the later job as it claims it.
-    const p = await app.t.makeProject({ webhookUrl: app.receiver.url, settings: { deliveryConcurrency: 2 } });
-    const { clock, store } = app.t;
-    const start = clock.now();
-    const first = await dispatch(p.key, start + 20);
-    await eventually(async () => (await store.jobGet({ projectId: p.projectId, jobId: first }))?.status, { what: 'the first job claimed ahead', until: (s) => s === 'DISPATCHED', withinMs: 5_000, everyMs: 5 });
-    clock.advance(-60_000);
-    const second = await dispatch(p.key, start + 30);
-    clock.advance(61_000);
-    // The claim finds the second job due and room for it: it claims it STARTED. The held first job,
-    // due before it, must start first, not after it.
-    await app.t.engine!.claimLoop.tick();
-    await eventually(() => app.receiver.forJob(first).length + app.receiver.forJob(second).length, { what: 'both jobs at the receiver', until: (n) => n === 2, withinMs: 5_000, everyMs: 5 });
-    const arrivals = app.receiver.requests.filter((r) => r.json.jobId === first || r.json.jobId === second).map((r) => r.json.jobId);
+    // Two slots: the held job takes one, so the claim has room to start the second job as it
+    // claims it (STARTED); the held first job, due before it, must start first.
+    const { first, second, arrivals } = await arrivalsAfterJump(2);
     expect(arrivals).toEqual([first, second]);
   });
 

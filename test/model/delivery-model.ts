@@ -355,11 +355,10 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
   const inside = (span: HoldSpan, at: number, after = 0) => at >= span.from && (span.until === null || at <= span.until + after);
   // An operator's probe goes out when asked, held or not, and keeps nothing of the hold's schedule;
   // its success ends a hold as the hold's own probe's does.
-  const askedFor = (probe: Probe) => model.askedFor(probe);
-  const probes = allProbes.filter((probe) => !askedFor(probe));
+  const probes = allProbes.filter((probe) => !model.askedFor(probe));
   // A probe whose answer came as the instance was killed may not have been recorded.
   const killedDuring = (probe: Probe) => model.kills.some((k) => k.at >= probe.arrivedAt && k.at <= (probe.endedAt ?? probe.arrivedAt) + 1_000);
-  for (const probe of allProbes.filter(askedFor)) {
+  for (const probe of allProbes.filter((probe) => model.askedFor(probe))) {
     const succeeded = probeSucceeded(probe, model.projects.get(probe.project)!);
     const held = spans.find((span) => span.project === probe.project && inside(span, probe.arrivedAt));
     if (succeeded && probe.endedAt !== null && held && !killedDuring(probe) && (held.until === null || held.until > probe.endedAt + 1_000)) {
@@ -376,9 +375,10 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
     return by;
   };
   for (const span of spans) {
+    const from = heldBy(span.from);
     for (const job of model.jobs.values()) {
       if (job.project !== span.project) continue;
-      const started = (attempts.get(job.id) ?? []).find((a) => a.startedAt > heldBy(span.from) && (span.until === null || a.startedAt < span.until));
+      const started = (attempts.get(job.id) ?? []).find((a) => a.startedAt > from && (span.until === null || a.startedAt < span.until));
       if (started) found.push(`${span.project}: ${job.id} attempt ${started.attemptNumber} started at ${started.startedAt}, while held from ${span.from} to ${span.until ?? 'the end'}`);
     }
     const project = model.projects.get(span.project)!;
