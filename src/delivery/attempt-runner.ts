@@ -254,11 +254,15 @@ export class AttemptRunner {
     // A keyed job's answer begins a key turn (key-turns.ts): the project's next start
     // waits for the outcome to be recorded and for a claim to look for the key's next job.
     const keyed = job.concurrencyKey !== null;
-    const freeSlot = () => {
+    // A failure that may hold the project (SPEC section 13: at once) stops its starts here until
+    // its health write has answered, which deliverAttempt waits for.
+    let healthWrite = false;
+    const freeSlot = (receiverDown = false) => {
       if (slotFreed) return;
       slotFreed = true;
       this.deps.metrics.inFlight.dec();
       if (keyed) this.capacity.keyTurnBegan(project.id);
+      healthWrite = receiverDown && this.capacity.failureAnswered(project);
       this.capacity.finish(project.id, this.deps.clock.now());
       this.pump(project.id);
       this.onCapacity();
@@ -274,6 +278,11 @@ export class AttemptRunner {
           this.leases.drop(job.id);
           this.unrecorded.recorded();
         } finally {
+          if (healthWrite) {
+            this.capacity.healthWriteEnded(project.id, this.deps.clock.now());
+            this.pump(project.id);
+            this.onCapacity();
+          }
           if (keyed) this.lookForKeysNext(project.id);
         }
       });

@@ -26,7 +26,7 @@ const RATE_WINDOWS_PER_SECOND = 10;
 export const LEASE_MARGIN_MS = 30_000;
 
 /** What a project's settings say of its capacity. */
-export type CapacitySettings = Pick<ProjectRow, 'deliveryConcurrency' | 'deliveryRatePerSecond'>;
+export type CapacitySettings = Pick<ProjectRow, 'deliveryConcurrency' | 'deliveryRatePerSecond' | 'holdOnFailure'>;
 
 /** How long a claim or an attempt of the project is leased for. */
 export const leaseMs = (project: Pick<ProjectRow, 'deliveryTimeoutMs'>): number => project.deliveryTimeoutMs + LEASE_MARGIN_MS;

@@ -5,10 +5,12 @@
  * started. Pure but for its counters: the clock comes in as `now`, and nothing here sets a timer
  * or touches the store.
  *
- * The rules that depend on what the worker holds (SPEC sections 10 and 11):
+ * The rules that depend on what the worker holds (SPEC sections 10, 11 and 13):
  * - **Holds**: a project held back (a receiver's Retry-After, the rate's next token) starts nothing
- *   until the hold ends, and is not claimed meanwhile. Pause is the store's: claims step over a
- *   paused project and its starts are refused there, on every instance.
+ *   until the hold ends, and is not claimed meanwhile. Pause and a failing receiver's hold are the
+ *   store's: claims step over such a project and its starts are refused there, on every instance;
+ *   here it is held back from a failure's answer until the write that may hold it answers
+ *   (hold-backs.ts).
  * - **Order**: within a project, attempts start in due order (`dueOrder`, store.ts), and a job
  *   enqueued never overtakes due jobs of its project still waiting in the store, nor, during a key
  *   turn (key-turns.ts), a key's next job given its turn there.
@@ -16,6 +18,7 @@
 import type { ProjectRow } from '../store/store.js';
 import { claimLimit, projectSlots, type CapacitySettings } from './capacity-rules.js';
 import { KnownSettings } from './known-settings.js';
+import { HoldBacks } from './hold-backs.js';
 import { KeyTurns } from './key-turns.js';
 import { StoreBacklog } from './store-backlog.js';
 
@@ -32,8 +35,6 @@ interface ProjectCount {
   running: number;
   /** The project's settings as last loaded; null until then (its room is then only the global one). */
   settings: CapacitySettings | null;
-  /** Nothing of it starts before this instant (Retry-After, the rate's next token). */
-  holdUntil: number;
 }
 
 /** One worker's counts, and the rules applied to them. */
@@ -44,6 +45,8 @@ export class Capacity {
   private runningTotal = 0;
   /** What the claim loop's last claims may have left due in the store. */
   private readonly backlog = new StoreBacklog();
+  /** What holds projects back: Retry-After, the rate's next token, a health write under way. */
+  private readonly holdBacks = new HoldBacks();
   /** Key turns under way: the attempt runner says when they begin, are recorded and end (keyTurn*). */
   private readonly keyTurns = new KeyTurns();
   /** Settings of projects seen lately, kept after their counts go, and the changes made here. */
@@ -53,7 +56,7 @@ export class Capacity {
 
   private countOf(projectId: string): ProjectCount {
     let count = this.projects.get(projectId);
-    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null, holdUntil: 0 }));
+    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null }));
     return count;
   }
 
@@ -65,7 +68,7 @@ export class Capacity {
   /** Forgets a project with nothing held, running or holding it back. */
   private tidy(projectId: string, now: number): void {
     const count = this.projects.get(projectId);
-    if (count && this.holdingOf(projectId, count) === 0 && count.holdUntil <= now && !this.keyTurns.underWay(projectId)) this.projects.delete(projectId);
+    if (count && this.holdingOf(projectId, count) === 0 && !this.holdBacks.isHeld(projectId, now) && !this.keyTurns.underWay(projectId)) this.projects.delete(projectId);
   }
 
   /** How many settings changes were made here so far: taken before a load of projects, for `know`. */
@@ -96,7 +99,7 @@ export class Capacity {
       const count = this.projects.get(projectId);
       // Not stopped by a key turn: a claim's starts are decided in the store, against what is
       // claimable when it commits (after the turn's outcome, the key's next job, earliest first).
-      if (count && count.holdUntil > now) continue;
+      if (this.holdBacks.isHeld(projectId, now)) continue;
       const room = Math.min(projectSlots(settings, this.globalSlots) - (count ? count.running + count.reserved + count.held : 0), this.freeSlots());
       if (room <= 0) continue;
       reserved[projectId] = room;
@@ -140,8 +143,10 @@ export class Capacity {
     if (this.backlog.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
     const count = this.countOf(project.id);
     const keyTurn = this.keyTurns.underWay(project.id);
-    if (keyTurn) this.backlog.add(project.id);
-    if (count.held > 0 || count.holdUntil > now || keyTurn) return 0;
+    const heldBack = this.holdBacks.isHeld(project.id, now);
+    // The job is created QUEUED, to wait in the store: none created after it may overtake it.
+    if (keyTurn || heldBack) this.backlog.add(project.id);
+    if (count.held > 0 || heldBack || keyTurn) return 0;
     const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - count.running - count.reserved, this.freeSlots()));
     if (room < wanted) this.backlog.add(this.freeSlots() <= room ? undefined : project.id);
     if (room <= 0) {
@@ -203,12 +208,11 @@ export class Capacity {
 
   /** Projects a claim must step over: held back, or holding all this worker may hold of them. */
   projectsWithoutRoom(now: number): string[] {
-    const full: string[] = [];
+    const full = this.holdBacks.heldAt(now);
     for (const [projectId, count] of this.projects) {
-      if (count.holdUntil > now) full.push(projectId);
-      else if (count.settings && this.holdingOf(projectId, count) >= claimLimit(count.settings, this.globalSlots)) full.push(projectId);
+      if (count.settings && this.holdingOf(projectId, count) >= claimLimit(count.settings, this.globalSlots)) full.add(projectId);
     }
-    return full;
+    return [...full];
   }
 
   /** `n` of the project's jobs are now held (claimed, or room taken for jobs about to be created claimed). */
@@ -242,7 +246,7 @@ export class Capacity {
    */
   mayStart(project: ProjectRow, now: number): boolean {
     const count = this.countOf(project.id);
-    return count.holdUntil <= now && !this.keyTurns.underWay(project.id) && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
+    return !this.holdBacks.isHeld(project.id, now) && !this.keyTurns.underWay(project.id) && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
   }
 
   /** A keyed job of the project was answered: its key turn begins (KeyTurns.begin). */
@@ -289,19 +293,29 @@ export class Capacity {
 
   /** Nothing of the project starts before `until`; a later hold wins. Returns whether this one is later. */
   holdBack(projectId: string, until: number): boolean {
-    const count = this.countOf(projectId);
-    if (count.holdUntil >= until) return false;
-    count.holdUntil = until;
-    return true;
+    return this.holdBacks.holdUntil(projectId, until);
+  }
+
+  /** The hold until `until` ended (HoldBacks.endHold). */
+  endHold(projectId: string, until: number, now: number): void {
+    this.holdBacks.endHold(projectId, until);
+    this.tidy(projectId, now);
   }
 
   /**
-   * The hold until `until` ended (its timer fired; timers may fire a hair before the clock says
-   * so, and the hold is over all the same). A later hold set meanwhile stays.
+   * A failure of the project that counts toward its health was answered: if it has holdOnFailure
+   * (by the newest settings known here), nothing more of it starts until the failure's health write
+   * answers (HoldBacks), and `healthWriteEnded` must follow. Returns whether it is held back so.
    */
-  endHold(projectId: string, until: number, now: number): void {
-    const count = this.projects.get(projectId);
-    if (count && count.holdUntil === until) count.holdUntil = 0;
+  failureAnswered(project: ProjectRow): boolean {
+    if (!(this.known.get(project.id) ?? project).holdOnFailure) return false;
+    this.holdBacks.healthWriteBegan(project.id);
+    return true;
+  }
+
+  /** That failure's health write answered (the project is held in the store, or not). */
+  healthWriteEnded(projectId: string, now: number): void {
+    this.holdBacks.healthWriteEnded(projectId);
     this.tidy(projectId, now);
   }
 

@@ -115,8 +115,12 @@ export async function deliverAttempt(
   project: ProjectRow,
   secrets: string[],
   shutdown?: AbortSignal,
-  /** Called once the request is answered (or never sent), before the outcome is recorded. */
-  onAnswered: () => void = () => {},
+  /**
+   * Called once the request is answered (or never sent), before the outcome is recorded; with
+   * whether the answer counts toward the receiver's health as a failure (`receiverDownBy`), whose
+   * health write the returned promise then waits for.
+   */
+  onAnswered: (receiverDown: boolean) => void = () => {},
   /** The attempt when its STARTED is recorded already (a job created started when it was enqueued). */
   started?: StartedAttempt,
 ): Promise<void> {
@@ -127,7 +131,7 @@ export async function deliverAttempt(
   // export on, else a fresh one; a job without a trace sends none.
   const trace = span ? span.context : job.traceparent === null ? null : { traceparent: continueTrace(job.traceparent), tracestate: job.tracestate };
   const sent = await callWebhook(deps, job, project, secrets, attempt, trace, shutdown);
-  onAnswered();
+  onAnswered(receiverDownBy(project, sent));
   span?.end(attemptSpanResult(sent, project));
   await recordOutcome(deps, job, project, attempt, sent);
 }
@@ -246,6 +250,18 @@ async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: Proj
   if (applied) deps.health?.success(project.id);
 }
 
+/**
+ * Whether an answer counts toward the receiver's run of failures (SPEC section 13): one that means
+ * the receiver is down (`meansReceiverDown`), unless the project's stopOn refuses the job with it,
+ * and never a request cut short by a shutdown (it says nothing of the receiver) or a 202 taken for
+ * asynchronous completion.
+ */
+export function receiverDownBy(project: ProjectRow, sent: SendResult): boolean {
+  if (sent.kind === 'aborted' || (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion)) return false;
+  const result = toAttemptResult(sent, project.acceptAny2xx);
+  return !stopsJob(project, result) && meansReceiverDown(result);
+}
+
 /** Stores the attempt's result and the job's next state (done, retry at a time, failed, or released). */
 async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: SendResult): Promise<void> {
   if (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion) return recordAccepted(deps, job, project, attempt, sent);
@@ -290,10 +306,8 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
     metrics.jobsFailed.inc();
     if (project.eventsUrl) deps.onJobEvent?.();
   }
-  // Outcomes of the receiver, not of this instance: a request cut short by a shutdown says nothing.
-  if (applied && next.kind !== 'release') {
-    if (result.outcome === 'success') deps.health?.success(project.id);
-    // A status in stopOn refuses this job, and says nothing of the receiver.
-    else if (!stopped && meansReceiverDown(result)) deps.health?.failure(project.id, result.error ?? result.outcome);
-  }
+  // Outcomes of the receiver, not of this instance. A failure's health write is waited for: the
+  // attempt runner starts nothing more of a project with holdOnFailure until it has answered.
+  if (applied && result.outcome === 'success') deps.health?.success(project.id);
+  else if (applied && receiverDownBy(project, sent)) await deps.health?.failure(project.id, result.error ?? result.outcome);
 }

@@ -30,6 +30,8 @@ const REFRESH_MS = 5_000;
 export class WebhookHealth {
   private readonly maybeFailing = new Set<string>();
   private pending = new Map<string, HealthOutcome[]>();
+  /** Settles once the pending outcomes are written (or their write failed). */
+  private pendingWritten: { promise: Promise<void>; settle: () => void } | null = null;
   private flushing: Promise<void> | null = null;
   private flushQueued = false;
   private timer: NodeJS.Timeout | null = null;
@@ -58,19 +60,20 @@ export class WebhookHealth {
     await this.flush();
   }
 
-  failure(projectId: string, error: string | null): void {
+  /** Records a failure; settles once it is written, and so once the project is held if it turns failing with holdOnFailure. Never rejects. */
+  failure(projectId: string, error: string | null): Promise<void> {
     this.maybeFailing.add(projectId);
     const at = this.deps.clock.now();
-    this.add(projectId, { failed: true, error, at, eventId: newEventId(at), heldEventId: newEventId(at) });
+    return this.add(projectId, { failed: true, error, at, eventId: newEventId(at), heldEventId: newEventId(at) });
   }
 
   success(projectId: string): void {
     if (!this.maybeFailing.has(projectId)) return;
     const at = this.deps.clock.now();
-    this.add(projectId, { failed: false, error: null, at, eventId: newEventId(at), heldEventId: newEventId(at) });
+    void this.add(projectId, { failed: false, error: null, at, eventId: newEventId(at), heldEventId: newEventId(at) });
   }
 
-  private add(projectId: string, outcome: HealthOutcome): void {
+  private add(projectId: string, outcome: HealthOutcome): Promise<void> {
     const list = this.pending.get(projectId);
     if (list) list.push(outcome);
     else this.pending.set(projectId, [outcome]);
@@ -78,6 +81,12 @@ export class WebhookHealth {
       this.flushQueued = true;
       setImmediate(() => void this.flush());
     }
+    if (!this.pendingWritten) {
+      let settle!: () => void;
+      const promise = new Promise<void>((resolve) => (settle = resolve));
+      this.pendingWritten = { promise, settle };
+    }
+    return this.pendingWritten.promise;
   }
 
   /** Writes what is pending (after the write under way, so a project's outcomes stay in order). */
@@ -86,7 +95,9 @@ export class WebhookHealth {
     this.flushQueued = false;
     if (this.pending.size === 0) return;
     const batch = this.pending;
+    const written = this.pendingWritten;
     this.pending = new Map();
+    this.pendingWritten = null;
     this.flushing = (async () => {
       for (const [projectId, outcomes] of batch) {
         try {
@@ -101,6 +112,7 @@ export class WebhookHealth {
       }
     })().finally(() => {
       this.flushing = null;
+      written?.settle();
     });
     await this.flushing;
   }

@@ -171,6 +171,26 @@ describe('the capacity model', () => {
     expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(1);
   });
 
+  it("starts nothing of a project from a failure's answer until its health write answers (a hold at once), nor at enqueue, nor in a claim", () => {
+    const capacity = new Capacity(8);
+    const p = project('p', { deliveryConcurrency: 2, holdOnFailure: true });
+    capacity.know(p);
+    capacity.hold(p.id, 1);
+    capacity.start(p.id);
+    expect(capacity.failureAnswered(project('q'))).toBe(false);
+    expect(capacity.failureAnswered(p)).toBe(true);
+    capacity.finish(p.id, NOW);
+    expect(capacity.mayStart(p, NOW)).toBe(false);
+    expect(capacity.projectsWithoutRoom(NOW)).toEqual(['p']);
+    expect(capacity.reserveClaimStarts(NOW)).toEqual({});
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+    capacity.healthWriteEnded(p.id, NOW);
+    expect(capacity.mayStart(p, NOW)).toBe(true);
+    expect(capacity.projectsWithoutRoom(NOW)).toEqual([]);
+    // A job created while it waited is in the store: one created now does not overtake it.
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+  });
+
   it('keeps a change made here over settings a load read before it', () => {
     const capacity = new Capacity(256);
     const before = project('p', { deliveryConcurrency: 3 });

@@ -98,6 +98,27 @@ describe('receiver health: hold, probe, resume (injected clock)', () => {
     expect(resumed).toEqual([later, ...first.slice(0, 9)]);
   });
 
+  it('holds at once: with concurrency 1, the job due after the 10th failure is not sent, and waits QUEUED with its attempts intact', async () => {
+    down = true;
+    status = 503;
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { holdOnFailure: true, deliveryConcurrency: 1 } });
+    // Due together, so that when the 10th failure is answered the next jobs are already waiting to start.
+    const dueAt = t.clock.now() + SECOND;
+    const jobs: string[] = [];
+    for (let i = 0; i < FAILING_AFTER + 2; i += 1) jobs.push(await dispatch(p, { payload: { i }, maxRetries: 0, scheduledFor: new Date(dueAt).toISOString() }));
+    t.clock.set(dueAt);
+    await t.engine!.claimLoop.tick();
+    await eventually(() => project(p), { what: 'held', until: (body) => body.health.state === 'held' });
+    // The two not yet tried go back to QUEUED without spending an attempt (a start refused by the hold);
+    // one sent after the 10th failure's answer would have spent its only attempt and FAILED.
+    const statuses = async () =>
+      Promise.all(jobs.map(async (jobId) => (({ status, attemptCount }) => ({ status, attemptCount }))((await t.store.jobGet({ projectId: p.projectId, jobId }))!)));
+    const settled = await eventually(statuses, { what: 'the last two QUEUED', until: (rows) => rows.filter((row) => row.status === 'QUEUED').length === 2 });
+    expect(settled.filter((row) => row.status === 'FAILED')).toHaveLength(FAILING_AFTER);
+    expect(settled.filter((row) => row.status === 'QUEUED').every((row) => row.attemptCount === 0)).toBe(true);
+    expect(receiver.requests.filter((r) => jobs.includes(r.json.jobId as string))).toHaveLength(FAILING_AFTER);
+  });
+
   it('counts only failures that mean the receiver is down: a 404 refuses a job and counts nothing, a 429 counts', async () => {
     down = true;
     status = 404;
