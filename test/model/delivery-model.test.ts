@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptRow } from '../../src/store/store.js';
 import { eventually } from '../support/eventually.js';
 import { OffsetClock } from '../support/offset-clock.js';
-import { DeliveryModel, holdSpans, holdViolations, POLICY, PROBE_FIRST_MS, probeIntervalOf, probeSucceeded, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
+import { FAILING_AFTER } from '../../src/store/event-store.js';
+import { DeliveryModel, holdSpans, holdViolations, POLICY, PROJECT_SHARE, PROBE_FIRST_MS, probeIntervalOf, probeSucceeded, scheduleViolations, violations, type ModelJob, type ModelProject, type ScheduleJob } from './delivery-model.js';
 import { ModelReceiver, type ReceiverMode } from './model-receiver.js';
 import { ModelService } from './model-service.js';
 
@@ -236,8 +237,13 @@ class Wait implements Command {
  * larger jumps).
  */
 const MAX_JUMP_MS = 20_000;
-async function jump(run: Run, ms: number): Promise<void> {
+/** Until no attempt is under way: none open at the receiver, none in flight or unrecorded in the service. */
+async function untilNoAttemptUnderWay(run: Run): Promise<void> {
   await eventually(() => run.receiver.openRequests() + run.service.attemptsInFlight, { what: 'no attempt under way', until: (open) => open === 0, withinMs: 5_000 });
+}
+
+async function jump(run: Run, ms: number): Promise<void> {
+  await untilNoAttemptUnderWay(run);
   run.model.jumps.push({ at: run.clock.now(), ms });
   run.clock.advance(ms);
   run.service.wake();
@@ -291,14 +297,29 @@ class ReceiverOutage implements Command {
   check = () => true;
   async run(model: DeliveryModel, run: Run): Promise<void> {
     const p = model.projects.get(this.projectName)!;
+    // From a healthy start with nothing under way, every delivery from now on fails and counts.
+    await untilNoAttemptUnderWay(run);
+    const start = await readHealth(run, p);
+    const countedFrom = start.state === 'healthy' && start.consecutiveFailures === 0 ? run.receiver.deliveries.length : null;
     run.receiver.setMode(p.name, 'fail');
+    // More jobs than the project may run at once: some wait for a slot when the 10th failure is answered.
     await new Dispatch(this.projectName, [null, null, null, null]).run(model, run);
+    let health = start;
     for (let step = 0; step < 12; step++) {
-      const health = await readHealth(run, p);
-      if (health.state !== 'healthy' || health.consecutiveFailures >= 10) break;
+      health = await readHealth(run, p);
+      if (health.state !== 'healthy' || health.consecutiveFailures >= FAILING_AFTER) break;
       await jump(run, 1_100);
       // The attempts the jump made due start, and are answered, before the next look.
       await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // Held at once (SPEC section 13): nothing starts after the failure that holds the project but
+    // what was already under way then, at most its other slots' worth.
+    if (countedFrom !== null && health.state === 'held') {
+      const failed = run.receiver.deliveries.slice(countedFrom).filter((d) => d.project === p.name);
+      const slots = Math.min(PROJECT_SHARE, p.concurrency.at(-1)!.value);
+      if (failed.length > FAILING_AFTER + slots - 1) {
+        run.errors.push(`${p.name}: ${failed.length} deliveries failed before the hold, more than ${FAILING_AFTER} and the ${slots - 1} other slot(s) under way at the 10th`);
+      }
     }
     for (let i = 0; i < this.failedProbes; i++) await new NextProbe(this.projectName).run(model, run);
   }
@@ -697,6 +718,13 @@ const ONCE_BROKEN: [what: string, commands: () => Command[]][] = [
       new Dispatch('a', [116, null, 468_137, null], true),
       new Dispatch('a', [102, 69, 833_582], false, [null, 'k1', null]),
     ],
+  ],
+  [
+    // Not found by the model until ReceiverOutage counted the deliveries before the hold: the answer
+    // of the 10th failure freed its slot and the project's next waiting job started before the
+    // failure's health write (which holds the project) committed, spending an attempt.
+    'a project with holdOnFailure is held at once: nothing starts after the 10th failure but what was under way',
+    () => [new ReceiverOutage('a')],
   ],
 ];
 

@@ -9,7 +9,7 @@ import { BUSY_RETRY_AFTER_S, type Delivery, type Probe } from './model-receiver.
 import { GLOBAL_SLOTS } from './model-service.js';
 
 /** One project never uses more than half of an instance's slots, whatever its concurrency. */
-const PROJECT_SHARE = Math.floor(GLOBAL_SLOTS / 2);
+export const PROJECT_SHARE = Math.floor(GLOBAL_SLOTS / 2);
 
 /** The retry policy of every model project: short, so that retries happen within a run. */
 export const POLICY = { initialDelayMs: 200, factor: 2, maxDelayMs: 1_000 } as const;
@@ -72,11 +72,12 @@ export const PROBE_MAX_MS = 600_000;
 /** The wait before a hold's probe `index` (0: the first, 30 s after the hold). */
 export const probeIntervalOf = (index: number) => Math.min(PROBE_FIRST_MS * 2 ** index, PROBE_MAX_MS);
 /**
- * A start this soon after the failure that held its project is one the hold's write had not yet
- * excluded: the failure's time is taken before its outcome is written (webhook-health.ts batches
- * a turn's outcomes), and a start committed before that write came before the hold.
+ * A start this soon after the failure that held its project began before that failure's answer:
+ * from a counted failure's answer until its health write (which holds the project) has answered,
+ * the instance starts nothing more of the project (src/delivery/hold-backs.ts), so a later start is
+ * one of a job claimed ahead of its time, STARTED a little before it and counted from its due time.
  */
-const HOLD_WRITE_TOLERANCE_MS = 100;
+const HOLD_WRITE_TOLERANCE_MS = START_AHEAD_TOLERANCE_MS;
 /** Whether a probe's answer was a success for its project: 200, or 202 where it accepts async completion. */
 export const probeSucceeded = (probe: Pick<Probe, 'status'>, project: Pick<ModelProject, 'asyncCompletion'>): boolean =>
   probe.status === 200 || (probe.status === 202 && project.asyncCompletion);
@@ -365,10 +366,9 @@ export function holdViolations(model: DeliveryModel, spans: HoldSpan[], allProbe
       found.push(`${probe.project}: probe asked for answered ${probe.status} at ${probe.endedAt}, but the hold from ${held.from} lasted until ${held.until ?? 'the end'}`);
     }
   }
-  // When the hold's write had surely committed: HOLD_WRITE_TOLERANCE_MS after the failure, later by
-  // every jump of the clock taken meanwhile (ReceiverOutage jumps while that failure's write may be
-  // on its way, and a start a few real milliseconds later then looks a second late). A jump taken
-  // after that window moves nothing.
+  // When no start begun before the hold can still be counted: HOLD_WRITE_TOLERANCE_MS after the
+  // failure, later by every jump of the clock taken meanwhile (ReceiverOutage jumps right after the
+  // failure). A jump taken after that window moves nothing.
   const heldBy = (from: number) => {
     let by = from + HOLD_WRITE_TOLERANCE_MS;
     for (const jump of model.jumps) if (jump.at >= from && jump.at <= by) by += jump.ms;
