@@ -7,7 +7,7 @@ import { claimRule, leaseMs, type ClaimRule } from './capacity-rules.js';
 import { deliverAttempt, type DeliveryDeps } from './deliver-attempt.js';
 import { takeStartTokens } from './delivery-rate.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { StartQueue, type Waiting } from './start-queue.js';
+import { loadWaiting, StartQueue, type Waiting } from './start-queue.js';
 import { AheadTimer } from './ahead-timer.js';
 import { HoldTimers } from './hold-timers.js';
 import { UnrecordedAttempts } from './unrecorded-attempts.js';
@@ -52,10 +52,7 @@ export class AttemptRunner {
     this.capacity = new Capacity(deps.globalConcurrency);
     this.leases = new LeaseKeeper({ store: deps.store, clock: deps.clock, workerId: deps.workerId, log: deps.log });
     this.aheadTimer = new AheadTimer(this.queue, deps.clock, (projectId) => this.pump(projectId));
-    this.holdTimers = new HoldTimers(this.capacity, deps.clock, (projectId) => {
-      this.pump(projectId);
-      this.onCapacity();
-    });
+    this.holdTimers = new HoldTimers(this.capacity, deps.clock, (projectId) => this.roomFreed(projectId));
     // Every attempt in flight listens on the one shutdown signal: hundreds of listeners is expected.
     setMaxListeners(0, this.shutdown.signal);
   }
@@ -85,7 +82,10 @@ export class AttemptRunner {
     this.roomFreed(projectId);
   }
 
-  /** Room reserved at enqueue came back: a claimed job due here may wait for it, with nothing else to start it. */
+  /**
+   * The project may start again (room reserved at enqueue came back, a hold ended): its jobs due
+   * here start, and a claim starved of room claims again; nothing else would start them.
+   */
   private roomFreed(projectId: string): void {
     this.pump(projectId);
     this.onCapacity();
@@ -163,29 +163,18 @@ export class AttemptRunner {
   }
 
   /**
-   * The jobs with their projects and signing secrets, each loaded once. If that fails, the jobs are
+   * The jobs with their projects and signing secrets (loadWaiting). If that fails, the jobs are
    * still leased in the store (the lease rescue returns them) and their room here is free again
    * (`giveBack`: a claimed job's hold by default).
    */
   private async targets(jobs: ClaimedJob[], giveBack = (job: ClaimedJob, now: number) => this.capacity.release(job.projectId, 1, now)): Promise<Waiting[]> {
-    const projectIds = [...new Set(jobs.map((job) => job.projectId))];
-    const changesBefore = this.capacity.changesMade;
-    let projects: ProjectRow[];
-    let secrets: string[][];
     try {
-      [projects, secrets] = await Promise.all([
-        this.deps.store.projectGetMany(projectIds),
-        Promise.all(projectIds.map((id) => this.deps.signingSecrets(id))),
-      ]);
+      return await loadWaiting(this.deps, this.capacity, jobs);
     } catch (error) {
       const now = this.deps.clock.now();
       for (const job of jobs) giveBack(job, now);
       throw error;
     }
-    const byId = new Map(projects.map((project) => [project.id, project]));
-    const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
-    for (const project of projects) this.capacity.know(project, changesBefore);
-    return jobs.map((job) => ({ job, project: byId.get(job.projectId)!, secrets: secretsById.get(job.projectId)! }));
   }
 
   /** The project's settings changed here: its waiting jobs start by the new ones (more, or fewer, at once). */
@@ -280,8 +269,7 @@ export class AttemptRunner {
         } finally {
           if (healthWrite) {
             this.capacity.healthWriteEnded(project.id, this.deps.clock.now());
-            this.pump(project.id);
-            this.onCapacity();
+            this.roomFreed(project.id);
           }
           if (keyed) this.lookForKeysNext(project.id);
         }

@@ -3,11 +3,12 @@ import { formatNullableTimestamp } from '../timestamp.js';
 import { newAttemptId } from '../crypto/random-ids.js';
 import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { AttemptNext, AttemptResult, ClaimedJob, ProjectRow, StartedAttempt, Store } from '../store/store.js';
+import type { AttemptNext, ClaimedJob, ProjectRow, StartedAttempt, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS, leaseMs } from './capacity-rules.js';
+import { receiverDownBy, toAttemptResult } from './attempt-result.js';
 import { backpressureMs, nextAfterAttempt, parseRetryAfter, stoppedError, stopsJob } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
-import { meansReceiverDown, type WebhookHealth } from './webhook-health.js';
+import type { WebhookHealth } from './webhook-health.js';
 import type { CallbackTokens } from '../crypto/callback-tokens.js';
 import { continueTrace, type TraceContext } from '../tracing/trace-context.js';
 import type { AttemptSpan, AttemptSpanResult, Tracer } from '../tracing/tracer.js';
@@ -82,26 +83,6 @@ export function webhookBody(
   // A probe of a held project's receiver says so (SPEC section 13), so the receiver may tell it from a job.
   const probed = probe ? '"probe":true,' : '';
   return `{"jobId":${JSON.stringify(jobId)},"attemptId":${JSON.stringify(attemptId)},"attempt":${attemptNumber},"attemptNumber":${attemptNumber},${fromSchedule}${token}${tagged}${keyed}${probed}"payload":${payload}}`;
-}
-
-function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
-  return statusCode === 200 || statusCode === 201 || (acceptAny2xx && statusCode >= 200 && statusCode < 300);
-}
-
-/** A sent request's result in the terms of an attempt record. */
-export function toAttemptResult(sent: SendResult, acceptAny2xx: boolean): AttemptResult {
-  if (sent.kind !== 'answered') {
-    const outcome = sent.kind === 'aborted' ? 'network_error' : sent.kind;
-    return { outcome, statusCode: null, durationMs: sent.durationMs, error: sent.error, responseBody: null };
-  }
-  const ok = isSuccess(sent.statusCode, acceptAny2xx);
-  return {
-    outcome: ok ? 'success' : 'http_error',
-    statusCode: sent.statusCode,
-    durationMs: sent.durationMs,
-    error: ok ? null : `HTTP ${sent.statusCode}`,
-    responseBody: sent.responseBody,
-  };
 }
 
 /**
@@ -248,18 +229,6 @@ async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: Proj
   if (!applied) metrics.lateResultsIgnored.inc();
   // The receiver answered, and took the job: its endpoint works, whatever the report says later.
   if (applied) deps.health?.success(project.id);
-}
-
-/**
- * Whether an answer counts toward the receiver's run of failures (SPEC section 13): one that means
- * the receiver is down (`meansReceiverDown`), unless the project's stopOn refuses the job with it,
- * and never a request cut short by a shutdown (it says nothing of the receiver) or a 202 taken for
- * asynchronous completion.
- */
-export function receiverDownBy(project: ProjectRow, sent: SendResult): boolean {
-  if (sent.kind === 'aborted' || (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion)) return false;
-  const result = toAttemptResult(sent, project.acceptAny2xx);
-  return !stopsJob(project, result) && meansReceiverDown(result);
 }
 
 /** Stores the attempt's result and the job's next state (done, retry at a time, failed, or released). */

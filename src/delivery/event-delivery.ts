@@ -14,7 +14,7 @@ import type { Metrics } from '../metrics.js';
 import type { ClaimedEvent, EventAttemptOutcome } from '../store/event-store.js';
 import type { ProjectRow, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS } from './capacity-rules.js';
-import { toAttemptResult } from './deliver-attempt.js';
+import { toAttemptResult } from './attempt-result.js';
 import { eventBody } from './event-body.js';
 import { nextAfterAttempt, parseRetryAfter } from './retry-policy.js';
 import type { WebhookSender } from './webhook-client.js';

@@ -11,7 +11,8 @@ import type { Clock } from '../clock.js';
 import { newAttemptId, newEventId, newTestJobId } from '../crypto/random-ids.js';
 import { releaseProjectJobs } from '../maintenance/project-holds.js';
 import type { ProjectRow, Store } from '../store/store.js';
-import { toAttemptResult, webhookBody } from './deliver-attempt.js';
+import { toAttemptResult } from './attempt-result.js';
+import { webhookBody } from './deliver-attempt.js';
 import type { WebhookSender } from './webhook-client.js';
 
 export interface TestDeliveryResult {

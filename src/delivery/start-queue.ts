@@ -1,10 +1,30 @@
-import { dueOrder, type ClaimedJob, type ProjectRow } from '../store/store.js';
+import { dueOrder, type ClaimedJob, type ProjectRow, type Store } from '../store/store.js';
+import type { Capacity } from './capacity.js';
 
 /** A claimed job waiting to start, with what its attempt needs. */
 export interface Waiting {
   job: ClaimedJob;
   project: ProjectRow;
   secrets: string[];
+}
+
+/**
+ * What claimed jobs need to start: their projects and signing secrets, each loaded once. The
+ * settings loaded are the capacity model's from then on (Capacity.know), but for a change made here
+ * since the load began.
+ */
+export async function loadWaiting(
+  deps: { store: Pick<Store, 'projectGetMany'>; signingSecrets: (projectId: string) => Promise<string[]> },
+  capacity: Capacity,
+  jobs: ClaimedJob[],
+): Promise<Waiting[]> {
+  const projectIds = [...new Set(jobs.map((job) => job.projectId))];
+  const changesBefore = capacity.changesMade;
+  const [projects, secrets] = await Promise.all([deps.store.projectGetMany(projectIds), Promise.all(projectIds.map((id) => deps.signingSecrets(id)))]);
+  const byId = new Map(projects.map((project) => [project.id, project]));
+  const secretsById = new Map(projectIds.map((id, i) => [id, secrets[i]!]));
+  for (const project of projects) capacity.know(project, changesBefore);
+  return jobs.map((job) => ({ job, project: byId.get(job.projectId)!, secrets: secretsById.get(job.projectId)! }));
 }
 
 /**
