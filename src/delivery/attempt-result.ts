@@ -5,10 +5,24 @@
 import type { AttemptResult, ProjectRow } from '../store/store.js';
 import { stopsJob } from './retry-policy.js';
 import type { SendResult } from './webhook-client.js';
-import { meansReceiverDown } from './webhook-health.js';
 
 function isSuccess(statusCode: number, acceptAny2xx: boolean): boolean {
   return statusCode === 200 || statusCode === 201 || (acceptAny2xx && statusCode >= 200 && statusCode < 300);
+}
+
+/** A 202 to a project with asyncCompletion (SPEC section 11): the receiver took the job, its outcome comes later by a report. */
+export function acceptedForLater(project: Pick<ProjectRow, 'asyncCompletion'>, sent: SendResult): sent is Extract<SendResult, { kind: 'answered' }> & { statusCode: 202 } {
+  return sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion;
+}
+
+/**
+ * Whether a failed attempt says the receiver is down (SPEC section 13): no answer (network error,
+ * timeout) or a 5xx, 408 or 429. Any other 4xx refuses one job and says nothing of the receiver.
+ */
+export function meansReceiverDown(result: Pick<AttemptResult, 'outcome' | 'statusCode'>): boolean {
+  if (result.outcome === 'network_error' || result.outcome === 'timeout') return true;
+  if (result.outcome !== 'http_error' || result.statusCode === null) return false;
+  return result.statusCode >= 500 || result.statusCode === 408 || result.statusCode === 429;
 }
 
 /** A sent request's result in the terms of an attempt record. */
@@ -34,7 +48,7 @@ export function toAttemptResult(sent: SendResult, acceptAny2xx: boolean): Attemp
  * asynchronous completion.
  */
 export function receiverDownBy(project: ProjectRow, sent: SendResult): boolean {
-  if (sent.kind === 'aborted' || (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion)) return false;
+  if (sent.kind === 'aborted' || acceptedForLater(project, sent)) return false;
   const result = toAttemptResult(sent, project.acceptAny2xx);
   return !stopsJob(project, result) && meansReceiverDown(result);
 }

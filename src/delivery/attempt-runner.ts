@@ -237,24 +237,25 @@ export class AttemptRunner {
     this.unrecorded.add();
     this.deps.metrics.inFlight.inc();
     // The slot is the receiver's: it frees as soon as the answer is in, while the outcome is still
-    // being written, so the project's next job goes out meanwhile. The lease is held (and renewed)
-    // until the outcome is recorded.
+    // being written, so the project's next job goes out meanwhile (unless the answer may hold the
+    // project, below). The lease is held (and renewed) until the outcome is recorded.
     let slotFreed = false;
     // A keyed job's answer begins a key turn (key-turns.ts): the project's next start
     // waits for the outcome to be recorded and for a claim to look for the key's next job.
     const keyed = job.concurrencyKey !== null;
-    // A failure that may hold the project (SPEC section 13: at once) stops its starts here until
-    // its health write has answered, which deliverAttempt waits for.
-    let healthWrite = false;
-    const freeSlot = (receiverDown = false) => {
-      if (slotFreed) return;
+    // A failure that may hold the project (SPEC section 13: at once) holds its starts back here
+    // until its health write has answered, which deliverAttempt then waits for.
+    let heldBackForHealth = false;
+    const freeSlot = (receiverDown = false): boolean => {
+      if (slotFreed) return false;
       slotFreed = true;
       this.deps.metrics.inFlight.dec();
       if (keyed) this.capacity.keyTurnBegan(project.id);
-      healthWrite = receiverDown && this.capacity.failureAnswered(project);
+      heldBackForHealth = receiverDown && this.capacity.holdBackForHealthWrite(project);
       this.capacity.finish(project.id, this.deps.clock.now());
       this.pump(project.id);
       this.onCapacity();
+      return heldBackForHealth;
     };
     deliverAttempt(this.deps, job, project, secrets, this.shutdown.signal, freeSlot, started)
       .catch((error: unknown) => {
@@ -267,7 +268,7 @@ export class AttemptRunner {
           this.leases.drop(job.id);
           this.unrecorded.recorded();
         } finally {
-          if (healthWrite) {
+          if (heldBackForHealth) {
             this.capacity.healthWriteEnded(project.id, this.deps.clock.now());
             this.roomFreed(project.id);
           }

@@ -307,7 +307,7 @@ export class Capacity {
    * (by the newest settings known here), nothing more of it starts until the failure's health write
    * answers (HoldBacks), and `healthWriteEnded` must follow. Returns whether it is held back so.
    */
-  failureAnswered(project: ProjectRow): boolean {
+  holdBackForHealthWrite(project: ProjectRow): boolean {
     if (!(this.known.get(project.id) ?? project).holdOnFailure) return false;
     this.holdBacks.healthWriteBegan(project.id);
     return true;

@@ -5,7 +5,7 @@ import { UnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptNext, ClaimedJob, ProjectRow, StartedAttempt, Store } from '../store/store.js';
 import { LEASE_MARGIN_MS, leaseMs } from './capacity-rules.js';
-import { receiverDownBy, toAttemptResult } from './attempt-result.js';
+import { acceptedForLater, receiverDownBy, toAttemptResult } from './attempt-result.js';
 import { backpressureMs, nextAfterAttempt, parseRetryAfter, stoppedError, stopsJob } from './retry-policy.js';
 import type { SendResult, WebhookSender } from './webhook-client.js';
 import type { WebhookHealth } from './webhook-health.js';
@@ -97,11 +97,12 @@ export async function deliverAttempt(
   secrets: string[],
   shutdown?: AbortSignal,
   /**
-   * Called once the request is answered (or never sent), before the outcome is recorded; with
-   * whether the answer counts toward the receiver's health as a failure (`receiverDownBy`), whose
-   * health write the returned promise then waits for.
+   * Called once the request is answered (or never sent), before the outcome is recorded, with
+   * whether the answer counts toward the receiver's health as a failure (`receiverDownBy`); returns
+   * whether the project is held back until that failure's health write answers, which the returned
+   * promise then waits for.
    */
-  onAnswered: (receiverDown: boolean) => void = () => {},
+  onAnswered: (receiverDown: boolean) => boolean = () => false,
   /** The attempt when its STARTED is recorded already (a job created started when it was enqueued). */
   started?: StartedAttempt,
 ): Promise<void> {
@@ -112,9 +113,11 @@ export async function deliverAttempt(
   // export on, else a fresh one; a job without a trace sends none.
   const trace = span ? span.context : job.traceparent === null ? null : { traceparent: continueTrace(job.traceparent), tracestate: job.tracestate };
   const sent = await callWebhook(deps, job, project, secrets, attempt, trace, shutdown);
-  onAnswered(receiverDownBy(project, sent));
+  const receiverDown = receiverDownBy(project, sent);
+  const heldBack = onAnswered(receiverDown);
   span?.end(attemptSpanResult(sent, project));
-  await recordOutcome(deps, job, project, attempt, sent);
+  const { healthWritten } = await recordOutcome(deps, job, project, attempt, sent, receiverDown);
+  if (heldBack) await healthWritten;
 }
 
 /** The attempt's span, from the moment its request leaves (the due time, when that is ahead). */
@@ -125,7 +128,7 @@ function startAttemptSpan(tracer: Tracer, clock: Clock, job: ClaimedJob, project
 
 function attemptSpanResult(sent: SendResult, project: ProjectRow): AttemptSpanResult {
   if (sent.kind === 'aborted') return { outcome: 'aborted', statusCode: null, error: sent.error };
-  if (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion) return { outcome: 'accepted', statusCode: 202, error: null };
+  if (acceptedForLater(project, sent)) return { outcome: 'accepted', statusCode: 202, error: null };
   const { outcome, statusCode, error } = toAttemptResult(sent, project.acceptAny2xx);
   return { outcome, statusCode, error };
 }
@@ -231,9 +234,22 @@ async function recordAccepted(deps: DeliveryDeps, job: ClaimedJob, project: Proj
   if (applied) deps.health?.success(project.id);
 }
 
-/** Stores the attempt's result and the job's next state (done, retry at a time, failed, or released). */
-async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: ProjectRow, attempt: StartedAttempt, sent: SendResult): Promise<void> {
-  if (sent.kind === 'answered' && sent.statusCode === 202 && project.asyncCompletion) return recordAccepted(deps, job, project, attempt, sent);
+/**
+ * Stores the attempt's result and the job's next state (done, retry at a time, failed, or released),
+ * and hands a failure that counts to the receiver's health: `healthWritten` settles once that is written.
+ */
+async function recordOutcome(
+  deps: DeliveryDeps,
+  job: ClaimedJob,
+  project: ProjectRow,
+  attempt: StartedAttempt,
+  sent: SendResult,
+  receiverDown: boolean,
+): Promise<{ healthWritten?: Promise<void> }> {
+  if (acceptedForLater(project, sent)) {
+    await recordAccepted(deps, job, project, attempt, sent);
+    return {};
+  }
   const { store, clock, metrics, workerId } = deps;
   const answered = toAttemptResult(sent, project.acceptAny2xx);
   // A status in retryPolicy.stopOn ends the job at once, and its error says why (SPEC section 13).
@@ -275,8 +291,8 @@ async function recordOutcome(deps: DeliveryDeps, job: ClaimedJob, project: Proje
     metrics.jobsFailed.inc();
     if (project.eventsUrl) deps.onJobEvent?.();
   }
-  // Outcomes of the receiver, not of this instance. A failure's health write is waited for: the
-  // attempt runner starts nothing more of a project with holdOnFailure until it has answered.
+  // Outcomes of the receiver, not of this instance.
   if (applied && result.outcome === 'success') deps.health?.success(project.id);
-  else if (applied && receiverDownBy(project, sent)) await deps.health?.failure(project.id, result.error ?? result.outcome);
+  else if (applied && receiverDown) return { healthWritten: deps.health?.failure(project.id, result.error ?? result.outcome) };
+  return {};
 }

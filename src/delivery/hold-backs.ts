@@ -28,8 +28,8 @@ export class HoldBacks {
   }
 
   healthWriteEnded(projectId: string): void {
-    const left = this.healthWrites.get(projectId)! - 1;
-    if (left === 0) this.healthWrites.delete(projectId);
+    const left = (this.healthWrites.get(projectId) ?? 1) - 1;
+    if (left <= 0) this.healthWrites.delete(projectId);
     else this.healthWrites.set(projectId, left);
   }
 

@@ -1,5 +1,5 @@
 /**
- * Feeds each project's attempt outcomes that count (meansReceiverDown, and successes) to the store's
+ * Feeds each project's attempt outcomes that count (receiverDownBy in attempt-result.ts, and successes) to the store's
  * run of failures (webhookHealthRecord): the project's health (services/project-health.ts), its
  * hold with holdOnFailure (SPEC section 13), and the webhook.failing, webhook.held and
  * webhook.recovered events (SPEC sections 10 and 13).
@@ -12,26 +12,15 @@
 import type { Clock } from '../clock.js';
 import { newEventId } from '../crypto/random-ids.js';
 import type { HealthOutcome } from '../store/event-store.js';
-import type { AttemptResult, Store } from '../store/store.js';
-
-/**
- * Whether a failed attempt says the receiver is down (SPEC section 13): no answer (network error,
- * timeout) or a 5xx, 408 or 429. Any other 4xx refuses one job and says nothing of the receiver.
- */
-export function meansReceiverDown(result: Pick<AttemptResult, 'outcome' | 'statusCode'>): boolean {
-  if (result.outcome === 'network_error' || result.outcome === 'timeout') return true;
-  if (result.outcome !== 'http_error' || result.statusCode === null) return false;
-  return result.statusCode >= 500 || result.statusCode === 408 || result.statusCode === 429;
-}
+import type { Store } from '../store/store.js';
 
 /** How often the projects failing elsewhere are read again. */
 const REFRESH_MS = 5_000;
 
 export class WebhookHealth {
   private readonly maybeFailing = new Set<string>();
-  private pending = new Map<string, HealthOutcome[]>();
-  /** Settles once the pending outcomes are written (or their write failed). */
-  private pendingWritten: { promise: Promise<void>; settle: () => void } | null = null;
+  /** Outcomes not yet written, per project, and what settles once they are (or their write failed). */
+  private pending = new Map<string, { outcomes: HealthOutcome[]; written: Promise<void>; settle: () => void }>();
   private flushing: Promise<void> | null = null;
   private flushQueued = false;
   private timer: NodeJS.Timeout | null = null;
@@ -74,19 +63,18 @@ export class WebhookHealth {
   }
 
   private add(projectId: string, outcome: HealthOutcome): Promise<void> {
-    const list = this.pending.get(projectId);
-    if (list) list.push(outcome);
-    else this.pending.set(projectId, [outcome]);
+    let entry = this.pending.get(projectId);
+    if (!entry) {
+      let settle!: () => void;
+      const written = new Promise<void>((resolve) => (settle = resolve));
+      this.pending.set(projectId, (entry = { outcomes: [], written, settle }));
+    }
+    entry.outcomes.push(outcome);
     if (!this.flushQueued) {
       this.flushQueued = true;
       setImmediate(() => void this.flush());
     }
-    if (!this.pendingWritten) {
-      let settle!: () => void;
-      const promise = new Promise<void>((resolve) => (settle = resolve));
-      this.pendingWritten = { promise, settle };
-    }
-    return this.pendingWritten.promise;
+    return entry.written;
   }
 
   /** Writes what is pending (after the write under way, so a project's outcomes stay in order). */
@@ -95,11 +83,9 @@ export class WebhookHealth {
     this.flushQueued = false;
     if (this.pending.size === 0) return;
     const batch = this.pending;
-    const written = this.pendingWritten;
     this.pending = new Map();
-    this.pendingWritten = null;
     this.flushing = (async () => {
-      for (const [projectId, outcomes] of batch) {
+      for (const [projectId, { outcomes, settle }] of batch) {
         try {
           const { held } = await this.deps.store.webhookHealthRecord({ projectId, outcomes });
           if (!outcomes[outcomes.length - 1]!.failed) this.maybeFailing.delete(projectId);
@@ -108,11 +94,12 @@ export class WebhookHealth {
         } catch (error) {
           // A lost count of a few outcomes delays or skips an alert; it never touches a job.
           this.deps.onError(error);
+        } finally {
+          settle();
         }
       }
     })().finally(() => {
       this.flushing = null;
-      written?.settle();
     });
     await this.flushing;
   }

@@ -177,8 +177,8 @@ describe('the capacity model', () => {
     capacity.know(p);
     capacity.hold(p.id, 1);
     capacity.start(p.id);
-    expect(capacity.failureAnswered(project('q'))).toBe(false);
-    expect(capacity.failureAnswered(p)).toBe(true);
+    expect(capacity.holdBackForHealthWrite(project('q'))).toBe(false);
+    expect(capacity.holdBackForHealthWrite(p)).toBe(true);
     capacity.finish(p.id, NOW);
     expect(capacity.mayStart(p, NOW)).toBe(false);
     expect(capacity.projectsWithoutRoom(NOW)).toEqual(['p']);

@@ -237,7 +237,7 @@ class Wait implements Command {
  * larger jumps).
  */
 const MAX_JUMP_MS = 20_000;
-/** Until no attempt is under way: none open at the receiver, none in flight or unrecorded in the service. */
+/** Until no attempt is under way: none open at the receiver, none started and not yet answered in the service (outcomes may still be being written). */
 async function untilNoAttemptUnderWay(run: Run): Promise<void> {
   await eventually(() => run.receiver.openRequests() + run.service.attemptsInFlight, { what: 'no attempt under way', until: (open) => open === 0, withinMs: 5_000 });
 }
