@@ -152,6 +152,11 @@ export class ConnectionPool {
       throw translatePostgresError(error);
     }
     let broken = false;
+    // A connection lost while the transaction holds it (a restart, pg_terminate_backend) is told by
+    // an 'error' event, which the pool listens for only while a client is idle: unheard, it would
+    // crash the process. The transaction's statements fail instead, and the client is let go.
+    const lost = () => (broken = true);
+    client.on('error', lost);
     try {
       await client.query('BEGIN');
       const result = await fn(client);
@@ -160,10 +165,11 @@ export class ConnectionPool {
     } catch (error) {
       // fn's statements throw translated errors: look at what PostgreSQL said.
       const cause = error instanceof UnavailableError ? error.cause : error;
-      broken = isPostgresUnavailable(cause) && !isWriteConflict(cause);
+      broken ||= isPostgresUnavailable(cause) && !isWriteConflict(cause);
       if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
       throw translatePostgresError(error);
     } finally {
+      client.removeListener('error', lost);
       client.release(broken);
     }
   }
