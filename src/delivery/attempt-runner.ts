@@ -5,7 +5,7 @@ import type { RateLimiter } from '../rate-limits/token-bucket.js';
 import { Capacity } from './capacity.js';
 import { claimRule, leaseMs, type ClaimRule } from './capacity-rules.js';
 import { deliverAttempt, type DeliveryDeps } from './deliver-attempt.js';
-import { takeStartTokens } from './delivery-rate.js';
+import { RatedStarts } from './delivery-rate.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { loadWaiting, StartQueue, type Waiting } from './start-queue.js';
 import { AheadTimer } from './ahead-timer.js';
@@ -29,8 +29,8 @@ export class AttemptRunner {
   private readonly holdTimers: HoldTimers;
   private readonly unrecorded = new UnrecordedAttempts();
   private readonly shutdown = new AbortController();
-  /** Projects with a take of rate tokens under way (one at a time per project). */
-  private readonly takingTokens = new Set<string>();
+  /** Starts of rated projects, which wait for their tokens (null without a rate limiter). */
+  private readonly rated: RatedStarts | null;
   /** Called when room frees, so a claim loop starved of it claims again. */
   onCapacity: () => void = () => {};
   /**
@@ -53,6 +53,17 @@ export class AttemptRunner {
     this.leases = new LeaseKeeper({ store: deps.store, clock: deps.clock, workerId: deps.workerId, log: deps.log });
     this.aheadTimer = new AheadTimer(this.queue, deps.clock, (projectId) => this.pump(projectId));
     this.holdTimers = new HoldTimers(this.capacity, deps.clock, (projectId) => this.roomFreed(projectId));
+    this.rated = deps.rateLimiter
+      ? new RatedStarts({
+          limiter: deps.rateLimiter,
+          clock: deps.clock,
+          log: deps.log,
+          capacity: this.capacity,
+          runNext: (projectId) => this.run(this.queue.take(projectId)!),
+          holdUntil: (projectId, until) => this.holdProject(projectId, until),
+          done: (projectId) => this.pump(projectId),
+        })
+      : null;
     // Every attempt in flight listens on the one shutdown signal: hundreds of listeners is expected.
     setMaxListeners(0, this.shutdown.signal);
   }
@@ -192,44 +203,14 @@ export class AttemptRunner {
   /** Starts the project's due jobs, in due order, while the capacity model allows. */
   private pump(projectId: string): void {
     for (let next = this.queue.peek(projectId); next; next = this.queue.peek(projectId)) {
-      if (this.takingTokens.has(projectId) || !this.capacity.mayStart(next.project, this.deps.clock.now())) return;
-      if (next.project.deliveryRatePerSecond !== null && this.deps.rateLimiter) {
-        this.takeTokens(next.project, this.queue.dueOf(projectId));
+      if (this.rated?.taking(projectId) || !this.capacity.mayStart(next.project, this.deps.clock.now())) return;
+      if (next.project.deliveryRatePerSecond !== null && this.rated) {
+        this.rated.start(next.project, this.queue.dueOf(projectId));
         return;
       }
       this.capacity.start(projectId);
       this.run(this.queue.take(projectId)!);
     }
-  }
-
-  /**
-   * Starts what a rated project's free slots allow of its due jobs once their tokens are taken
-   * (delivery-rate.ts); the refused wait for the next token. Counted as started meanwhile, so that
-   * the free slots are not offered twice.
-   */
-  private takeTokens(project: ProjectRow, waiting: number): void {
-    let wanted = 0;
-    while (wanted < waiting && this.capacity.mayStart(project, this.deps.clock.now())) {
-      this.capacity.start(project.id);
-      wanted += 1;
-    }
-    this.takingTokens.add(project.id);
-    void takeStartTokens(this.deps.rateLimiter!, project, wanted, this.deps.clock.now())
-      .then(({ granted, retryAfterMs }) => {
-        for (let i = granted; i < wanted; i++) this.capacity.unstart(project.id);
-        for (let i = 0; i < granted; i++) this.run(this.queue.take(project.id)!);
-        if (retryAfterMs !== null) this.holdProject(project.id, this.deps.clock.now() + retryAfterMs);
-      })
-      .catch((error: unknown) => {
-        // The limiter answers from memory when Redis is away; a failure here is unexpected: wait a little.
-        this.deps.log.error({ err: error }, 'taking delivery rate tokens failed');
-        for (let i = 0; i < wanted; i++) this.capacity.unstart(project.id);
-        this.holdProject(project.id, this.deps.clock.now() + 1_000);
-      })
-      .finally(() => {
-        this.takingTokens.delete(project.id);
-        this.pump(project.id);
-      });
   }
 
   /** Runs an attempt whose start the capacity model has counted; `started` when its STARTED is recorded already. */

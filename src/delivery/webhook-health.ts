@@ -1,6 +1,6 @@
 /**
- * Feeds each project's attempt outcomes that count (receiverDownBy in attempt-result.ts, and successes) to the store's
- * run of failures (webhookHealthRecord): the project's health (services/project-health.ts), its
+ * Feeds each project's attempt outcomes that count (receiverDownBy, attempt-result.ts; and successes)
+ * to the store's run of failures (webhookHealthRecord): the project's health (project-health.ts), its
  * hold with holdOnFailure (SPEC section 13), and the webhook.failing, webhook.held and
  * webhook.recovered events (SPEC sections 10 and 13).
  *
