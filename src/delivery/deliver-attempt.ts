@@ -180,7 +180,9 @@ async function callWebhook(
   // Handed to the sender at once, to leave at the due time by its own timer (WebhookRequest.sendAt):
   // on the webhook thread that moment does not wait for whatever the event loop is doing then.
   // The due time on the wall clock: with the system clock the offset is never negative (read
-  // second), so the request never leaves early; an injected clock maps onto real time.
+  // second), so the request never leaves early; a clock running at real time from an offset maps
+  // onto it too. A manual clock does not: its due time comes when it is set there, so wait for that.
+  if (clock.manual) await untilDue(clock, job.runAt, shutdown);
   const appNow = clock.now();
   const sendAt = Math.max(job.runAt, appNow) + (Date.now() - appNow);
   const delivered = await deps.client.deliver(
