@@ -217,13 +217,19 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     });
   for (const project of model.projects.values()) {
     const own = deliveries.filter((d) => d.project === project.name).sort((a, b) => a.arrivedAt - b.arrivedAt);
+    const startOf = (d: Delivery) => (attempts.get(d.jobId) ?? []).find((a) => a.id === d.attemptId)?.startedAt ?? d.arrivedAt;
     // Concurrency: open requests at an arrival never exceed the limit in force (a lowered limit
-    // lets requests already out finish; a killed instance's requests are another instance's).
+    // lets attempts already started finish, their requests perhaps arriving after the change's
+    // answer: each is judged by the limit at its start, which for a job held ahead of its time
+    // is up to START_AHEAD_TOLERANCE_MS before the startedAt recorded, its due time; a killed
+    // instance's requests are another instance's).
     for (const d of own) {
       const overlapping = own.filter((o) => o === d || (o.arrivedAt <= d.arrivedAt && (o.endedAt === null || o.endedAt > d.arrivedAt) && o.generation === d.generation));
-      const limit = Math.min(PROJECT_SHARE, Math.max(...overlapping.map((o) => valueAt(project.concurrency, o.arrivedAt))));
+      const limit = Math.min(PROJECT_SHARE, Math.max(...overlapping.map((o) => valueAt(project.concurrency, Math.min(o.arrivedAt, startOf(o) - START_AHEAD_TOLERANCE_MS)))));
       if (overlapping.length > limit) {
-        found.push(`${project.name}: ${overlapping.length} requests open at ${d.arrivedAt}, over its concurrency within its share, ${limit}`);
+        const requests = overlapping.map((o) => `${o.jobId} started ${startOf(o)} arrived ${o.arrivedAt}`).join('; ');
+        const changes = project.concurrency.map((c) => `${c.value} from ${c.since}`).join(', ');
+        found.push(`${project.name}: ${overlapping.length} requests open at ${d.arrivedAt}, over its concurrency within its share, ${limit} (${requests}; concurrency ${changes})`);
         break;
       }
     }
@@ -241,7 +247,6 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
     // Due order: a first attempt never starts before a job of its project that was due earlier (or
     // as early and created first) and known well before it started. Starts are the store's
     // STARTED instants: a request may reach the receiver a while after (a cold webhook thread).
-    const startOf = (d: Delivery) => (attempts.get(d.jobId) ?? []).find((a) => a.id === d.attemptId)?.startedAt ?? d.arrivedAt;
     const firsts = own.filter((d) => d.attemptNumber === 1 && !interrupted(d.jobId));
     for (const later of firsts) {
       const laterJob = model.jobs.get(later.jobId);
