@@ -21,28 +21,11 @@ import { KnownSettings } from './known-settings.js';
 import { HoldBacks } from './hold-backs.js';
 import { KeyTurns } from './key-turns.js';
 import { StoreBacklog } from './store-backlog.js';
-
-interface ProjectCount {
-  /** Claimed (or about to be claimed started) and not yet started. */
-  held: number;
-  /**
-   * Room taken for jobs being created started (reserveStartAtEnqueue), not yet handed over: it
-   * counts against the slots as a running attempt does, but no job waits behind it, so it does not
-   * stop another enqueue from starting its jobs beside it.
-   */
-  reserved: number;
-  /** Started and not yet answered. */
-  running: number;
-  /** The project's settings as last loaded; null until then (its room is then only the global one). */
-  settings: CapacitySettings | null;
-}
+import { WorkerCounts, type ProjectCount } from './worker-counts.js';
 
 /** One worker's counts, and the rules applied to them. */
 export class Capacity {
-  private readonly projects = new Map<string, ProjectCount>();
-  private heldTotal = 0;
-  private reservedTotal = 0;
-  private runningTotal = 0;
+  private readonly counts = new WorkerCounts();
   /** What the claim loop's last claims may have left due in the store. */
   private readonly backlog = new StoreBacklog();
   /** What holds projects back: Retry-After, the rate's next token, a health write under way. */
@@ -54,12 +37,6 @@ export class Capacity {
 
   constructor(readonly globalSlots: number) {}
 
-  private countOf(projectId: string): ProjectCount {
-    let count = this.projects.get(projectId);
-    if (!count) this.projects.set(projectId, (count = { held: 0, reserved: 0, running: 0, settings: null }));
-    return count;
-  }
-
   /** What the project holds in claims' eyes: claimed, reserved, running, and kept for keys' next jobs. */
   private holdingOf(projectId: string, count: ProjectCount): number {
     return count.held + count.reserved + count.running + this.keyTurns.answered(projectId);
@@ -67,8 +44,8 @@ export class Capacity {
 
   /** Forgets a project with nothing held, running or holding it back. */
   private tidy(projectId: string, now: number): void {
-    const count = this.projects.get(projectId);
-    if (count && this.holdingOf(projectId, count) === 0 && !this.holdBacks.isHeld(projectId, now) && !this.keyTurns.underWay(projectId)) this.projects.delete(projectId);
+    const count = this.counts.find(projectId);
+    if (count && this.holdingOf(projectId, count) === 0 && !this.holdBacks.isHeld(projectId, now) && !this.keyTurns.underWay(projectId)) this.counts.forget(projectId);
   }
 
   /** How many settings changes were made here so far: taken before a load of projects, for `know`. */
@@ -82,7 +59,7 @@ export class Capacity {
    * and does not undo it.
    */
   know(project: ProjectRow, readAfter = Number.POSITIVE_INFINITY): void {
-    if (this.known.learn(project, readAfter)) this.countOf(project.id).settings = project;
+    if (this.known.learn(project, readAfter)) this.counts.of(project.id).settings = project;
   }
 
   /**
@@ -96,14 +73,14 @@ export class Capacity {
     const reserved: Record<string, number> = {};
     for (const [projectId, settings] of this.known.entries()) {
       if (settings.deliveryRatePerSecond !== null || dueWaiting(projectId)) continue;
-      const count = this.projects.get(projectId);
+      const count = this.counts.find(projectId);
       // Not stopped by a key turn: a claim's starts are decided in the store, against what is
       // claimable when it commits (after the turn's outcome, the key's next job, earliest first).
       if (this.holdBacks.isHeld(projectId, now)) continue;
       const room = Math.min(projectSlots(settings, this.globalSlots) - (count ? count.running + count.reserved + count.held : 0), this.freeSlots());
       if (room <= 0) continue;
       reserved[projectId] = room;
-      this.hold(projectId, room);
+      this.counts.hold(projectId, room);
     }
     return reserved;
   }
@@ -118,16 +95,16 @@ export class Capacity {
 
   /** Jobs the worker may still take on, all projects together. */
   freeSlots(): number {
-    return this.globalSlots - this.heldTotal - this.reservedTotal - this.runningTotal - this.keyTurns.answeredAll;
+    return this.globalSlots - this.counts.total - this.keyTurns.answeredAll;
   }
 
   get running(): number {
-    return this.runningTotal;
+    return this.counts.running;
   }
 
   /** The project's attempts started here and not yet answered. */
   runningOf(projectId: string): number {
-    return this.projects.get(projectId)?.running ?? 0;
+    return this.counts.find(projectId)?.running ?? 0;
   }
 
   /**
@@ -141,7 +118,7 @@ export class Capacity {
    */
   reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
     if (this.backlog.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
-    const count = this.countOf(project.id);
+    const count = this.counts.of(project.id);
     const keyTurn = this.keyTurns.underWay(project.id);
     const heldBack = this.holdBacks.isHeld(project.id, now);
     // The job is created QUEUED, to wait in the store: none created after it may overtake it.
@@ -153,8 +130,7 @@ export class Capacity {
       this.tidy(project.id, now);
       return 0;
     }
-    count.reserved += room;
-    this.reservedTotal += room;
+    this.counts.reserve(project.id, room);
     // Claims step over the project while this room fills it (projectsWithoutRoom needs settings).
     count.settings ??= this.known.get(project.id) ?? project;
     return room;
@@ -162,18 +138,13 @@ export class Capacity {
 
   /** A job created started under a reservation is handed over: its attempt runs. */
   startReserved(projectId: string): void {
-    const count = this.countOf(projectId);
-    count.reserved -= 1;
-    count.running += 1;
-    this.reservedTotal -= 1;
-    this.runningTotal += 1;
+    this.counts.reserve(projectId, -1);
+    this.counts.run(projectId, 1);
   }
 
   /** `n` of the room reserved at enqueue was not used (fewer jobs created started, or none). */
   unreserve(projectId: string, n: number, now: number): void {
-    const count = this.countOf(projectId);
-    count.reserved -= n;
-    this.reservedTotal -= n;
+    this.counts.reserve(projectId, -n);
     this.tidy(projectId, now);
   }
 
@@ -190,7 +161,7 @@ export class Capacity {
   cutShortBy(claimedByProject: Map<string, number>, heldAtClaim: Record<string, number>): string[] {
     const cut: string[] = [];
     for (const [projectId, claimed] of claimedByProject) {
-      const settings = this.projects.get(projectId)?.settings ?? this.known.get(projectId);
+      const settings = this.counts.find(projectId)?.settings ?? this.known.get(projectId);
       if (!settings || claimed >= claimLimit(settings, this.globalSlots) - (heldAtClaim[projectId] ?? 0)) cut.push(projectId);
     }
     return cut;
@@ -199,7 +170,7 @@ export class Capacity {
   /** Jobs held per project (claimed or running), for the claim's per-project room. */
   heldByProject(): Record<string, number> {
     const held: Record<string, number> = {};
-    for (const [projectId, count] of this.projects) {
+    for (const [projectId, count] of this.counts.entries()) {
       const holding = this.holdingOf(projectId, count);
       if (holding > 0) held[projectId] = holding;
     }
@@ -209,7 +180,7 @@ export class Capacity {
   /** Projects a claim must step over: held back, or holding all this worker may hold of them. */
   projectsWithoutRoom(now: number): string[] {
     const full = this.holdBacks.heldAt(now);
-    for (const [projectId, count] of this.projects) {
+    for (const [projectId, count] of this.counts.entries()) {
       if (count.settings && this.holdingOf(projectId, count) >= claimLimit(count.settings, this.globalSlots)) full.add(projectId);
     }
     return [...full];
@@ -217,15 +188,12 @@ export class Capacity {
 
   /** `n` of the project's jobs are now held (claimed, or room taken for jobs about to be created claimed). */
   hold(projectId: string, n: number): void {
-    this.countOf(projectId).held += n;
-    this.heldTotal += n;
+    this.counts.hold(projectId, n);
   }
 
   /** `n` held jobs were given back (not created after all, released unstarted, or dropped at shutdown). */
   release(projectId: string, n: number, now: number): void {
-    const count = this.countOf(projectId);
-    count.held -= n;
-    this.heldTotal -= n;
+    this.counts.hold(projectId, -n);
     this.tidy(projectId, now);
   }
 
@@ -235,7 +203,7 @@ export class Capacity {
    */
   settingsChanged(project: ProjectRow): void {
     this.known.changed(project);
-    const count = this.projects.get(project.id);
+    const count = this.counts.find(project.id);
     if (count) count.settings = project;
   }
 
@@ -245,7 +213,7 @@ export class Capacity {
    * with, which a lowered deliveryConcurrency may have replaced since).
    */
   mayStart(project: ProjectRow, now: number): boolean {
-    const count = this.countOf(project.id);
+    const count = this.counts.of(project.id);
     return !this.holdBacks.isHeld(project.id, now) && !this.keyTurns.underWay(project.id) && count.running + count.reserved < projectSlots(count.settings ?? project, this.globalSlots);
   }
 
@@ -267,27 +235,19 @@ export class Capacity {
 
   /** A held job's attempt starts. */
   start(projectId: string): void {
-    const count = this.countOf(projectId);
-    count.held -= 1;
-    count.running += 1;
-    this.heldTotal -= 1;
-    this.runningTotal += 1;
+    this.counts.hold(projectId, -1);
+    this.counts.run(projectId, 1);
   }
 
   /** A start counted (start) did not happen after all (the rate refused its token): held again. */
   unstart(projectId: string): void {
-    const count = this.countOf(projectId);
-    count.running -= 1;
-    count.held += 1;
-    this.runningTotal -= 1;
-    this.heldTotal += 1;
+    this.counts.run(projectId, -1);
+    this.counts.hold(projectId, 1);
   }
 
   /** An attempt's answer is in (or it never left): its slot is free. */
   finish(projectId: string, now: number): void {
-    const count = this.countOf(projectId);
-    count.running -= 1;
-    this.runningTotal -= 1;
+    this.counts.run(projectId, -1);
     this.tidy(projectId, now);
   }
 
@@ -321,7 +281,6 @@ export class Capacity {
 
   /** Shutdown: every held job is given back at once (the store releases them). */
   releaseAllHeld(): void {
-    for (const count of this.projects.values()) count.held = 0;
-    this.heldTotal = 0;
+    this.counts.releaseAllHeld();
   }
 }
