@@ -83,8 +83,8 @@ export class AttemptRunner {
    * (Capacity.reserveStartAtEnqueue); returns how many. The room is held until `submitStarted`
    * (given the reservation) or `unreserve` gives it back.
    */
-  reserveStart(project: ProjectRow, wanted: number): number {
-    return this.capacity.reserveStartAtEnqueue(project, wanted, this.deps.clock.now());
+  reserveStart(project: ProjectRow, wanted: number, dueNow: number): number {
+    return this.capacity.reserveStartAtEnqueue(project, wanted, this.deps.clock.now(), dueNow);
   }
 
   /** Gives back room reserved for jobs that were not created after all. */

@@ -114,15 +114,17 @@ export class Capacity {
    * store (a new job overtakes neither: the order rule; a key turn may leave one there), while it is
    * held back, or when it has a rate (its starts wait for tokens). Other enqueues' reservations only
    * take room: jobs created started beside each other start in creation order. A shortfall marks
-   * the project (or, for want of global slots, every project) in the backlog.
+   * the project (or, for want of global slots, every project) in the backlog, as do due jobs that
+   * may not be created started (`wanted` less than `dueNow`: job-rules.ts, startableAtCreation).
    */
-  reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number): number {
+  reserveStartAtEnqueue(project: ProjectRow, wanted: number, now: number, dueNow = wanted): number {
     if (this.backlog.has(project.id) || project.deliveryRatePerSecond !== null) return 0;
     const count = this.counts.of(project.id);
     const keyTurn = this.keyTurns.underWay(project.id);
     const heldBack = this.holdBacks.isHeld(project.id, now);
-    // The job is created QUEUED, to wait in the store: none created after it may overtake it.
-    if (keyTurn || heldBack) this.backlog.add(project.id);
+    // Due jobs are created QUEUED, to wait in the store (all of them, or those of `dueNow` that may
+    // not be created started): none created after them may overtake them.
+    if (keyTurn || heldBack || wanted < dueNow) this.backlog.add(project.id);
     if (count.held > 0 || heldBack || keyTurn) return 0;
     const room = Math.max(0, Math.min(wanted, projectSlots(project, this.globalSlots) - count.running - count.reserved, this.freeSlots()));
     if (room < wanted) this.backlog.add(this.freeSlots() <= room ? undefined : project.id);

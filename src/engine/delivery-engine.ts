@@ -161,10 +161,10 @@ export class DeliveryEngine {
    */
   immediateDelivery(): ImmediateDelivery {
     return {
-      reserve: (project, wanted) => {
+      reserve: (project, wanted, dueNow) => {
         // A paused project's jobs wait QUEUED (SPEC section 10).
         if (!this.running || project.paused) return null;
-        const limit = this.runner.reserveStart(project, wanted);
+        const limit = this.runner.reserveStart(project, wanted, dueNow);
         if (limit <= 0) return null;
         return { projectId: project.id, workerId: this.workerId, leaseExpiresAt: this.options.clock.now() + leaseMs(project), limit };
       },

@@ -4,7 +4,7 @@ import { IdempotencyKeyReusedError, InvalidRequestError, PunctualError, QuotaExc
 import type { Metrics } from '../metrics.js';
 import { effectiveMaxRetries } from '../plans.js';
 import type { AnswerTemplate, StartedJob, JobCreateParams, JobCreateResult, NewJob, Store } from '../store/store.js';
-import { startedJobs } from '../store/job-rules.js';
+import { startableAtCreation, startedJobs } from '../store/job-rules.js';
 import { formatNullableTimestamp, formatTimestamp, utcDay, utcMonth } from '../timestamp.js';
 import { requestHash } from './input/request-hash.js';
 import type { ImmediateDelivery } from './immediate-delivery.js';
@@ -101,7 +101,7 @@ export class JobCreation {
   ) {
     const immediate = this.deps.immediateDelivery();
     const dueNow = jobs.filter((job) => job.runAt <= now).length;
-    const startDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, dueNow) : null;
+    const startDueNow = immediate && dueNow > 0 ? immediate.reserve(ctx.project, startableAtCreation(jobs, now).length, dueNow) : null;
     // Jobs created started are claimed by this very statement: their claim span covers it.
     const claimSpans = startDueNow && this.deps.tracer ? this.deps.tracer.startClaim() : null;
     let result: JobCreateResult;

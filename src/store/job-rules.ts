@@ -32,6 +32,20 @@ import type { ProjectRow } from './tenancy-store.js';
 import type { PruneCutoffs } from '../retention.js';
 
 /**
+ * Which of a request's jobs may be created with their first attempt STARTED (JobCreateParams.
+ * startDueNow), by index, in due order (dueOrder; within the request, its order): its jobs due at
+ * once, up to the first that never is (a keyed job, whose key's turn decides, or a debounced one).
+ * Those after it wait QUEUED with it, for a claim: none overtakes a job due before it (SPEC
+ * section 10). A store starts the first `startDueNow.limit` of them.
+ */
+export function startableAtCreation(jobs: Pick<NewJob, 'runAt' | 'concurrencyKey' | 'debounce'>[], now: number): number[] {
+  const due = jobs.flatMap((job, index) => (job.runAt <= now ? [index] : []));
+  due.sort((a, b) => jobs[a]!.runAt - jobs[b]!.runAt || a - b);
+  const blocked = due.findIndex((index) => jobs[index]!.concurrencyKey !== undefined || jobs[index]!.debounce !== undefined);
+  return blocked === -1 ? due : due.slice(0, blocked);
+}
+
+/**
  * The jobs a creation started (JobCreateParams.startDueNow) as the dispatcher takes them: each row
  * as it was inserted, rebuilt from the request's own jobs, so that no payload crosses back from the
  * store, with its first attempt.

@@ -188,7 +188,7 @@ describe('scheduler wake-ups (injected clock)', () => {
     const immediate = app.t.engine!.immediateDelivery();
     // A dispatch has reserved the project's only slot to create its job started (JobCreation.create);
     // meanwhile a job of it is claimed DISPATCHED and waits here for that room.
-    const reservation = immediate.reserve(project, 1)!;
+    const reservation = immediate.reserve(project, 1, 1)!;
     expect(reservation.limit).toBe(1);
     const jobId = await dispatch(p.key);
     await settle();

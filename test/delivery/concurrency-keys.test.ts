@@ -77,6 +77,18 @@ describe('concurrency keys (SPEC section 15)', () => {
     expect(list.some((job) => job.concurrencyKey !== undefined)).toBe(true);
   });
 
+  it("starts a batch's jobs due at once in the batch's order, with keys or without, and lists them in it (SPEC section 10)", async () => {
+    const p = await t.makeProject({ webhookUrl: receiver.url, settings: { deliveryConcurrency: 1, keyConcurrency: 2 } });
+    const items = [{ key: 'k2' }, { key: 'k1' }, { key: null }, { key: 'k2' }, { key: null }, { key: 'k1' }].map(({ key }, i) => ({ payload: { i }, ...(key && { concurrencyKey: key }) }));
+    const res = await post(p.key, '/api/jobs/dispatch/batch', { jobs: items });
+    expect(res.statusCode, res.body).toBe(200);
+    const jobIds = (res.json().jobs as { jobId: string }[]).map((j) => j.jobId);
+    const listed = (await t.api(p.key, { method: 'GET', url: '/api/jobs?limit=6' })).json().jobs as { jobId: string }[];
+    expect(listed.map((job) => job.jobId)).toEqual([...jobIds].reverse());
+    await tickUntil(() => jobIds.every((id) => receiver.forJob(id).length === 1), 'the batch delivered');
+    expect(receiver.requests.filter((r) => jobIds.includes(r.json.jobId as string)).map((r) => r.json.jobId)).toEqual(jobIds);
+  });
+
   it('refuses a key that is not 1 to 128 printable ASCII characters, and a near miss of its name, creating nothing', async () => {
     const p = await t.makeProject({ webhookUrl: receiver.url });
     for (const concurrencyKey of ['', 'x'.repeat(129), 'é', 7]) {

@@ -95,7 +95,7 @@ export class ModelService {
     const project = await runtime.store.projectGet(projectId);
     if (!project) throw new Error(`no project ${projectId}`);
     const immediate = engine.immediateDelivery();
-    const reservation = immediate.reserve(project, GLOBAL_SLOTS);
+    const reservation = immediate.reserve(project, GLOBAL_SLOTS, GLOBAL_SLOTS);
     return reservation && (() => immediate.submit(reservation, []));
   }
 

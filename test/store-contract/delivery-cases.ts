@@ -377,6 +377,25 @@ export function deliveryCases(contract: ContractContext): void {
       }
     });
 
+    it('starts jobs at creation in due order, none after the first that never is (a keyed job), and claims ties in the order created (SPEC section 10)', async () => {
+      const start = { workerId: 'wrk_s', leaseExpiresAt: T0 + 60_000, limit: 3 };
+      const project = await makeProject();
+      await contract.store.projectUpdate({ projectId: project.id, patch: { keyConcurrency: 5 } });
+      // Due order: job_o0 (a second ago), job_o1, job_ok (keyed), job_o2, job_o3 (each due now, created in that order).
+      const jobs = [job('job_o1'), job('job_o0', { runAt: T0 - 1_000 }), job('job_ok', { concurrencyKey: 'k1' }), job('job_o2'), job('job_o3')];
+      const result = await create(project, jobs, { startDueNow: start });
+      if (result.kind !== 'created') throw new Error('not created');
+      // A store may ignore startDueNow; one that honours it starts those ahead of the keyed job in due order.
+      expect([[], ['job_o1', 'job_o0']]).toContainEqual(result.started.map((s) => s.jobId));
+      // Claimed one at a time, jobs due at one instant go in the order they were created, keyed or not.
+      const other = await makeProject();
+      await contract.store.projectUpdate({ projectId: other.id, patch: { keyConcurrency: 5 } });
+      await create(other, [job('job_t1', { concurrencyKey: 'k2' }), job('job_t2', { concurrencyKey: 'k1' }), job('job_t3'), job('job_t4', { concurrencyKey: 'k2' }), job('job_t5')]);
+      const order: string[] = [];
+      for (let i = 0; i < 5; i++) order.push(...(await claim(T0, 1, 'wrk_a', T0, [project.id])).map((j) => j.id));
+      expect(order).toEqual(['job_t1', 'job_t2', 'job_t3', 'job_t4', 'job_t5']);
+    });
+
     it('rescues expired leases: DISPATCHED back to QUEUED without an attempt, STARTED as lease_expired', async () => {
       const project = await makeProject();
       await create(project, [job('job_l1'), job('job_l2', { maxRetries: 1 }), job('job_l3', { maxRetries: 0 })]);

@@ -192,9 +192,13 @@ export class JobCreator {
     );
     // Each keyed job's insert takes its key's lock (0016_concurrency_keys.sql): keyed jobs go in
     // (project, key) order, the same on every instance, or two groups taking two keys' locks in
-    // opposite orders deadlock. The sort is stable: one key's jobs keep their order.
+    // opposite orders deadlock. The sort is stable: one key's jobs keep their order. Each row takes
+    // the seq of its place in the group (`places`), so that seq, the order of jobs created together,
+    // is the group's: a batch's jobs due at once start in its order, keyed or not (SPEC section 10).
     const keyed = unordered.some((j) => j.concurrencyKey !== undefined);
-    const jobs = keyed ? [...unordered].sort((a, b) => keyOrder(a) - keyOrder(b) || (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)) : unordered;
+    const placed = unordered.map((job, index) => ({ job, place: index + 1 }));
+    if (keyed) placed.sort((a, b) => keyOrder(a.job) - keyOrder(b.job) || (keyOf(a.job) < keyOf(b.job) ? -1 : keyOf(a.job) > keyOf(b.job) ? 1 : 0));
+    const jobs = placed.map(({ job }) => job);
     // Each request's jobs count on the UTC day of its own time (a group can span midnight).
     const counts = new Map<string, { teamId: string; day: string; n: number }>();
     for (const [i, { params }] of group.entries()) {
@@ -234,6 +238,7 @@ export class JobCreator {
       ...(fires ? [jobs.map((j) => j.teamId), jobs.map((j) => j.day)] : []),
       ...(tagged ? [jobs.map((j) => j.tags ?? null)] : []),
       keyed ? jobs.map((j) => j.concurrencyKey ?? null) : null,
+      keyed ? placed.map(({ place }) => place) : null,
     ];
     return { args, fires, tagged };
   }

@@ -7,7 +7,7 @@
 import { newAttemptId } from '../../crypto/random-ids.js';
 import { utcDay } from '../../timestamp.js';
 import type { AttemptFinishParams } from '../attempt-store.js';
-import { assembleAnswer, debouncedAnswer, idempotentAnswer, type DebouncedJob } from '../job-rules.js';
+import { assembleAnswer, debouncedAnswer, idempotentAnswer, startableAtCreation, type DebouncedJob } from '../job-rules.js';
 import { dueOrder, type ClaimedJob, type JobClaimParams, type JobCreateParams, type JobCreateResult, type JobRow, type NewJob, type StoredResponse, type JobStatus, type JobTransitionResult, type StartedAtCreation } from '../job-store.js';
 import { latenessBucket, minuteOf } from '../overview-store.js';
 import { attemptFinish } from './attempt-writes.js';
@@ -53,9 +53,10 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
   const state = sql(ProjectCreationStateGet).get(params) as { paused: number; startable: number } | undefined;
   const onHold = state?.paused ?? 0;
   const start = state?.startable ? params.startDueNow : undefined;
+  const toStart = new Set(start ? startableAtCreation(params.jobs, params.now).slice(0, start.limit) : []);
   const started: StartedAtCreation[] = [];
   const pausedAt = new Map<string, number | null>();
-  const created = params.jobs.map((job) => {
+  const created = params.jobs.map((job, index) => {
     if (quota && used >= quota.limit) return false;
     if (job.schedule && job.schedule.fireAt !== null) {
       const { id, fireAt } = job.schedule;
@@ -85,8 +86,9 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
       leaseExpiresAt: null as number | null,
       attemptId: null as string | null,
     };
-    // A keyed job is never created started: its key's turn (0016_concurrency_keys.sql) decides.
-    if (start && started.length < start.limit && job.runAt <= params.now && job.concurrencyKey === undefined && job.debounce === undefined) {
+    // Those due at once up to the first that never is created started (a keyed job: its key's turn
+    // decides, 0016_concurrency_keys.sql), in due order (startableAtCreation).
+    if (start && toStart.has(index)) {
       const attemptId = newAttemptId(params.now);
       row.workerId = start.workerId;
       row.leaseExpiresAt = start.leaseExpiresAt;

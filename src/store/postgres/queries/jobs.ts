@@ -31,6 +31,9 @@ const jobInsertGroup = (usageRows: string, fires = false, tagged = false) => {
   // Each job's concurrencyKey (SPEC section 15) last of all, null for a group without keys: the
   // triggers of 0016_concurrency_keys.sql set a keyed job's order and its key's turn.
   const keys = `$${18 + (fires ? 2 : 0) + (tagged ? 1 : 0)}`;
+  // With keys, each job's place in the group (1-based), after the keys: the rows go in in key order
+  // (job-creator.ts says why), and each takes the seq of its place, so seq keeps the group's order.
+  const places = `$${19 + (fires ? 2 : 0) + (tagged ? 1 : 0)}`;
   return `WITH ${
     fires
       ? `fire_schedule AS MATERIALIZED (
@@ -39,21 +42,25 @@ const jobInsertGroup = (usageRows: string, fires = false, tagged = false) => {
     SELECT id, paused, paused_at FROM schedules WHERE id = ANY($13::text[]) FOR SHARE
   ), `
       : ''
-  }inserted AS (
-    INSERT INTO jobs (id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
+  }group_seqs AS MATERIALIZED (
+    -- One seq per job, taken in the group's order (read only for a group with keys).
+    SELECT array_agg(nextval('jobs_seq_seq')) AS seqs FROM generate_series(1, cardinality($2::text[]))
+  ), inserted AS (
+    INSERT INTO jobs (seq, id, project_id, status, payload, scheduled_for, run_at, queued_at, max_retries, created_at, updated_at,
       schedule_id, schedule_fire_at, on_hold, traceparent, tracestate, concurrency_key${tagged ? ', tags' : ''})
     -- Each job's own request's instant ($17, else the group's $1): a job due at once has
     -- nextAttemptAt = createdAt (SPEC section 2).
-    SELECT j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, COALESCE(j.created_at, $1::bigint), j.max_retries,
+    SELECT CASE WHEN ${places}::int[] IS NULL THEN nextval('jobs_seq_seq') ELSE (SELECT g.seqs[j.place] FROM group_seqs g) END,
+      j.id, j.project_id, 'QUEUED', j.payload, j.scheduled_for, j.run_at, COALESCE(j.created_at, $1::bigint), j.max_retries,
       COALESCE(j.created_at, $1::bigint), COALESCE(j.created_at, $1::bigint),
       -- A paused or held project's jobs are created held (0007_operator_controls.sql). A subquery, not a join,
       -- so that rows keep the arrays' order (the order of seq, which lists follow).
       j.schedule_id, j.schedule_fire_at, (SELECT paused OR held_since IS NOT NULL FROM projects p WHERE p.id = j.project_id), j.traceparent, j.tracestate,
       j.concurrency_key${tagged ? ', j.tags' : ''}
     -- unnest pads a shorter array with nulls, so a group without trace context passes null for $15 and $16.
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[], ${keys}::text[]${tagged ? `, ${tags}::text[]` : ''})
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::bigint[], ${keys}::text[], ${places}::int[]${tagged ? `, ${tags}::text[]` : ''})
       AS j(id, project_id, payload, scheduled_for, run_at, max_retries, schedule_id, schedule_fire_at, traceparent, tracestate, created_at,
-        concurrency_key${tagged ? ', tags' : ''})${
+        concurrency_key, place${tagged ? ', tags' : ''})${
       fires
         ? `
     -- A fire for an instant after its schedule's pause creates no job (../schedule-store.ts, scheduleUpdate).
@@ -152,7 +159,9 @@ const CLAIM_LIMIT = `LEAST($9::int * LEAST(p.delivery_concurrency, $10::int), $1
 export const JobClaimDue = `WITH picked AS (
     SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND NOT on_hold AND NOT key_held AND run_at <= $2::bigint AND NOT (project_id = ANY($6::text[]))
       AND project_id NOT IN (${STOPPED_PROJECTS}) AND project_id NOT IN (${backedOffProjects('$1::bigint')})
-    ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
+    -- Ties in seq order, the order they were created in: the index's (run_at) ties are in the
+    -- table's physical order, which a group's keyed jobs (job-creator.ts) do not follow.
+    ORDER BY run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED
   ), due AS (
     SELECT ranked.seq FROM (
       SELECT seq, project_id, row_number() OVER (PARTITION BY project_id ORDER BY run_at, seq) AS place FROM picked
@@ -263,6 +272,6 @@ export const JobHoldBatch = `WITH batch AS (
   )
   SELECT max(seq) AS "lastSeq", count(*)::int AS n FROM batch`;
 export const JobReleaseHeldBatch = `WITH batch AS (
-    SELECT seq FROM jobs WHERE project_id = $1 AND status = 'QUEUED' AND on_hold ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    SELECT seq FROM jobs WHERE project_id = $1 AND status = 'QUEUED' AND on_hold ORDER BY run_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED
   )
   UPDATE jobs SET on_hold = false FROM batch WHERE jobs.seq = batch.seq AND NOT (SELECT paused OR held_since IS NOT NULL FROM projects WHERE id = $1)`;

@@ -132,7 +132,7 @@ export const JobClaimDue = `UPDATE jobs SET status = CASE WHEN picked.starts THE
         SELECT seq, project_id, run_at FROM jobs WHERE status = 'QUEUED' AND on_hold = 0 AND key_held = 0 AND run_at <= @dueBy
           AND project_id NOT IN (SELECT value FROM json_each(@excludeProjectIds)) AND project_id NOT IN (${STOPPED_PROJECTS})
           AND project_id NOT IN (${BACKED_OFF_PROJECTS})
-        ORDER BY run_at ${limitBy('@limit')})
+        ORDER BY run_at, seq ${limitBy('@limit')})
     ) AS ranked JOIN projects p ON p.id = ranked.project_id
     WHERE ranked.place <= ${CLAIM_LIMIT} - COALESCE(json_extract(@heldByProject, '$."' || ranked.project_id || '"'), 0)
   ) AS picked
@@ -261,5 +261,5 @@ export const JobHoldRange = `UPDATE jobs SET on_hold = 1 WHERE project_id = @pro
   AND seq > @afterSeq AND seq <= @lastSeq AND on_hold = 0 AND (SELECT paused = 1 OR held_since IS NOT NULL FROM projects WHERE id = @projectId) = 1`;
 /** A batch of a resumed project's held jobs, earliest due first (jobs_held). */
 export const JobReleaseHeldBatch = `UPDATE jobs SET on_hold = 0 WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_held
-  WHERE project_id = @projectId AND status = 'QUEUED' AND on_hold = 1 ORDER BY run_at ${limitBy('@limit')})
+  WHERE project_id = @projectId AND status = 'QUEUED' AND on_hold = 1 ORDER BY run_at, seq ${limitBy('@limit')})
   AND (SELECT paused = 0 AND held_since IS NULL FROM projects WHERE id = @projectId) = 1`;
