@@ -7,6 +7,7 @@
 import type { AttemptRow } from '../../src/store/store.js';
 import { BUSY_RETRY_AFTER_S, type Delivery, type Probe } from './model-receiver.js';
 import { GLOBAL_SLOTS } from './model-service.js';
+import { CLAIM_LOOKAHEAD_MS } from '../../src/claims/claim-loop.js';
 
 /** One project never uses more than half of an instance's slots, whatever its concurrency. */
 export const PROJECT_SHARE = Math.floor(GLOBAL_SLOTS / 2);
@@ -257,11 +258,19 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         if (earlier.project !== project.name || earlier.id === later.jobId || interrupted(earlier.id)) continue;
         const known = Math.max(earlier.createdAt, ...earlier.dues.map((c) => c.since));
         if (known > laterStart - ORDER_SLACK_MS) continue;
+        // Claim-ahead: the later job may have been claimed up to CLAIM_LOOKAHEAD_MS before its due
+        // time and held here (for its time, or for a slot), and goes before a job dispatched after
+        // that claim (docs/guarantees.md section 5).
+        const laterKnown = Math.max(laterJob.createdAt, ...laterJob.dues.map((c) => c.since));
+        if (known > laterKnown && known > laterDue - CLAIM_LOOKAHEAD_MS) continue;
         if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
         const earlierDue = model.dueAt(earlier, laterStart);
         if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq >= laterJob.seq)) continue;
-        // A job waiting for its key's turn (SPEC section 15) is overtaken by design: the keys' own rules check it.
-        if (earlier.key !== null && earlier.key !== laterJob.key && heldByKey(earlier, laterStart)) continue;
+        // A job waiting for its key's turn (SPEC section 15) is overtaken by design: the keys' own
+        // rules check it. So when it waited at the later job's real start, which for a job held ahead
+        // of its time is up to START_AHEAD_TOLERANCE_MS before the startedAt recorded, its due time.
+        const keyHeld = (at: number) => heldByKey(earlier, at);
+        if (earlier.key !== null && earlier.key !== laterJob.key && (keyHeld(laterStart) || keyHeld(laterStart - START_AHEAD_TOLERANCE_MS))) continue;
         const its = (byJob.get(earlier.id) ?? []).find((d) => d.attemptNumber === 1);
         if (!its || startOf(its) > laterStart) {
           found.push(
@@ -299,6 +308,11 @@ export function violations(model: DeliveryModel, deliveries: Delivery[], attempt
         if (earlier.project !== project.name || earlier.key !== laterJob.key || earlier.id === later.jobId || interrupted(earlier.id)) continue;
         const known = Math.max(earlier.createdAt, ...earlier.dues.map((c) => c.since));
         if (known > laterStart - ORDER_SLACK_MS) continue;
+        // Claim-ahead: the later job may have been claimed up to CLAIM_LOOKAHEAD_MS before its due
+        // time and held here (for its time, or for a slot), and goes before a job dispatched after
+        // that claim (docs/guarantees.md section 5).
+        const laterKnown = Math.max(laterJob.createdAt, ...laterJob.dues.map((c) => c.since));
+        if (known > laterKnown && known > laterDue - CLAIM_LOOKAHEAD_MS) continue;
         if (earlier.cancelledAt !== null && earlier.cancelledAt <= laterStart) continue;
         const earlierDue = model.dueAt(earlier, laterStart);
         if (earlierDue > laterDue || (earlierDue === laterDue && earlier.seq >= laterJob.seq)) continue;
