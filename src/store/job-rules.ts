@@ -39,9 +39,12 @@ import type { PruneCutoffs } from '../retention.js';
  * section 10). A store starts the first `startDueNow.limit` of them.
  */
 export function startableAtCreation(jobs: Pick<NewJob, 'runAt' | 'concurrencyKey' | 'debounce'>[], now: number): number[] {
+  const never = (job: (typeof jobs)[number]) => job.concurrencyKey !== undefined || job.debounce !== undefined;
+  // A single dispatch, the common case, without the arrays.
+  if (jobs.length === 1) return jobs[0]!.runAt <= now && !never(jobs[0]!) ? [0] : [];
   const due = jobs.flatMap((job, index) => (job.runAt <= now ? [index] : []));
   due.sort((a, b) => jobs[a]!.runAt - jobs[b]!.runAt || a - b);
-  const blocked = due.findIndex((index) => jobs[index]!.concurrencyKey !== undefined || jobs[index]!.debounce !== undefined);
+  const blocked = due.findIndex((index) => never(jobs[index]!));
   return blocked === -1 ? due : due.slice(0, blocked);
 }
 
