@@ -196,6 +196,8 @@ export class ClaimLoop {
           const heldByProject = runner.capacity.heldByProject();
           // Of the jobs due now, those the worker has free slots for are claimed STARTED at once.
           const startable = runner.reserveClaimStarts();
+          // Marks of the store backlog made from here on are for jobs this claim does not see.
+          const sentAt = runner.capacity.backlogMarks;
           let claimed: ClaimedJob[] = [];
           try {
             claimed = await store.jobClaimDue({
@@ -222,7 +224,7 @@ export class ClaimLoop {
           const byProject = new Map<string, number>();
           for (const job of claimed) byProject.set(job.projectId, (byProject.get(job.projectId) ?? 0) + 1);
           const cutShort = runner.capacity.cutShortBy(byProject, heldByProject);
-          runner.capacity.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort]);
+          runner.capacity.noteClaim(claimed.length < limit, [...excludeProjectIds, ...cutShort], sentAt);
           // A project's room may have cut its share of the batch short, its other due jobs left in
           // the store: claim again, which leaves it out while it has no room (and a freed slot
           // then wakes the loop) or takes its next ones if room freed meanwhile.

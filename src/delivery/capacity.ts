@@ -150,9 +150,14 @@ export class Capacity {
     this.tidy(projectId, now);
   }
 
-  /** The claim loop's claim is done (StoreBacklog.claimed). */
-  noteClaim(complete: boolean, leftBehind: Iterable<string>): void {
-    this.backlog.claimed(complete, leftBehind);
+  /** Read as a claim is sent, for noteClaim (StoreBacklog.nextMark). */
+  get backlogMarks(): number {
+    return this.backlog.nextMark;
+  }
+
+  /** The claim loop's claim is done (StoreBacklog.claimed; `sentAt`: backlogMarks when it was sent). */
+  noteClaim(complete: boolean, leftBehind: Iterable<string>, sentAt?: number): void {
+    this.backlog.claimed(complete, leftBehind, sentAt);
   }
 
   /**

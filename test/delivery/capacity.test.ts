@@ -113,6 +113,26 @@ describe('the capacity model', () => {
     capacity.noteClaim(false, []);
     expect(capacity.reserveStartAtEnqueue(project('other'), 1, NOW)).toBe(0);
   });
+  it('marks the store backlog for due jobs that may not start at creation, and keeps a mark made while a claim ran (it did not see their jobs)', () => {
+    const capacity = new Capacity(4);
+    const p = project('p', { deliveryConcurrency: 2 });
+    const sentAt = capacity.backlogMarks;
+    // While a claim runs: a dispatch of one job due at once that may not start at creation (a keyed
+    // one), created QUEUED after the claim in the writer's order.
+    expect(capacity.reserveStartAtEnqueue(p, 0, NOW, 1)).toBe(0);
+    capacity.noteClaim(true, [], sentAt);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+    // A claim sent after the mark takes that job: then the project's jobs start at creation again.
+    capacity.noteClaim(true, [], capacity.backlogMarks);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(1);
+    // A batch of three due at once whose second may not start at creation: one starts, and the
+    // project is marked, so that a later dispatch does not overtake the two in the store.
+    capacity.unreserve(p.id, 1, NOW);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW, 3)).toBe(1);
+    capacity.unreserve(p.id, 1, NOW);
+    expect(capacity.reserveStartAtEnqueue(p, 1, NOW)).toBe(0);
+  });
+
   it('judges what it holds by the newest settings: a lowered concurrency holds jobs claimed before it', () => {
     const capacity = new Capacity(256);
     const before = project('p', { deliveryConcurrency: 3 });
