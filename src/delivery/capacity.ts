@@ -16,7 +16,7 @@
  *   turn (key-turns.ts), a key's next job given its turn there.
  */
 import type { ProjectRow } from '../store/store.js';
-import { claimLimit, projectSlots, type CapacitySettings } from './capacity-rules.js';
+import { claimLimit, projectSlots } from './capacity-rules.js';
 import { KnownSettings } from './known-settings.js';
 import { HoldBacks } from './hold-backs.js';
 import { KeyTurns } from './key-turns.js';
