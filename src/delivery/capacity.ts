@@ -1,8 +1,8 @@
 /**
  * One worker's counts (what it holds, has reserved and runs, kept in worker-counts.ts; what holds a
- * project back) and the capacity model's rules (capacity-rules.ts) applied to them: the claim loop asks it how much to
- * claim, the attempt runner whether to start, the enqueue path for room to create jobs already
- * started. Pure but for its counters: the clock comes in as `now`, and nothing here sets a timer
+ * project back) and the capacity model's rules (capacity-rules.ts) applied to them: the claim loop
+ * asks it how much to claim, the attempt runner whether to start, the enqueue path for room to
+ * create jobs already started. Pure but for its counters: the clock comes in as `now`, and nothing here sets a timer
  * or touches the store.
  *
  * The rules that depend on what the worker holds (SPEC sections 10, 11 and 13):
