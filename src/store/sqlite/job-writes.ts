@@ -53,7 +53,7 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
   const state = sql(ProjectCreationStateGet).get(params) as { paused: number; startable: number } | undefined;
   const onHold = state?.paused ?? 0;
   const start = state?.startable ? params.startDueNow : undefined;
-  const toStart = new Set(start ? startableAtCreation(params.jobs, params.now).slice(0, start.limit) : []);
+  const toStart = start ? new Set(startableAtCreation(params.jobs, params.now).slice(0, start.limit)) : null;
   const started: StartedAtCreation[] = [];
   const pausedAt = new Map<string, number | null>();
   const created = params.jobs.map((job, index) => {
@@ -88,7 +88,7 @@ export function jobCreate(sql: Sql, params: JobCreateParams, tally: OverviewTall
     };
     // Those due at once up to the first that never is created started (a keyed job: its key's turn
     // decides, 0016_concurrency_keys.sql), in due order (startableAtCreation).
-    if (start && toStart.has(index)) {
+    if (start && toStart?.has(index)) {
       const attemptId = newAttemptId(params.now);
       row.workerId = start.workerId;
       row.leaseExpiresAt = start.leaseExpiresAt;
